@@ -1,0 +1,124 @@
+// dedloc-lead: the project lead's tool.
+//   dedloc-lead make-run --corpus FILE [--corpus FILE...] --out DIR --run-id ID [options]
+//   dedloc-lead verify-run MANIFEST
+#include "run/RunMaker.h"
+#include "run/RunManifest.h"
+#include "util/Error.h"
+#include "util/Log.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+
+#include <cstdio>
+
+namespace {
+
+int usage()
+{
+    std::fprintf(stderr,
+                 "usage: dedloc-lead <command> [options]\n"
+                 "commands:\n"
+                 "  make-run     train a tokenizer on a corpus and write a run (manifest + files)\n"
+                 "  verify-run   check a run manifest and the hashes of its files\n"
+                 "Run `dedloc-lead <command> --help` for the options of a command.\n");
+    return 2;
+}
+
+int makeRun(const QStringList &args)
+{
+    QCommandLineParser p;
+    p.setApplicationDescription(QStringLiteral("Make a run: copy the corpus, train a SentencePiece unigram tokenizer, write manifest.json."));
+    p.addHelpOption();
+    const QCommandLineOption corpus(QStringLiteral("corpus"), QStringLiteral("UTF-8 corpus file (repeatable)."), QStringLiteral("file"));
+    const QCommandLineOption out(QStringLiteral("out"), QStringLiteral("Output directory."), QStringLiteral("dir"));
+    const QCommandLineOption runId(QStringLiteral("run-id"), QStringLiteral("Run id: [A-Za-z0-9._-]{1,64}."), QStringLiteral("id"));
+    const QCommandLineOption name(QStringLiteral("name"), QStringLiteral("Name shown to volunteers."), QStringLiteral("text"), QString());
+    const QCommandLineOption lead(QStringLiteral("lead"), QStringLiteral("Who leads the run."), QStringLiteral("text"), QString());
+    const QCommandLineOption description(QStringLiteral("description"), QStringLiteral("One paragraph about the run."), QStringLiteral("text"), QString());
+    const QCommandLineOption preset(QStringLiteral("preset"), QStringLiteral("Model preset: tiny, default, large."), QStringLiteral("name"), QStringLiteral("default"));
+    const QCommandLineOption vocab(QStringLiteral("vocab-size"), QStringLiteral("Tokenizer vocabulary."), QStringLiteral("n"), QStringLiteral("8000"));
+    const QCommandLineOption seqLen(QStringLiteral("sequence-length"), QStringLiteral("Tokens per sequence."), QStringLiteral("n"), QStringLiteral("128"));
+    const QCommandLineOption target(QStringLiteral("target-batch-size"), QStringLiteral("Samples per optimizer step (swarm-wide)."), QStringLiteral("n"), QStringLiteral("256"));
+    const QCommandLineOption micro(QStringLiteral("micro-batch-size"), QStringLiteral("Samples per forward/backward pass."), QStringLiteral("n"), QStringLiteral("16"));
+    const QCommandLineOption lr(QStringLiteral("learning-rate"), QStringLiteral("LAMB peak learning rate."), QStringLiteral("x"), QStringLiteral("0.00176"));
+    const QCommandLineOption warmup(QStringLiteral("warmup-steps"), QStringLiteral("Linear warm-up steps."), QStringLiteral("n"), QStringLiteral("100"));
+    const QCommandLineOption total(QStringLiteral("total-steps"), QStringLiteral("Steps until the rate decays to 0."), QStringLiteral("n"), QStringLiteral("5000"));
+    const QCommandLineOption keepTokenizer(QStringLiteral("keep-tokenizer"), QStringLiteral("Reuse DIR/tokenizer.model instead of training one."));
+    p.addOptions({corpus, out, runId, name, lead, description, preset, vocab, seqLen, target, micro, lr, warmup, total, keepTokenizer});
+    p.process(args);
+    if (!p.isSet(corpus) || !p.isSet(out) || !p.isSet(runId)) {
+        std::fprintf(stderr, "dedloc-lead make-run: --corpus, --out and --run-id are required\n");
+        return 2;
+    }
+    dedloc::MakeRunOptions o;
+    for (const auto &c : p.values(corpus))
+        o.corpus.emplace_back(c.toStdString());
+    o.outputDir = p.value(out).toStdString();
+    o.runId = p.value(runId).toStdString();
+    o.name = p.isSet(name) ? p.value(name).toStdString() : o.runId;
+    o.lead = p.value(lead).toStdString();
+    o.description = p.value(description).toStdString();
+    o.preset = p.value(preset).toStdString();
+    bool ok = true, all = true;
+    o.vocabSize = p.value(vocab).toInt(&ok); all &= ok;
+    o.sequenceLength = p.value(seqLen).toInt(&ok); all &= ok;
+    o.targetBatchSize = p.value(target).toInt(&ok); all &= ok;
+    o.microBatchSize = p.value(micro).toInt(&ok); all &= ok;
+    o.learningRate = p.value(lr).toDouble(&ok); all &= ok;
+    o.warmupSteps = p.value(warmup).toInt(&ok); all &= ok;
+    o.totalSteps = p.value(total).toInt(&ok); all &= ok;
+    o.retrainTokenizer = !p.isSet(keepTokenizer);
+    if (!all) {
+        std::fprintf(stderr, "dedloc-lead make-run: a numeric option has a value that is not a number\n");
+        return 2;
+    }
+    const auto m = dedloc::makeRun(o);
+    std::printf("wrote %s (run %s, %d-token tokenizer, preset %s)\n", (o.outputDir / "manifest.json").c_str(),
+                m.runId.c_str(), m.model.vocabSize, m.model.preset.c_str());
+    return 0;
+}
+
+int verifyRun(const QStringList &args)
+{
+    QCommandLineParser p;
+    p.setApplicationDescription(QStringLiteral("Check a run manifest and the SHA-256 of its tokenizer and corpus."));
+    p.addHelpOption();
+    p.addPositionalArgument(QStringLiteral("manifest"), QStringLiteral("manifest.json"));
+    p.process(args);
+    if (p.positionalArguments().size() != 1) {
+        std::fprintf(stderr, "dedloc-lead verify-run: give one manifest file\n");
+        return 2;
+    }
+    const auto m = dedloc::loadRunManifest(p.positionalArguments().front().toStdString());
+    dedloc::verifyRunFiles(m);
+    std::printf("run %s: manifest valid, tokenizer and %zu corpus file(s) match their SHA-256\n", m.runId.c_str(),
+                m.corpus.files.size());
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char *argv[])
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("dedloc-lead"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(DEDLOC_VERSION));
+    QStringList args = QCoreApplication::arguments();
+    if (args.size() < 2)
+        return usage();
+    const QString command = args.takeAt(1);
+    try {
+        if (command == QLatin1String("make-run"))
+            return makeRun(args);
+        if (command == QLatin1String("verify-run"))
+            return verifyRun(args);
+        if (command == QLatin1String("--version")) {
+            std::printf("dedloc-lead %s\n", DEDLOC_VERSION);
+            return 0;
+        }
+    } catch (const dedloc::Error &e) {
+        dedloc::log::error("lead", e.what());
+        return 2;
+    }
+    return usage();
+}

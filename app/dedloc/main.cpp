@@ -1,0 +1,83 @@
+// dedloc: the volunteer's program. `dedloc --headless` trains without a window.
+#include "run/RunPaths.h"
+#include "train/TrainingSession.h"
+#include "util/Log.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <unistd.h>
+
+namespace {
+
+// Set by SIGINT/SIGTERM; the session checks it between micro-batches and checkpoints on exit.
+// A signal handler can reach only a static, lock-free flag.
+std::atomic<bool> g_stop{false};
+
+void onSignal(int)
+{
+    if (g_stop.exchange(true)) {
+        constexpr char msg[] = "\ndedloc: second interrupt, exiting without a final checkpoint\n";
+        (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+        std::_Exit(130);
+    }
+}
+
+} // namespace
+
+int main(int argc, char *argv[])
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("dedloc"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(DEDLOC_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral(
+        "DeDLOC Desktop: donate idle GPU/CPU time to a collaborative training run."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption headless(QStringLiteral("headless"), QStringLiteral("Train without a window."));
+    const QCommandLineOption manifest(QStringLiteral("manifest"), QStringLiteral("Run manifest to join (default: the bundled run)."), QStringLiteral("file"));
+    const QCommandLineOption dataDir(QStringLiteral("data-dir"), QStringLiteral("Identity and checkpoints (default: ~/.local/share/dedloc)."), QStringLiteral("dir"));
+    const QCommandLineOption metricsOut(QStringLiteral("metrics-out"), QStringLiteral("Append one JSON line per step and validation to this file."), QStringLiteral("file"));
+    const QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("Torch CPU threads (default: all cores)."), QStringLiteral("n"), QStringLiteral("0"));
+    const QCommandLineOption cpu(QStringLiteral("cpu"), QStringLiteral("Train on the CPU even if a GPU is present."));
+    const QCommandLineOption duration(QStringLiteral("duration"), QStringLiteral("Stop after this many seconds."), QStringLiteral("seconds"), QStringLiteral("0"));
+    const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Stop at this optimizer step (default: the schedule's total)."), QStringLiteral("n"), QStringLiteral("0"));
+    const QCommandLineOption fresh(QStringLiteral("fresh"), QStringLiteral("Start from step 0; existing checkpoints are left on disk but not loaded."));
+    parser.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh});
+    parser.process(app);
+
+    dedloc::SessionOptions options;
+    if (parser.isSet(manifest)) {
+        options.manifest = parser.value(manifest).toStdString();
+    } else if (auto found = dedloc::findDefaultManifest()) {
+        options.manifest = *found;
+    } else {
+        std::fprintf(stderr, "dedloc: no run manifest given and the bundled default run was not found; use --manifest FILE\n");
+        return 2;
+    }
+    options.dataDir = parser.isSet(dataDir) ? std::filesystem::path(parser.value(dataDir).toStdString())
+                                            : dedloc::userDataDir();
+    options.metricsOut = parser.value(metricsOut).toStdString();
+    bool ok = true;
+    options.threads = parser.value(threads).toInt(&ok);
+    options.durationSeconds = ok ? parser.value(duration).toDouble(&ok) : 0;
+    options.maxSteps = ok ? parser.value(steps).toLong(&ok) : 0;
+    if (!ok || options.threads < 0 || options.durationSeconds < 0 || options.maxSteps < 0) {
+        std::fprintf(stderr, "dedloc: --threads, --duration and --steps take non-negative numbers\n");
+        return 2;
+    }
+    options.allowCuda = !parser.isSet(cpu);
+    options.resume = !parser.isSet(fresh);
+
+    if (!parser.isSet(headless))
+        dedloc::log::info("app", "this build has no window yet; training headless (--headless)");
+
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    return dedloc::runTrainingSession(options, g_stop);
+}

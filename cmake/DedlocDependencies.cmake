@@ -1,0 +1,17 @@
+# Every third-party dependency is found here, once. All come from Debian packages
+# (installers/install-deps.sh); a CUDA libtorch can be given with -DCMAKE_PREFIX_PATH=/path/to/libtorch.
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+
+find_package(Torch REQUIRED)
+# TORCH_CXX_FLAGS carries -D_GLIBCXX_USE_CXX11_ABI for official builds.
+if(TORCH_CXX_FLAGS)
+  separate_arguments(_dedloc_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+  add_compile_options(${_dedloc_torch_flags})
+endif()
+
+find_package(Qt6 REQUIRED COMPONENTS Core Test)
+find_package(nlohmann_json 3.10 REQUIRED)
+
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)

@@ -1,0 +1,53 @@
+#pragma once
+// ALBERT masked-language model (Lan et al. 2020, arXiv 1909.11942) in libtorch:
+//  - factorised embedding: token (V x E) + position (P x E) -> LayerNorm(E) -> Linear(E -> H)
+//    (section 3.1 "factorized embedding parameterization", E = 128);
+//  - ONE post-LayerNorm transformer encoder layer (multi-head self-attention + GELU feed-forward)
+//    applied L times ("cross-layer parameter sharing", section 3.1);
+//  - masked-LM head: Linear(H -> E), GELU, LayerNorm(E), then the token embedding matrix
+//    transposed (tied) plus a bias -> V logits.
+// Dropout is 0 (ALBERT v2 removed it), so a forward pass is a pure function of the parameters.
+// The head runs only at positions that carry a label, which saves most of the V-wide matmul.
+// Include only from core/ translation units that already pay for <torch/torch.h>.
+#include "run/RunManifest.h"
+
+#include <torch/torch.h>
+
+namespace dedloc {
+
+class AlbertMlmImpl final : public torch::nn::Module {
+public:
+    explicit AlbertMlmImpl(const ModelShape &shape);
+
+    // inputIds: [B, T] int64 on the module's device. Returns hidden states [B, T, H].
+    torch::Tensor encode(const torch::Tensor &inputIds);
+    // Mean cross-entropy over positions whose label != -100 (nats per masked token).
+    // labels: [B, T] int64. Returns a scalar.
+    torch::Tensor mlmLoss(const torch::Tensor &inputIds, const torch::Tensor &labels);
+
+    [[nodiscard]] const ModelShape &shape() const { return m_shape; }
+    [[nodiscard]] std::int64_t parameterCount() const;
+
+private:
+    torch::Tensor encoderLayer(const torch::Tensor &x);
+
+    ModelShape m_shape;
+    torch::nn::Embedding m_tokenEmbedding{nullptr};
+    torch::nn::Embedding m_positionEmbedding{nullptr};
+    torch::nn::LayerNorm m_embeddingNorm{nullptr};
+    torch::nn::Linear m_embeddingProjection{nullptr};
+    // The shared encoder layer.
+    torch::nn::Linear m_qkv{nullptr};
+    torch::nn::Linear m_attentionOut{nullptr};
+    torch::nn::LayerNorm m_attentionNorm{nullptr};
+    torch::nn::Linear m_ffnIn{nullptr};
+    torch::nn::Linear m_ffnOut{nullptr};
+    torch::nn::LayerNorm m_ffnNorm{nullptr};
+    // MLM head (decoder weight is tied to m_tokenEmbedding).
+    torch::nn::Linear m_headTransform{nullptr};
+    torch::nn::LayerNorm m_headNorm{nullptr};
+    torch::Tensor m_decoderBias;
+};
+TORCH_MODULE(AlbertMlm);
+
+} // namespace dedloc

@@ -1,0 +1,38 @@
+#pragma once
+// A peer's long-term identity: an Ed25519 key pair (libsodium crypto_sign), kept in
+// <data dir>/identity.key (mode 0600) so a peer keeps its id across restarts.
+// Peer id = the first 16 bytes of BLAKE2b-256(public key), as 32 hex digits: short enough for
+// logs and DHT keys, long enough that collisions need 2^64 work.
+#include <array>
+#include <filesystem>
+#include <string>
+
+namespace dedloc {
+
+class PeerIdentity final {
+public:
+    static constexpr std::size_t PublicKeyBytes = 32;
+    static constexpr std::size_t SecretKeyBytes = 64;
+
+    // Loads the key file, or creates it (and its directory) if it does not exist. Throws
+    // dedloc::Error if the file exists but is malformed (it is never overwritten silently).
+    static PeerIdentity loadOrCreate(const std::filesystem::path &keyFile);
+    static PeerIdentity generate();
+
+    [[nodiscard]] const std::string &peerId() const { return m_peerId; }
+    [[nodiscard]] const std::array<unsigned char, PublicKeyBytes> &publicKey() const { return m_public; }
+    // Detached Ed25519 signature (64 bytes) of `message`.
+    [[nodiscard]] std::string sign(const std::string &message) const;
+    [[nodiscard]] static bool verify(const std::array<unsigned char, PublicKeyBytes> &publicKey,
+                                     const std::string &message, const std::string &signature);
+
+private:
+    PeerIdentity() = default;
+    void derivePeerId();
+
+    std::array<unsigned char, PublicKeyBytes> m_public{};
+    std::array<unsigned char, SecretKeyBytes> m_secret{};
+    std::string m_peerId;
+};
+
+} // namespace dedloc

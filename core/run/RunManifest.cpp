@@ -1,0 +1,498 @@
+#include "run/RunManifest.h"
+
+#include "util/AtomicFile.h"
+#include "util/Error.h"
+#include "util/Hash.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace dedloc {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kFormatVersion = 1;
+// Name used in messages about the document itself (it has no dotted path of its own).
+constexpr const char *kRootName = "manifest";
+
+// A value as it appears in the file, shortened so one bad field cannot flood the message.
+std::string quote(const json &value)
+{
+    std::string text = value.dump();
+    constexpr std::size_t kMax = 40;
+    if (text.size() > kMax)
+        text = text.substr(0, kMax) + "...";
+    return text;
+}
+
+std::string quote(const std::string &text)
+{
+    return quote(json(text));
+}
+
+// Shortest form that round-trips: "0.5", "1", "1e-06".
+std::string numberText(double value)
+{
+    char buffer[32];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return {buffer, result.ptr};
+}
+
+[[noreturn]] void fail(const std::string &path, const std::string &what)
+{
+    throw Error(path + ": " + what);
+}
+
+// Reads one JSON object field by field. The set of known keys is given up front so a misspelt
+// key is reported as unknown (naming the typo) rather than as the correctly spelt key "missing".
+class ObjectReader final {
+public:
+    ObjectReader(const json &object, std::string path, std::initializer_list<std::string_view> known)
+        : m_object(object), m_path(std::move(path)), m_known(known)
+    {
+        if (!m_object.is_object())
+            fail(displayPath(), "expected an object, got " + quote(m_object));
+        for (const auto &item : m_object.items()) {
+            if (std::find(m_known.begin(), m_known.end(), item.key()) == m_known.end())
+                fail(displayPath(), "unknown field \"" + item.key() + "\"");
+        }
+    }
+
+    [[nodiscard]] std::string fieldPath(std::string_view key) const
+    {
+        return m_path.empty() ? std::string(key) : m_path + "." + std::string(key);
+    }
+
+    [[nodiscard]] bool has(std::string_view key) const { return m_object.contains(key); }
+
+    [[nodiscard]] const json &require(std::string_view key) const
+    {
+        const auto it = m_object.find(key);
+        if (it == m_object.end())
+            fail(fieldPath(key), "missing");
+        return *it;
+    }
+
+    [[nodiscard]] std::string string(std::string_view key) const
+    {
+        const json &v = require(key);
+        if (!v.is_string())
+            fail(fieldPath(key), "expected a string, got " + quote(v));
+        return v.get<std::string>();
+    }
+
+    [[nodiscard]] std::string nonEmptyString(std::string_view key) const
+    {
+        std::string s = string(key);
+        if (s.empty())
+            fail(fieldPath(key), "must not be empty");
+        return s;
+    }
+
+    // JSON has one number type; booleans and 2.0 / 2.5 are rejected so that a field means the
+    // same thing to every peer whatever language wrote the file.
+    [[nodiscard]] int integer(std::string_view key, int minimum) const
+    {
+        const json &v = require(key);
+        const char *expected = minimum > 0 ? "expected a positive integer" : "expected a non-negative integer";
+        if (!v.is_number_integer())
+            fail(fieldPath(key), std::string(expected) + ", got " + quote(v));
+        constexpr auto kMax = std::numeric_limits<int>::max();
+        // The parser stores non-negative literals as unsigned and negative ones as signed.
+        const bool tooLarge = v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax)
+                                                     : v.get<std::int64_t>() > kMax;
+        if (tooLarge)
+            fail(fieldPath(key), std::string(expected) + " up to " + std::to_string(kMax) + ", got " + quote(v));
+        if (v.get<std::int64_t>() < minimum)
+            fail(fieldPath(key), std::string(expected) + ", got " + quote(v));
+        return v.get<int>();
+    }
+
+    [[nodiscard]] double number(std::string_view key) const
+    {
+        const json &v = require(key);
+        if (!v.is_number() || !std::isfinite(v.get<double>()))
+            fail(fieldPath(key), "expected a number, got " + quote(v));
+        return v.get<double>();
+    }
+
+    // lowOpen/highOpen: whether the bound itself is excluded.
+    [[nodiscard]] double numberIn(std::string_view key, double low, bool lowOpen, double high, bool highOpen) const
+    {
+        const double x = number(key);
+        const bool ok = (lowOpen ? x > low : x >= low) && (highOpen ? x < high : x <= high);
+        if (!ok) {
+            const std::string range = std::isinf(high)
+                                          ? std::string(lowOpen ? "> " : ">= ") + numberText(low)
+                                          : std::string("in ") + (lowOpen ? "(" : "[") + numberText(low) + ", " +
+                                                numberText(high) + (highOpen ? ")" : "]");
+            fail(fieldPath(key), "expected a number " + range + ", got " + quote(require(key)));
+        }
+        return x;
+    }
+
+    [[nodiscard]] bool boolean(std::string_view key) const
+    {
+        const json &v = require(key);
+        if (!v.is_boolean())
+            fail(fieldPath(key), "expected true or false, got " + quote(v));
+        return v.get<bool>();
+    }
+
+    [[nodiscard]] ObjectReader object(std::string_view key, std::initializer_list<std::string_view> known) const
+    {
+        return {require(key), fieldPath(key), known};
+    }
+
+    [[nodiscard]] const json &array(std::string_view key) const
+    {
+        const json &v = require(key);
+        if (!v.is_array())
+            fail(fieldPath(key), "expected an array, got " + quote(v));
+        return v;
+    }
+
+private:
+    [[nodiscard]] std::string displayPath() const { return m_path.empty() ? kRootName : m_path; }
+
+    const json &m_object;
+    std::string m_path;
+    std::vector<std::string_view> m_known;
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool isLowerHex64(const std::string &s)
+{
+    return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+}
+
+bool isValidRunId(const std::string &s)
+{
+    return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+               return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                      c == '_' || c == '-';
+           });
+}
+
+// "host:port", "[v6addr]:port". A bare IPv6 address must be bracketed, else its colons would
+// be ambiguous with the port separator.
+bool isValidPeerAddress(const std::string &s)
+{
+    const auto colon = s.rfind(':');
+    if (colon == std::string::npos)
+        return false;
+    const std::string host = s.substr(0, colon);
+    const std::string port = s.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return false;
+    const int portValue = std::stoi(port);
+    if (portValue < 1 || portValue > 65535)
+        return false;
+    if (host.empty() || std::any_of(host.begin(), host.end(), [](unsigned char c) { return c <= ' ' || c == '/' || c >= 0x7f; }))
+        return false;
+    if (host.front() == '[')
+        return host.size() > 2 && host.back() == ']' && host.find_first_of("[]", 1) == host.size() - 1;
+    return host.find_first_of(":[]") == std::string::npos;
+}
+
+FileRef readFileRef(const ObjectReader &r)
+{
+    FileRef ref;
+    ref.path = r.nonEmptyString("path");
+    ref.sha256 = r.string("sha256");
+    if (!isLowerHex64(ref.sha256))
+        fail(r.fieldPath("sha256"), "expected 64 lowercase hex digits, got " + quote(ref.sha256));
+    return ref;
+}
+
+constexpr std::pair<Compression, const char *> kCompressionNames[] = {
+    {Compression::None, "none"},
+    {Compression::Fp16, "fp16"},
+    {Compression::Uniform8Bit, "uniform8bit"},
+    {Compression::Blockwise8Bit, "blockwise8bit"},
+    {Compression::SizeAdaptive, "size_adaptive"},
+};
+
+Compression parseCompression(const std::string &name, const std::string &path)
+{
+    std::string choices;
+    for (const auto &[value, spelling] : kCompressionNames) {
+        if (name == spelling)
+            return value;
+        choices += choices.empty() ? spelling : std::string(", ") + spelling;
+    }
+    fail(path, "unknown compression \"" + name + "\" (expected one of " + choices + ")");
+}
+
+// nlohmann keeps the last of duplicate keys silently; two peers reading the "same" manifest with
+// different parsers could then disagree, so a duplicate is an error.
+json parseStrictJson(const std::string &text)
+{
+    std::vector<std::set<std::string>> seenKeys;
+    const json::parser_callback_t onEvent = [&seenKeys](int, json::parse_event_t event, json &parsed) {
+        if (event == json::parse_event_t::object_start) {
+            seenKeys.emplace_back();
+        } else if (event == json::parse_event_t::object_end) {
+            seenKeys.pop_back();
+        } else if (event == json::parse_event_t::key && !seenKeys.back().insert(parsed.get<std::string>()).second) {
+            throw Error(std::string(kRootName) + ": duplicate key \"" + parsed.get<std::string>() + "\"");
+        }
+        return true;
+    };
+    try {
+        return json::parse(text, onEvent);
+    } catch (const json::exception &e) {
+        // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...";
+        // the bracketed id means nothing to a user.
+        std::string what = e.what();
+        if (const auto close = what.find("] "); what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
+            what.erase(0, close + 2);
+        throw Error(std::string(kRootName) + ": invalid JSON: " + what);
+    }
+}
+
+void verifyFile(const RunManifest &manifest, const FileRef &ref, const std::string &kind)
+{
+    const std::filesystem::path file = manifest.resolve(ref.path);
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec))
+        throw Error(kind + " file " + file.string() + " does not exist");
+    if (!std::filesystem::is_regular_file(file, ec))
+        throw Error(kind + " file " + file.string() + " is not a regular file");
+    const std::string actual = sha256File(file);
+    if (actual != ref.sha256)
+        throw Error(kind + " file " + file.string() + ": SHA-256 mismatch (manifest says " + ref.sha256 +
+                    ", file has " + actual + ")");
+}
+
+} // namespace
+
+std::filesystem::path RunManifest::resolve(const std::string &relative) const
+{
+    std::filesystem::path p(relative);
+    if (p.is_absolute() || baseDir.empty())
+        return p;
+    return baseDir / p;
+}
+
+RunManifest parseRunManifest(const std::string &json, const std::filesystem::path &baseDir)
+{
+    const auto doc = parseStrictJson(json);
+    // Checked before the strict field checks: a newer format may add or change any other field,
+    // and "unsupported version" is the message that tells the user what to do.
+    if (doc.is_object() && doc.contains("format_version")) {
+        const auto &v = doc["format_version"];
+        if (v.is_number_integer() && v != kFormatVersion)
+            fail("format_version", "unsupported version " + quote(v) + " (this build reads version " +
+                                       std::to_string(kFormatVersion) + ")");
+    }
+    const ObjectReader root(doc, "",
+                            {"format_version", "run_id", "name", "lead", "description", "model", "tokenizer", "corpus",
+                             "training", "optimizer", "schedule", "compression", "bootstrap_peers"});
+    RunManifest m;
+    m.baseDir = baseDir;
+
+    m.formatVersion = root.integer("format_version", 1);
+    m.runId = root.string("run_id");
+    if (!isValidRunId(m.runId))
+        fail("run_id", "expected 1 to 64 of A-Z a-z 0-9 . _ -, got " + quote(m.runId));
+    m.name = root.nonEmptyString("name");
+    m.lead = root.string("lead");
+    if (root.has("description"))
+        m.description = root.string("description");
+
+    {
+        const ObjectReader r = root.object("model", {"preset", "vocab_size", "embedding_size", "hidden_size", "num_layers",
+                                                     "num_heads", "intermediate_size", "max_positions"});
+        ModelShape &s = m.model;
+        s.preset = r.string("preset");
+        if (s.preset != "tiny" && s.preset != "default" && s.preset != "large" && s.preset != "custom")
+            fail(r.fieldPath("preset"), "expected one of tiny, default, large, custom, got " + quote(s.preset));
+        s.vocabSize = r.integer("vocab_size", 1);
+        s.embeddingSize = r.integer("embedding_size", 1);
+        s.hiddenSize = r.integer("hidden_size", 1);
+        s.numLayers = r.integer("num_layers", 1);
+        s.numHeads = r.integer("num_heads", 1);
+        s.intermediateSize = r.integer("intermediate_size", 1);
+        s.maxPositions = r.integer("max_positions", 1);
+        if (s.hiddenSize % s.numHeads != 0)
+            fail(r.fieldPath("hidden_size"), std::to_string(s.hiddenSize) + " is not a multiple of model.num_heads (" +
+                                                 std::to_string(s.numHeads) + ")");
+    }
+
+    m.tokenizer = readFileRef(root.object("tokenizer", {"path", "sha256"}));
+
+    {
+        const ObjectReader r = root.object("corpus", {"files", "validation_fraction"});
+        const auto &files = r.array("files");
+        if (files.empty())
+            fail(r.fieldPath("files"), "expected at least one file");
+        for (std::size_t i = 0; i < files.size(); ++i)
+            m.corpus.files.push_back(
+                readFileRef(ObjectReader(files[i], r.fieldPath("files") + "[" + std::to_string(i) + "]", {"path", "sha256"})));
+        m.corpus.validationFraction = r.numberIn("validation_fraction", 0.0, false, 0.5, true);
+    }
+
+    {
+        const ObjectReader r = root.object("training", {"sequence_length", "target_batch_size", "micro_batch_size",
+                                                        "mask_probability", "max_grad_norm", "validation_every_n_steps",
+                                                        "validation_samples", "checkpoint_every_n_steps"});
+        TrainingSpec &t = m.training;
+        t.sequenceLength = r.integer("sequence_length", 1);
+        // [CLS] + [SEP] + a few tokens to mask; shorter sequences cannot train anything.
+        if (t.sequenceLength < 8)
+            fail(r.fieldPath("sequence_length"), "must be at least 8, got " + std::to_string(t.sequenceLength));
+        t.targetBatchSize = r.integer("target_batch_size", 1);
+        t.microBatchSize = r.integer("micro_batch_size", 1);
+        if (t.microBatchSize > t.targetBatchSize)
+            fail(r.fieldPath("micro_batch_size"), std::to_string(t.microBatchSize) +
+                                                      " exceeds training.target_batch_size (" +
+                                                      std::to_string(t.targetBatchSize) + ")");
+        t.maskProbability = r.numberIn("mask_probability", 0.0, true, 1.0, true);
+        t.maxGradNorm = r.number("max_grad_norm");
+        t.validationEveryNSteps = r.integer("validation_every_n_steps", 1);
+        t.validationSamples = r.integer("validation_samples", 1);
+        t.checkpointEveryNSteps = r.integer("checkpoint_every_n_steps", 1);
+    }
+    if (m.model.maxPositions < m.training.sequenceLength)
+        fail("model.max_positions", std::to_string(m.model.maxPositions) + " is less than training.sequence_length (" +
+                                        std::to_string(m.training.sequenceLength) + ")");
+
+    {
+        const ObjectReader r = root.object("optimizer", {"name", "learning_rate", "beta1", "beta2", "epsilon",
+                                                         "weight_decay", "clamp_value", "debias"});
+        OptimizerSpec &o = m.optimizer;
+        o.name = r.string("name");
+        if (o.name != "lamb")
+            fail(r.fieldPath("name"), "unsupported optimizer " + quote(o.name) + " (only \"lamb\" is implemented)");
+        o.learningRate = r.numberIn("learning_rate", 0.0, true, kInf, true);
+        o.beta1 = r.numberIn("beta1", 0.0, true, 1.0, true);
+        o.beta2 = r.numberIn("beta2", 0.0, true, 1.0, true);
+        o.epsilon = r.numberIn("epsilon", 0.0, true, kInf, true);
+        o.weightDecay = r.numberIn("weight_decay", 0.0, false, kInf, true);
+        o.clampValue = r.numberIn("clamp_value", 0.0, true, kInf, true);
+        o.debias = r.boolean("debias");
+    }
+
+    {
+        const ObjectReader r = root.object("schedule", {"warmup_steps", "total_steps"});
+        m.schedule.warmupSteps = r.integer("warmup_steps", 0);
+        m.schedule.totalSteps = r.integer("total_steps", 1);
+        if (m.schedule.warmupSteps >= m.schedule.totalSteps)
+            fail(r.fieldPath("warmup_steps"), "must be less than schedule.total_steps (" +
+                                                  std::to_string(m.schedule.totalSteps) + "), got " +
+                                                  std::to_string(m.schedule.warmupSteps));
+    }
+
+    m.compression = parseCompression(root.string("compression"), "compression");
+
+    const auto &peers = root.array("bootstrap_peers");
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+        const std::string path = "bootstrap_peers[" + std::to_string(i) + "]";
+        if (!peers[i].is_string())
+            fail(path, "expected a string, got " + quote(peers[i]));
+        const std::string address = peers[i].get<std::string>();
+        if (!isValidPeerAddress(address))
+            fail(path, "expected \"host:port\" with port 1..65535, got " + quote(peers[i]));
+        m.bootstrapPeers.push_back(address);
+    }
+    return m;
+}
+
+RunManifest loadRunManifest(const std::filesystem::path &file)
+{
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec))
+        throw Error("run manifest " + file.string() + " does not exist");
+    if (!std::filesystem::is_regular_file(file, ec))
+        throw Error("run manifest " + file.string() + " is not a regular file");
+    // Absolute, so that resolve() keeps working if the working directory changes later.
+    const std::filesystem::path absolute = std::filesystem::absolute(file, ec);
+    const std::string text = readWholeFile(file);
+    try {
+        return parseRunManifest(text, (ec ? file : absolute).parent_path());
+    } catch (const Error &e) {
+        throw Error(file.string() + ": " + e.what());
+    }
+}
+
+std::string toJson(const RunManifest &m)
+{
+    const auto fileRef = [](const FileRef &f) { return json{{"path", f.path}, {"sha256", f.sha256}}; };
+    json files = json::array();
+    for (const FileRef &f : m.corpus.files)
+        files.push_back(fileRef(f));
+    const json doc = {
+        {"format_version", m.formatVersion},
+        {"run_id", m.runId},
+        {"name", m.name},
+        {"lead", m.lead},
+        {"description", m.description},
+        {"model",
+         {{"preset", m.model.preset},
+          {"vocab_size", m.model.vocabSize},
+          {"embedding_size", m.model.embeddingSize},
+          {"hidden_size", m.model.hiddenSize},
+          {"num_layers", m.model.numLayers},
+          {"num_heads", m.model.numHeads},
+          {"intermediate_size", m.model.intermediateSize},
+          {"max_positions", m.model.maxPositions}}},
+        {"tokenizer", fileRef(m.tokenizer)},
+        {"corpus", {{"files", files}, {"validation_fraction", m.corpus.validationFraction}}},
+        {"training",
+         {{"sequence_length", m.training.sequenceLength},
+          {"target_batch_size", m.training.targetBatchSize},
+          {"micro_batch_size", m.training.microBatchSize},
+          {"mask_probability", m.training.maskProbability},
+          {"max_grad_norm", m.training.maxGradNorm},
+          {"validation_every_n_steps", m.training.validationEveryNSteps},
+          {"validation_samples", m.training.validationSamples},
+          {"checkpoint_every_n_steps", m.training.checkpointEveryNSteps}}},
+        {"optimizer",
+         {{"name", m.optimizer.name},
+          {"learning_rate", m.optimizer.learningRate},
+          {"beta1", m.optimizer.beta1},
+          {"beta2", m.optimizer.beta2},
+          {"epsilon", m.optimizer.epsilon},
+          {"weight_decay", m.optimizer.weightDecay},
+          {"clamp_value", m.optimizer.clampValue},
+          {"debias", m.optimizer.debias}}},
+        {"schedule", {{"warmup_steps", m.schedule.warmupSteps}, {"total_steps", m.schedule.totalSteps}}},
+        {"compression", compressionName(m.compression)},
+        {"bootstrap_peers", m.bootstrapPeers},
+    };
+    return doc.dump(2);
+}
+
+void verifyRunFiles(const RunManifest &manifest)
+{
+    verifyFile(manifest, manifest.tokenizer, "tokenizer");
+    for (const FileRef &f : manifest.corpus.files)
+        verifyFile(manifest, f, "corpus");
+}
+
+const char *compressionName(Compression c)
+{
+    for (const auto &[value, spelling] : kCompressionNames) {
+        if (value == c)
+            return spelling;
+    }
+    return "unknown";
+}
+
+} // namespace dedloc

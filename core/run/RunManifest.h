@@ -1,0 +1,98 @@
+#pragma once
+// The run manifest: one JSON document that defines a collaborative training run. Every peer of a
+// run must hold the same manifest (its SHA-256 is the run's fingerprint). Format: docs/MANIFEST.md.
+//
+// Parsing is strict: a missing field, an unknown field or a value of the wrong type or range is
+// rejected with dedloc::Error whose message starts with the field's dotted path, e.g.
+// "model.hidden_size: expected a positive integer, got \"256\"".
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+struct ModelShape {
+    std::string preset;          // "tiny" | "default" | "large" | "custom" (a label; the numbers rule)
+    int vocabSize = 0;           // tokens, must equal the tokenizer's vocabulary
+    int embeddingSize = 128;     // E of ALBERT's factorised embedding
+    int hiddenSize = 0;          // H
+    int numLayers = 0;           // L (applications of the one shared layer)
+    int numHeads = 0;            // H % numHeads == 0
+    int intermediateSize = 0;    // feed-forward width, usually 4H
+    int maxPositions = 0;        // >= training.sequence_length
+};
+
+struct FileRef {
+    std::string path;            // relative to the manifest's directory (or absolute)
+    std::string sha256;          // 64 lowercase hex digits
+};
+
+struct CorpusSpec {
+    std::vector<FileRef> files;
+    double validationFraction = 0.02; // last fraction of the corpus (by bytes, at a line boundary)
+};
+
+struct TrainingSpec {
+    int sequenceLength = 128;    // tokens per sequence, [CLS] and [SEP] included
+    int targetBatchSize = 0;     // samples (sequences) per optimizer step, summed over the swarm
+    int microBatchSize = 0;      // samples per forward/backward pass on one peer
+    double maskProbability = 0.15;
+    double maxGradNorm = 1.0;    // global L2 norm clip; <= 0 disables
+    int validationEveryNSteps = 10;
+    int validationSamples = 64;
+    int checkpointEveryNSteps = 10;
+};
+
+struct OptimizerSpec {
+    std::string name = "lamb";   // only LAMB (You et al. 2020, arXiv 1904.00962) for now
+    double learningRate = 0.0;
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double epsilon = 1e-6;
+    double weightDecay = 0.01;
+    double clampValue = 10.0;    // upper bound on ||w|| in the trust ratio (LAMB's phi)
+    bool debias = true;          // Adam-style bias correction of the moments
+};
+
+struct ScheduleSpec {
+    int warmupSteps = 0;         // linear 0 -> learning_rate over these optimizer steps
+    int totalSteps = 0;          // then linear decay to 0 at this step
+};
+
+enum class Compression { None, Fp16, Uniform8Bit, Blockwise8Bit, SizeAdaptive };
+
+struct RunManifest {
+    int formatVersion = 1;
+    std::string runId;           // [A-Za-z0-9._-]{1,64}; DHT keys derive from it
+    std::string name;            // shown to volunteers
+    std::string lead;            // who runs it
+    std::string description;
+    ModelShape model;
+    FileRef tokenizer;
+    CorpusSpec corpus;
+    TrainingSpec training;
+    OptimizerSpec optimizer;
+    ScheduleSpec schedule;
+    Compression compression = Compression::Fp16;
+    std::vector<std::string> bootstrapPeers; // "host:port"
+
+    // Directory the relative paths resolve against (not part of the JSON).
+    std::filesystem::path baseDir;
+
+    [[nodiscard]] std::filesystem::path resolve(const std::string &relative) const;
+};
+
+// Parse and validate. `baseDir` is stored for path resolution. Throws dedloc::Error.
+[[nodiscard]] RunManifest parseRunManifest(const std::string &json, const std::filesystem::path &baseDir);
+[[nodiscard]] RunManifest loadRunManifest(const std::filesystem::path &file);
+// Canonical JSON (sorted keys, 2-space indent) that parseRunManifest accepts.
+[[nodiscard]] std::string toJson(const RunManifest &manifest);
+
+// Checks that the tokenizer and every corpus file exist and match their SHA-256. Throws
+// dedloc::Error naming the file, the expected and the actual hash.
+void verifyRunFiles(const RunManifest &manifest);
+
+[[nodiscard]] const char *compressionName(Compression c);
+
+} // namespace dedloc

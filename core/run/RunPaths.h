@@ -1,0 +1,17 @@
+#pragma once
+// Where things live on disk. Nothing here touches the network.
+#include <filesystem>
+#include <optional>
+
+namespace dedloc {
+
+// The default run's manifest: $DEDLOC_RUN_DIR/manifest.json, else the first of
+// <exe dir>/../share/dedloc/default-run, <exe dir>/resources/default-run, the source tree's
+// resources/default-run. Empty when none exists.
+[[nodiscard]] std::optional<std::filesystem::path> findDefaultManifest();
+
+// Per-user data directory: $DEDLOC_DATA_DIR, else $XDG_DATA_HOME/dedloc, else
+// ~/.local/share/dedloc. Created on demand. Holds identity, checkpoints and contribution totals.
+[[nodiscard]] std::filesystem::path userDataDir();
+
+} // namespace dedloc

@@ -1,0 +1,81 @@
+#include "system/TorchRuntime.h"
+
+#include "util/Log.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <link.h>
+#include <thread>
+
+namespace dedloc {
+
+int configureTorchThreads(int threads)
+{
+    if (threads <= 0)
+        threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+    torch::set_num_threads(threads);
+    try {
+        // One inter-op thread: our parallelism is inside ops; more only oversubscribes 2 cores.
+        torch::set_num_interop_threads(1);
+    } catch (const std::exception &) {
+        // Already started by an earlier tensor op; harmless.
+    }
+    return torch::get_num_threads();
+}
+
+BlasInfo detectBlas()
+{
+    BlasInfo info;
+    dl_iterate_phdr(
+        [](dl_phdr_info *phdr, size_t, void *data) -> int {
+            auto *out = static_cast<BlasInfo *>(data);
+            const std::string name = phdr->dlpi_name ? phdr->dlpi_name : "";
+            if (name.find("libblas") == std::string::npos && name.find("libopenblas") == std::string::npos
+                && name.find("libmkl") == std::string::npos)
+                return 0;
+            std::error_code ec;
+            const auto resolved = std::filesystem::canonical(name, ec);
+            out->library = ec ? name : resolved.string();
+            return out->library.find("libblas") != std::string::npos ? 1 : 0; // prefer libblas.so.3
+        },
+        &info);
+    const auto &lib = info.library;
+    if (lib.empty())
+        info.kind = "unknown";
+    else if (lib.find("openblas-openmp") != std::string::npos)
+        info.kind = "openblas-openmp";
+    else if (lib.find("openblas-pthread") != std::string::npos)
+        info.kind = "openblas-pthread";
+    else if (lib.find("openblas") != std::string::npos)
+        info.kind = "openblas";
+    else if (lib.find("mkl") != std::string::npos)
+        info.kind = "mkl";
+    else if (lib.find("/blas/") != std::string::npos || lib.find("libblas.so") != std::string::npos) {
+        info.kind = "reference";
+        info.isReference = true;
+    } else
+        info.kind = "unknown";
+    return info;
+}
+
+bool cudaAvailable() { return torch::cuda::is_available(); }
+
+void logRuntime(bool allowCuda)
+{
+    log::info("system", "torch threads: " + std::to_string(torch::get_num_threads()));
+    const auto blas = detectBlas();
+    if (blas.isReference)
+        log::warning("system", "BLAS is the slow reference implementation (" + blas.library
+                                   + "): training runs 8-27x slower. Fix: installers/install-deps.sh "
+                                     "(installs libopenblas0-openmp and selects it)");
+    else
+        log::info("system", "BLAS: " + blas.kind + (blas.library.empty() ? "" : " (" + blas.library + ")"));
+    if (allowCuda && cudaAvailable())
+        log::info("system", "training on CUDA (" + std::to_string(torch::cuda::device_count())
+                                + " device(s)), bf16 mixed precision");
+    else
+        log::info("system", std::string("training on CPU") + (allowCuda ? " (no CUDA device or CUDA-less libtorch)" : " (--cpu)"));
+}
+
+} // namespace dedloc

@@ -1,0 +1,23 @@
+#pragma once
+// Process-wide libtorch settings and facts: thread count, which BLAS library is loaded, and
+// whether CUDA is usable. Torch-free header. Call configureTorchThreads() once, at start-up,
+// before any tensor work (torch's inter-op pool can only be sized before it starts).
+#include <string>
+
+namespace dedloc {
+
+struct BlasInfo {
+    std::string library;   // resolved path of the loaded libblas/libopenblas, or "" if none found
+    std::string kind;      // "openblas-openmp", "openblas-pthread", "openblas", "reference", "mkl", "unknown"
+    bool isReference = false; // netlib's reference BLAS: 8-27x slower here (docs/BENCHMARKS.md)
+};
+
+// threads <= 0: one per online CPU core. Returns the count in effect.
+int configureTorchThreads(int threads);
+[[nodiscard]] BlasInfo detectBlas();
+[[nodiscard]] bool cudaAvailable();
+// Logs (category "system") the thread count, the BLAS in use (a warning for the reference BLAS,
+// with the command that fixes it) and the device the trainer will use.
+void logRuntime(bool allowCuda);
+
+} // namespace dedloc

@@ -1,0 +1,36 @@
+#pragma once
+// Metrics as JSON lines: one object per optimizer step and per validation, appended to a file
+// and flushed per line (so `tail -f` and a crash both see whole lines). Format (docs/METRICS.md):
+//   {"event":"step","time":<unix s>,"peer_id":"..","role":"trainer","step":N,"samples":N,
+//    "loss":x,"samples_per_s":x,"lr":x,"grad_norm":x,"applied":true}
+//   {"event":"validation","time":..,"peer_id":..,"role":..,"step":N,"val_loss":x}
+// Later issues add fields; readers must ignore fields they do not know.
+// Thread-safety: one writer per file, used from one thread.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace dedloc {
+
+class MetricsWriter final {
+public:
+    // Opens for appending; throws dedloc::Error if it cannot. An empty path writes nothing.
+    MetricsWriter(const std::filesystem::path &file, std::string peerId, std::string role);
+    ~MetricsWriter();
+    MetricsWriter(const MetricsWriter &) = delete;
+    MetricsWriter &operator=(const MetricsWriter &) = delete;
+
+    // Adds time, peer_id and role, then writes the object as one line. A write error (full
+    // disk) is logged once and metrics are dropped; training goes on.
+    void write(const std::string &event, nlohmann::json fields);
+
+private:
+    std::FILE *m_file = nullptr;
+    std::string m_peerId;
+    std::string m_role;
+    bool m_failed = false;
+};
+
+} // namespace dedloc

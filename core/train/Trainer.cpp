@@ -1,0 +1,336 @@
+#include "train/Trainer.h"
+
+#include "model/Albert.h"
+#include "model/DataPipeline.h"
+#include "model/Masking.h"
+#include "model/Tokenizer.h"
+#include "train/Checkpoint.h"
+#include "train/Lamb.h"
+#include "train/Schedule.h"
+#include "util/Error.h"
+#include "util/Log.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+namespace dedloc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<std::filesystem::path> corpusPaths(const RunManifest &manifest)
+{
+    std::vector<std::filesystem::path> out;
+    for (const auto &f : manifest.corpus.files)
+        out.push_back(manifest.resolve(f.path));
+    return out;
+}
+
+nlohmann::json shapeJson(const ModelShape &s)
+{
+    return {{"vocab_size", s.vocabSize}, {"embedding_size", s.embeddingSize}, {"hidden_size", s.hiddenSize},
+            {"num_layers", s.numLayers}, {"num_heads", s.numHeads}, {"intermediate_size", s.intermediateSize},
+            {"max_positions", s.maxPositions}};
+}
+
+constexpr std::uint64_t ValidationMaskSeed = 0x5EED5EEDULL;
+
+} // namespace
+
+struct Trainer::Impl {
+    RunManifest manifest;
+    TrainerConfig config;
+    torch::Device device{torch::kCPU};
+    DataPipeline data;
+    DynamicMasker masker;
+    AlbertMlm model{nullptr};
+    std::vector<std::string> parameterNames;
+    std::unique_ptr<Lamb> optimizer;
+    LinearWarmupDecay schedule;
+    int microBatch;
+
+    long accumulated = 0;
+    double accumulatedLossTimesSamples = 0.0;
+    Clock::time_point accumulationStart{};
+    // Data position and masking RNG at the last step boundary: what a checkpoint records, so a
+    // resumed run redoes an interrupted accumulation exactly.
+    DataPosition boundaryPosition;
+    std::string boundaryMaskerState;
+    ContributionCounters contribution;
+
+    Impl(const RunManifest &m, const Tokenizer &tokenizer, const TrainerConfig &c)
+        : manifest(m), config(c),
+          data(tokenizer, corpusPaths(m), m.corpus.validationFraction, m.training.sequenceLength, c.seed),
+          masker(m.model.vocabSize, m.training.maskProbability, splitMix64(c.seed ^ 0xA5A5A5A5ULL)),
+          microBatch(c.microBatchSize > 0 ? c.microBatchSize : m.training.microBatchSize)
+    {
+        if (tokenizer.vocabSize() != m.model.vocabSize)
+            throw Error("model.vocab_size is " + std::to_string(m.model.vocabSize) + " but the tokenizer has "
+                        + std::to_string(tokenizer.vocabSize()) + " tokens");
+        if (c.allowCuda && torch::cuda::is_available())
+            device = torch::Device(torch::kCUDA, 0);
+        // Same seed on every peer: identical initial parameters, so a swarm starts in sync.
+        std::uint64_t runHash = 0xcbf29ce484222325ULL; // FNV-1a: std::hash differs between builds
+        for (unsigned char ch : m.runId)
+            runHash = (runHash ^ ch) * 0x100000001b3ULL;
+        torch::manual_seed(splitMix64(runHash) & 0x7FFFFFFFFFFFULL);
+        model = AlbertMlm(m.model);
+        model->to(device);
+        std::vector<torch::Tensor> params;
+        std::vector<bool> decay;
+        for (const auto &p : model->named_parameters()) {
+            parameterNames.push_back(p.key());
+            params.push_back(p.value());
+            decay.push_back(p.key().find("norm") == std::string::npos && !p.key().ends_with("bias"));
+        }
+        optimizer = std::make_unique<Lamb>(params, decay, m.optimizer);
+        schedule = {m.optimizer.learningRate, m.schedule.warmupSteps, m.schedule.totalSteps};
+        boundaryMaskerState = masker.state();
+        log::info("train", "model " + m.model.preset + ": " + std::to_string(model->parameterCount())
+                               + " parameters on " + device.str());
+    }
+
+    std::pair<torch::Tensor, torch::Tensor> toTensors(MaskedBatch &batch, int samples)
+    {
+        const auto T = static_cast<std::int64_t>(manifest.training.sequenceLength);
+        auto ids = torch::from_blob(batch.inputIds.data(), {samples, T}, torch::kInt).to(torch::kLong);
+        auto labels = torch::from_blob(batch.labels.data(), {samples, T}, torch::kLong).clone();
+        return {ids.to(device), labels.to(device)};
+    }
+
+    torch::Tensor loss(const torch::Tensor &ids, const torch::Tensor &labels)
+    {
+        if (device.is_cuda()) {
+            // Mixed precision on the GPU: bf16 autocast needs no loss scaling.
+            at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+            at::autocast::set_enabled(true);
+            auto l = model->mlmLoss(ids, labels);
+            at::autocast::set_enabled(false);
+            at::autocast::clear_cache();
+            return l;
+        }
+        return model->mlmLoss(ids, labels);
+    }
+
+    void clearGradients()
+    {
+        for (auto &p : model->parameters())
+            if (p.grad().defined())
+                p.grad().zero_();
+        accumulated = 0;
+        accumulatedLossTimesSamples = 0.0;
+    }
+};
+
+Trainer::Trainer(const RunManifest &manifest, const Tokenizer &tokenizer, const TrainerConfig &config)
+    : d(std::make_unique<Impl>(manifest, tokenizer, config))
+{
+}
+
+Trainer::~Trainer() = default;
+
+MicroBatchResult Trainer::accumulateMicroBatch(int maxSamples)
+{
+    const int samples = std::max(1, std::min(maxSamples, d->microBatch));
+    const auto start = Clock::now();
+    if (d->accumulated == 0)
+        d->accumulationStart = start;
+    auto tokens = d->data.nextTrainBatch(samples);
+    auto batch = d->masker.mask(tokens, d->manifest.training.sequenceLength);
+    auto [ids, labels] = d->toTensors(batch, samples);
+    auto loss = d->loss(ids, labels);
+    (loss * static_cast<double>(samples)).backward();
+    MicroBatchResult r;
+    r.samples = samples;
+    r.loss = loss.item<double>();
+    r.seconds = secondsSince(start);
+    d->accumulated += samples;
+    d->accumulatedLossTimesSamples += r.loss * samples;
+    d->contribution.samples += samples;
+    d->contribution.computeSeconds += r.seconds;
+    return r;
+}
+
+long Trainer::accumulatedSamples() const { return d->accumulated; }
+
+StepResult Trainer::applyStep()
+{
+    StepResult r;
+    r.samples = d->accumulated;
+    if (d->accumulated == 0) {
+        r.step = step();
+        r.skipReason = "no samples accumulated";
+        return r;
+    }
+    r.loss = d->accumulatedLossTimesSamples / static_cast<double>(d->accumulated);
+    const auto params = d->model->parameters();
+    {
+        torch::NoGradGuard noGrad;
+        const double scale = 1.0 / static_cast<double>(d->accumulated);
+        for (auto &p : params)
+            if (p.grad().defined())
+                p.grad().mul_(scale);
+    }
+    const double maxNorm = d->manifest.training.maxGradNorm;
+    r.gradNorm = maxNorm > 0 ? torch::nn::utils::clip_grad_norm_(params, maxNorm)
+                             : torch::nn::utils::clip_grad_norm_(params, std::numeric_limits<double>::infinity());
+    const long nextStep = step() + 1;
+    r.learningRate = d->schedule.at(nextStep);
+    if (!std::isfinite(r.gradNorm) || !std::isfinite(r.loss)) {
+        std::ostringstream why;
+        why << "non-finite " << (std::isfinite(r.loss) ? "gradient" : "loss") << " (loss " << r.loss
+            << ", gradient norm " << r.gradNorm << "): step skipped, parameters unchanged";
+        r.skipReason = why.str();
+        log::warning("train", r.skipReason);
+    } else {
+        d->optimizer->step(r.learningRate);
+        r.applied = true;
+        ++d->contribution.stepsTakenPart;
+    }
+    r.step = step();
+    r.seconds = secondsSince(d->accumulationStart);
+    r.samplesPerSecond = r.seconds > 0 ? static_cast<double>(r.samples) / r.seconds : 0.0;
+    d->clearGradients();
+    d->boundaryPosition = d->data.position();
+    d->boundaryMaskerState = d->masker.state();
+    return r;
+}
+
+StepResult Trainer::trainStep(const std::atomic<bool> *stop)
+{
+    const long target = d->manifest.training.targetBatchSize;
+    while (d->accumulated < target) {
+        if (stop && stop->load()) {
+            StepResult r;
+            r.step = step();
+            r.samples = d->accumulated;
+            r.skipReason = "interrupted";
+            d->clearGradients();
+            // Rewind to the boundary so that the dropped samples are trained on after a resume.
+            d->data.setPosition(d->boundaryPosition);
+            d->masker.setState(d->boundaryMaskerState);
+            return r;
+        }
+        accumulateMicroBatch(static_cast<int>(target - d->accumulated));
+    }
+    return applyStep();
+}
+
+double Trainer::validationLoss()
+{
+    torch::NoGradGuard noGrad;
+    const int T = d->manifest.training.sequenceLength;
+    auto tokens = d->data.validationBatch(d->manifest.training.validationSamples);
+    const int sequences = static_cast<int>(tokens.size() / static_cast<std::size_t>(T));
+    DynamicMasker fixedMasks(d->manifest.model.vocabSize, d->manifest.training.maskProbability, ValidationMaskSeed);
+    double weighted = 0.0;
+    std::int64_t masked = 0;
+    for (int start = 0; start < sequences; start += d->microBatch) {
+        const int n = std::min(d->microBatch, sequences - start);
+        std::vector<std::int32_t> part(tokens.begin() + static_cast<std::ptrdiff_t>(start) * T,
+                                       tokens.begin() + static_cast<std::ptrdiff_t>(start + n) * T);
+        auto batch = fixedMasks.mask(part, T);
+        auto [ids, labels] = d->toTensors(batch, n);
+        weighted += d->loss(ids, labels).item<double>() * static_cast<double>(batch.maskedCount);
+        masked += batch.maskedCount;
+    }
+    return masked > 0 ? weighted / static_cast<double>(masked) : std::nan("");
+}
+
+long Trainer::step() const { return d->optimizer->stepCount(); }
+long long Trainer::parameterCount() const { return d->model->parameterCount(); }
+std::string Trainer::deviceName() const { return d->device.str(); }
+ContributionCounters Trainer::contribution() const { return d->contribution; }
+const RunManifest &Trainer::manifest() const { return d->manifest; }
+
+void Trainer::saveCheckpoint(const std::filesystem::path &directory)
+{
+    Checkpoint c;
+    c.meta = {{"format", 1},
+              {"run_id", d->manifest.runId},
+              {"model", shapeJson(d->manifest.model)},
+              {"step", step()},
+              {"data_seed", d->data.seed()},
+              {"data_pass", d->boundaryPosition.pass},
+              {"data_index", d->boundaryPosition.index},
+              {"masker_state", d->boundaryMaskerState},
+              {"contribution", {{"samples", d->contribution.samples},
+                                {"compute_seconds", d->contribution.computeSeconds},
+                                {"steps_taken_part", d->contribution.stepsTakenPart}}}};
+    const auto named = d->model->named_parameters();
+    for (const auto &p : named)
+        c.tensors.push_back({"param." + p.key(), p.value()});
+    for (auto &s : d->optimizer->state())
+        c.tensors.push_back({"optim." + s.name, s.tensor});
+    CheckpointStore(directory).save(c);
+}
+
+std::optional<long> Trainer::restoreCheckpoint(const std::filesystem::path &directory)
+{
+    const auto named = d->model->named_parameters();
+    auto accept = [&](const Checkpoint &c) {
+        if (c.meta.value("run_id", std::string()) != d->manifest.runId)
+            throw Error("it belongs to run \"" + c.meta.value("run_id", std::string()) + "\", not \""
+                        + d->manifest.runId + "\"");
+        if (c.meta.value("model", nlohmann::json()) != shapeJson(d->manifest.model))
+            throw Error("its model shape differs from the manifest's");
+        if (c.tensors.size() != named.size() * 3)
+            throw Error("it holds " + std::to_string(c.tensors.size()) + " tensors, expected "
+                        + std::to_string(named.size() * 3));
+        for (std::size_t i = 0; i < named.size(); ++i) {
+            const auto &t = c.tensors[i];
+            if (t.name != "param." + named[i].key() || t.tensor.sizes() != named[i].value().sizes())
+                throw Error("tensor " + t.name + " does not match parameter " + named[i].key());
+        }
+    };
+    auto loaded = CheckpointStore(directory).loadNewestGood(accept);
+    if (!loaded)
+        return std::nullopt;
+    const auto &meta = loaded->meta;
+    try {
+        torch::NoGradGuard noGrad;
+        for (std::size_t i = 0; i < named.size(); ++i)
+            named[i].value().copy_(loaded->tensors[i].tensor);
+        std::vector<NamedTensor> optimState;
+        for (std::size_t i = named.size(); i < loaded->tensors.size(); ++i) {
+            auto t = loaded->tensors[i];
+            t.name = t.name.substr(std::string("optim.").size());
+            t.tensor = t.tensor.to(d->device);
+            optimState.push_back(std::move(t));
+        }
+        d->optimizer->loadState(optimState, meta.at("step").get<long>());
+        d->boundaryPosition = {meta.at("data_pass").get<std::uint64_t>(), meta.at("data_index").get<std::uint64_t>()};
+        d->boundaryMaskerState = meta.at("masker_state").get<std::string>();
+        d->data.setPosition(d->boundaryPosition);
+        d->masker.setState(d->boundaryMaskerState);
+        const auto &contribution = meta.at("contribution");
+        d->contribution.samples = contribution.at("samples").get<long long>();
+        d->contribution.computeSeconds = contribution.at("compute_seconds").get<double>();
+        d->contribution.stepsTakenPart = contribution.at("steps_taken_part").get<long>();
+    } catch (const nlohmann::json::exception &e) {
+        throw Error(std::string("checkpoint metadata is incomplete: ") + e.what());
+    }
+    d->clearGradients();
+    log::info("ckpt", "resumed at step " + std::to_string(step()) + " from " + directory.string());
+    return step();
+}
+
+std::vector<float> Trainer::parametersFlat() const
+{
+    std::vector<torch::Tensor> flat;
+    for (const auto &p : d->model->parameters())
+        flat.push_back(p.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
+    auto all = torch::cat(flat);
+    return {all.data_ptr<float>(), all.data_ptr<float>() + all.numel()};
+}
+
+} // namespace dedloc

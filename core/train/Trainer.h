@@ -1,0 +1,100 @@
+#pragma once
+// The local trainer: masked-LM micro-batches, gradient accumulation up to the target batch size,
+// LAMB with a linear warm-up/decay schedule, gradient clipping, a non-finite guard, checkpoints.
+// This header is torch-free (pimpl) so that apps and the UI never compile libtorch.
+//
+// Accumulation semantics (METHOD.md "Global batch"): each micro-batch's mean masked-LM loss is
+// back-propagated scaled by its sample count, so the accumulated gradient is a SUM over samples;
+// applyStep() divides by the samples accumulated. The result is the sample-weighted mean of the
+// micro-batch gradients, which is also what the swarm's weighted all-reduce produces.
+//
+// Threads: a Trainer is used from one thread (the trainer thread). Not copyable.
+// Errors: dedloc::Error for bad input (corpus, tokenizer/manifest mismatch, checkpoints).
+#include "run/RunManifest.h"
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace dedloc {
+
+class Tokenizer;
+
+struct TrainerConfig {
+    std::uint64_t seed = 0;        // data order and masking; peers use different seeds
+    bool allowCuda = true;         // train on CUDA when libtorch has it and a GPU is present
+    int microBatchSize = 0;        // 0: the manifest's training.micro_batch_size
+};
+
+struct MicroBatchResult {
+    int samples = 0;
+    double loss = 0.0;             // mean cross-entropy per masked token (nats)
+    double seconds = 0.0;          // wall time of forward + backward
+};
+
+struct StepResult {
+    long step = 0;                 // optimizer steps applied after this call (the epoch)
+    long samples = 0;              // samples in this step's batch
+    double loss = 0.0;             // sample-weighted mean of the micro-batch losses (nats)
+    double learningRate = 0.0;
+    double gradNorm = 0.0;         // global L2 norm before clipping
+    bool applied = false;          // false: skipped (non-finite gradient) or interrupted
+    std::string skipReason;
+    double seconds = 0.0;          // wall time from the first micro-batch to the step's end
+    double samplesPerSecond = 0.0;
+};
+
+struct ContributionCounters {
+    long long samples = 0;         // samples this peer computed gradients on, ever
+    double computeSeconds = 0.0;   // forward/backward wall time, ever
+    long stepsTakenPart = 0;       // optimizer steps this peer contributed to
+};
+
+class Trainer final {
+public:
+    // Loads data (the manifest's corpus) and builds the model. Checks that the tokenizer's
+    // vocabulary matches model.vocab_size.
+    Trainer(const RunManifest &manifest, const Tokenizer &tokenizer, const TrainerConfig &config);
+    ~Trainer();
+    Trainer(const Trainer &) = delete;
+    Trainer &operator=(const Trainer &) = delete;
+
+    // One forward/backward pass over min(maxSamples, micro-batch size) samples.
+    MicroBatchResult accumulateMicroBatch(int maxSamples);
+    [[nodiscard]] long accumulatedSamples() const;
+    // Divides the accumulated gradient by the sample count, clips, checks it is finite, applies
+    // LAMB with the schedule's rate for the new epoch, clears the gradient.
+    StepResult applyStep();
+    // accumulateMicroBatch() until target_batch_size samples, then applyStep(). If *stop becomes
+    // true between micro-batches, returns with applied == false and the partial gradient dropped.
+    StepResult trainStep(const std::atomic<bool> *stop = nullptr);
+
+    // Mean masked-LM loss on the held-out sequences (fixed masks, so values are comparable).
+    [[nodiscard]] double validationLoss();
+
+    [[nodiscard]] long step() const;
+    [[nodiscard]] long long parameterCount() const;
+    [[nodiscard]] std::string deviceName() const;
+    [[nodiscard]] ContributionCounters contribution() const;
+    [[nodiscard]] const RunManifest &manifest() const;
+
+    // Checkpoints hold parameters, LAMB statistics, the step, the data position and masking RNG
+    // at the last step boundary, and the contribution counters. save() throws dedloc::Error on
+    // I/O failure and leaves earlier checkpoints intact. restore() loads the newest good one
+    // (falling back to the previous one, with a log line) and returns its step, or nothing if
+    // there is none; a checkpoint of another run or model shape is refused.
+    void saveCheckpoint(const std::filesystem::path &directory);
+    std::optional<long> restoreCheckpoint(const std::filesystem::path &directory);
+
+    // Flattened parameters (fp32, CPU) for tests and state comparison.
+    [[nodiscard]] std::vector<float> parametersFlat() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+} // namespace dedloc
