@@ -1,6 +1,8 @@
 #include "TestSupport.h"
 
+#include "run/RunMaker.h"
 #include "util/AtomicFile.h"
+#include "util/Hash.h"
 
 namespace dedloc::test {
 
@@ -16,6 +18,30 @@ void writeCorpusSample(const std::filesystem::path &file, std::size_t bytes)
     if (nl != std::string::npos && nl > 0)
         end = nl + 1;
     writeFileAtomically(file, all.substr(0, end));
+}
+
+RunManifest tinyRun(const std::filesystem::path &dir, std::size_t corpusBytes)
+{
+    RunManifest m;
+    m.runId = "tiny-test";
+    m.name = "tiny test run";
+    m.lead = "tests";
+    m.baseDir = dir;
+    const auto corpus = dir / "corpus.txt";
+    writeCorpusSample(corpus, corpusBytes);
+    m.corpus.files = {{corpus.string(), sha256File(corpus)}};
+    m.corpus.validationFraction = 0.05;
+    const auto tokenizer = sourceResources() / "default-run" / "tokenizer.model";
+    m.tokenizer = {tokenizer.string(), sha256File(tokenizer)};
+    m.model = presetShape("tiny", 8000, 64);
+    m.training.sequenceLength = 64;
+    m.training.targetBatchSize = 32;
+    m.training.microBatchSize = 16;
+    m.training.validationSamples = 32;
+    m.optimizer.learningRate = 0.02;
+    m.schedule.warmupSteps = 5;
+    m.schedule.totalSteps = 200;
+    return m;
 }
 
 } // namespace dedloc::test

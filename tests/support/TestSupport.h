@@ -1,5 +1,7 @@
 #pragma once
 // Fixtures shared by the test suites.
+#include "run/RunManifest.h"
+
 #include <filesystem>
 #include <string>
 
@@ -11,5 +13,10 @@ namespace dedloc::test {
 [[nodiscard]] std::filesystem::path defaultManifest();
 // Writes the first `bytes` of the bundled Bengali corpus (cut at a line end) to `file`.
 void writeCorpusSample(const std::filesystem::path &file, std::size_t bytes);
+
+// A tiny-preset run over the first `corpusBytes` of the bundled corpus (written into `dir`), with
+// the bundled tokenizer: sequence length 64, target batch 32, micro-batch 16, LAMB lr 0.02 with
+// 5 warm-up steps of 200. Hashes are filled in, so verifyRunFiles() passes.
+[[nodiscard]] RunManifest tinyRun(const std::filesystem::path &dir, std::size_t corpusBytes = 400000);
 
 } // namespace dedloc::test
