@@ -9,10 +9,12 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
 #include <sys/resource.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -86,10 +88,12 @@ private Q_SLOTS:
     void roundTrip();
     void replacesExistingFile();
     void noTemporaryLeftBehind();
+    void staleTemporaryIsOverwritten();
     void writerInChunks();
     void abandonedWriterLeavesTargetUntouched();
     void fullDiskKeepsOldContent();
     void missingDirectoryIsAnError();
+    void targetThatIsADirectoryIsAnError();
     void readMissingFileIsAnError();
 
     void sha256KnownAnswers_data();
@@ -153,6 +157,24 @@ void TestAtomicFile::noTemporaryLeftBehind()
     QCOMPARE(entries(root), (QStringList{QStringLiteral("a.txt"), QStringLiteral("b.txt")}));
     QCOMPARE(dedloc::readWholeFile(root / "a.txt"), std::string("three"));
     QCOMPARE(dedloc::readWholeFile(root / "b.txt"), std::string("two"));
+}
+
+void TestAtomicFile::staleTemporaryIsOverwritten()
+{
+    // A crashed writer with the same pid (pids are reused) left "<target>.tmp-<pid>" behind,
+    // longer than what we write now: none of its bytes may end up in the target.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const fs::path file = fs::path(dir.path().toStdString()) / "state.json";
+    fs::path stale = file;
+    stale += ".tmp-" + std::to_string(::getpid());
+    {
+        std::ofstream out(stale, std::ios::binary);
+        out << std::string(4096, 'S');
+    }
+    dedloc::writeFileAtomically(file, "{}");
+    QCOMPARE(dedloc::readWholeFile(file), std::string("{}"));
+    QVERIFY(!fs::exists(stale));
 }
 
 void TestAtomicFile::writerInChunks()
@@ -233,6 +255,24 @@ void TestAtomicFile::missingDirectoryIsAnError()
     const QString message = errorOf([&] { dedloc::writeFileAtomically(file, "x"); });
     QVERIFY2(message.contains(QLatin1String("no-such-dir")), qPrintable(message));
     QVERIFY(!fs::exists(file));
+}
+
+void TestAtomicFile::targetThatIsADirectoryIsAnError()
+{
+    // The rename at commit fails (EISDIR): an error naming the target, the directory untouched,
+    // the temporary removed.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const fs::path root = dir.path().toStdString();
+    const fs::path target = root / "run";
+    fs::create_directory(target);
+    dedloc::writeFileAtomically(target / "inside.txt", "keep");
+    const QString message = errorOf([&] { dedloc::writeFileAtomically(target, "data"); });
+    QVERIFY2(message.contains(QString::fromStdString(target.string())) && message.contains(QLatin1String("rename")),
+             qPrintable(message));
+    QVERIFY(fs::is_directory(target));
+    QCOMPARE(dedloc::readWholeFile(target / "inside.txt"), std::string("keep"));
+    QCOMPARE(entries(root), QStringList{QStringLiteral("run")});
 }
 
 void TestAtomicFile::readMissingFileIsAnError()

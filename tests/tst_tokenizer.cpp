@@ -136,14 +136,14 @@ void TestTokenizer::specialPieces()
     QFETCH(QString, piece);
     QCOMPARE(constant, id);
     QCOMPARE(QString::fromStdString(m_tokenizer->piece(id)), piece);
-    // [MASK] is a user-defined symbol, so the text "[MASK]" is the mask token; [PAD], [CLS] and
-    // [SEP] are control symbols that plain text can never produce. ([UNK] spelled out is Latin
-    // letters, which this vocabulary does not have, so it is left out here.)
-    const auto ids = m_tokenizer->encode(piece.toStdString());
-    if (id == SpecialTokens::Mask)
-        QVERIFY(ids == std::vector<int>{SpecialTokens::Mask} || (ids.size() == 2 && ids[1] == SpecialTokens::Mask));
-    else if (id != SpecialTokens::Unk)
+    // [PAD], [CLS] and [SEP] are control symbols: text that spells them is not the special token.
+    // ([UNK] spelled out is Latin letters, which this vocabulary lacks; [MASK] is a user-defined
+    // symbol, so the text "[MASK]" does become id 4: both are left out here.)
+    if (id == SpecialTokens::Pad || id == SpecialTokens::Cls || id == SpecialTokens::Sep) {
+        const auto ids = m_tokenizer->encode(piece.toStdString());
+        QVERIFY(!ids.empty());
         QVERIFY(std::find(ids.begin(), ids.end(), id) == ids.end());
+    }
 }
 
 void TestTokenizer::pieceOutsideVocabularyIsAnError_data()
@@ -296,7 +296,8 @@ void TestTokenizer::missingModelIsAnError()
     QVERIFY(dir.isValid());
     const fs::path file = fs::path(dir.path().toStdString()) / "nothing-here.model";
     const QString message = errorOf([&] { Tokenizer t(file); });
-    QVERIFY2(message.contains(QString::fromStdString(file.string())), qPrintable(message));
+    QVERIFY2(message.contains(QString::fromStdString(file.string())) && message.contains(QLatin1String("does not exist")),
+             qPrintable(message));
 }
 
 void TestTokenizer::corruptModelIsAnError_data()
