@@ -174,7 +174,12 @@ void trainTokenizer(const std::vector<std::filesystem::path> &corpus,
          << " --num_threads=" << options.numThreads
          << " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
          << " --pad_piece=[PAD] --unk_piece=[UNK] --bos_piece=[CLS] --eos_piece=[SEP]"
-         << " --user_defined_symbols=[MASK] --max_sentence_length=100000"
+         // [MASK] as a control symbol: typed text "[MASK]" must not become the mask id.
+         << " --control_symbols=[MASK] --max_sentence_length=100000"
+         // Byte fallback: digits, Latin letters and rare signs become UTF-8 byte pieces instead
+         // of [UNK], so every text round-trips; NFKC (not nmt_nfkc) keeps ZWJ/ZWNJ, which
+         // Bengali conjuncts need.
+         << " --byte_fallback=true --normalization_rule_name=nfkc"
          << " --minloglevel=1";
     char error[1024] = {0};
     if (shim().train(args.str().c_str(), error, sizeof error) != 0)

@@ -40,7 +40,7 @@ private:
 
 struct TokenizerTrainingOptions {
     int vocabSize = 8000;
-    double characterCoverage = 0.9995; // Bengali script plus punctuation and some Latin
+    double characterCoverage = 0.9995; // rarer characters fall back to UTF-8 byte pieces
     int inputSentenceSize = 2000000;   // lines sampled by SentencePiece
     int numThreads = 2;
 };
