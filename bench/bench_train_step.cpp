@@ -3,7 +3,10 @@
 // batches, forward/backward, torch::optim::Adam) in the same process, for each preset.
 // Prints samples/s of both and our overhead. A benchmark measures; it asserts nothing.
 //
-//   bench_train_step [--seconds S] [--threads N] [--presets tiny,default,large] [--target N]
+// Each figure is the median of --repeats measurements, bare and ours alternating, so that a
+// transient slowdown of the machine hits both sides alike.
+//
+//   bench_train_step [--seconds S] [--repeats R] [--threads N] [--presets tiny,default,large] [--target N]
 #include "model/Albert.h"
 #include "model/DataPipeline.h"
 #include "model/Masking.h"
@@ -14,6 +17,7 @@
 #include "train/Trainer.h"
 #include "util/Log.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -85,6 +89,7 @@ int main(int argc, char **argv)
     double seconds = 20;
     int threads = 0;
     int target = 64;
+    int repeats = 3;
     std::string presets = "tiny,default,large";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
@@ -94,6 +99,8 @@ int main(int argc, char **argv)
             threads = std::stoi(argv[i + 1]);
         else if (a == "--presets")
             presets = argv[i + 1];
+        else if (a == "--repeats")
+            repeats = std::max(1, std::stoi(argv[i + 1]));
         else if (a == "--target")
             target = std::stoi(argv[i + 1]);
     }
@@ -104,16 +111,25 @@ int main(int argc, char **argv)
     const Tokenizer tokenizer(base.resolve(base.tokenizer.path));
     base.training.targetBatchSize = target;
     std::printf("bench_train_step: %d threads, BLAS %s, sequence %d, micro-batch %d, target batch %d, %.0f s per "
-                "measurement\n",
+                "measurement, median of %d\n",
                 threads, blas.kind.c_str(), base.training.sequenceLength, base.training.microBatchSize, target,
-                seconds);
+                seconds, repeats);
     std::printf("%-8s %12s %14s %14s %10s\n", "preset", "parameters", "bare samples/s", "ours samples/s", "overhead");
     std::stringstream list(presets);
     for (std::string preset; std::getline(list, preset, ',');) {
         auto run = base;
         run.model = presetShape(preset, base.model.vocabSize, base.model.maxPositions);
-        const double bare = bareLoop(run, tokenizer, seconds);
-        const double ours = ourTrainer(run, tokenizer, seconds);
+        std::vector<double> bares, ourss;
+        for (int r = 0; r < repeats; ++r) {
+            bares.push_back(bareLoop(run, tokenizer, seconds));
+            ourss.push_back(ourTrainer(run, tokenizer, seconds));
+        }
+        auto median = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+        };
+        const double bare = median(bares);
+        const double ours = median(ourss);
         std::printf("%-8s %12lld %14.1f %14.1f %9.1f%%\n", preset.c_str(),
                     static_cast<long long>(AlbertMlm(run.model)->parameterCount()), bare, ours,
                     100.0 * (bare / ours - 1.0));

@@ -1,0 +1,235 @@
+#include "compress/Compression.h"
+
+#include "util/Error.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace dedloc {
+
+namespace {
+
+constexpr std::size_t UniformBins = 256;
+constexpr double UniformRangeSigmas = 6.0;
+constexpr std::size_t UniformHeaderBytes = 8 + UniformBins * 4;
+
+void putF32(std::uint8_t *p, float v)
+{
+    const auto bits = std::bit_cast<std::uint32_t>(v);
+    for (int i = 0; i < 4; ++i)
+        p[i] = static_cast<std::uint8_t>(bits >> (8 * i));
+}
+
+float getF32(const std::uint8_t *p)
+{
+    std::uint32_t bits = 0;
+    for (int i = 0; i < 4; ++i)
+        bits |= static_cast<std::uint32_t>(p[i]) << (8 * i);
+    return std::bit_cast<float>(bits);
+}
+
+void requireFinite(std::span<const float> values)
+{
+    for (std::size_t i = 0; i < values.size(); ++i)
+        if (!std::isfinite(values[i]))
+            throw Error("cannot compress a non-finite value (element " + std::to_string(i) + ")");
+}
+
+void encodeUniform(std::span<const float> v, std::uint8_t *out)
+{
+    const std::size_t n = v.size();
+    double mean = 0.0;
+    for (float x : v)
+        mean += x;
+    mean = n ? mean / static_cast<double>(n) : 0.0;
+    double var = 0.0;
+    for (float x : v)
+        var += (x - mean) * (x - mean);
+    const double sigma = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
+    const double scale = sigma > 0.0 ? UniformRangeSigmas * sigma / UniformBins : 1.0;
+    std::vector<double> sum(UniformBins, 0.0);
+    std::vector<std::uint32_t> count(UniformBins, 0);
+    std::uint8_t *codes = out + UniformHeaderBytes;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double q = std::round((v[i] - mean) / scale) + UniformBins / 2.0;
+        const auto bin = static_cast<std::size_t>(std::clamp(q, 0.0, static_cast<double>(UniformBins - 1)));
+        codes[i] = static_cast<std::uint8_t>(bin);
+        sum[bin] += v[i];
+        ++count[bin];
+    }
+    putF32(out, static_cast<float>(mean));
+    putF32(out + 4, static_cast<float>(scale));
+    for (std::size_t b = 0; b < UniformBins; ++b) {
+        // Empty bins decode to their centre (never used by this tensor, but well defined).
+        const double centre = mean + (static_cast<double>(b) - UniformBins / 2.0) * scale;
+        putF32(out + 8 + 4 * b, static_cast<float>(count[b] ? sum[b] / count[b] : centre));
+    }
+}
+
+void decodeUniform(const std::uint8_t *in, std::span<float> out)
+{
+    float codebook[UniformBins];
+    for (std::size_t b = 0; b < UniformBins; ++b)
+        codebook[b] = getF32(in + 8 + 4 * b);
+    const std::uint8_t *codes = in + UniformHeaderBytes;
+    for (std::size_t i = 0; i < out.size(); ++i)
+        out[i] = codebook[codes[i]];
+}
+
+std::size_t blockCount(std::size_t elements)
+{
+    return (elements + BlockwiseBlockElements - 1) / BlockwiseBlockElements;
+}
+
+} // namespace
+
+std::uint16_t floatToHalf(float value)
+{
+    const auto bits = std::bit_cast<std::uint32_t>(value);
+    const std::uint32_t sign = (bits >> 16) & 0x8000U;
+    const std::uint32_t absBits = bits & 0x7FFFFFFFU;
+    if (absBits > 0x7F800000U)
+        return static_cast<std::uint16_t>(sign | 0x7E00U); // NaN
+    if (absBits >= 0x477FF000U)                             // >= 65520 rounds past the largest half
+        return static_cast<std::uint16_t>(sign | 0x7BFFU);   // saturate to 65504
+    if (absBits < 0x38800000U) {                            // below the smallest normal half: subnormal
+        if (absBits < 0x33000000U)                          // < 2^-25 rounds to zero
+            return static_cast<std::uint16_t>(sign);
+        const std::uint32_t mantissa = (absBits & 0x7FFFFFU) | 0x800000U;
+        const int shift = 126 - static_cast<int>(absBits >> 23); // 14..24
+        std::uint32_t half = mantissa >> shift;
+        const std::uint32_t rest = mantissa & ((1U << shift) - 1U);
+        const std::uint32_t halfway = 1U << (shift - 1);
+        if (rest > halfway || (rest == halfway && (half & 1U)))
+            ++half;
+        return static_cast<std::uint16_t>(sign | half);
+    }
+    // Normal: rebias the exponent (127 -> 15) and round the 23-bit mantissa to 10 bits.
+    std::uint32_t half = ((absBits - 0x38000000U) >> 13);
+    const std::uint32_t rest = absBits & 0x1FFFU;
+    if (rest > 0x1000U || (rest == 0x1000U && (half & 1U)))
+        ++half; // may carry into the exponent, which is still correct
+    return static_cast<std::uint16_t>(sign | half);
+}
+
+float halfToFloat(std::uint16_t h)
+{
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000U) << 16;
+    const std::uint32_t exponent = (h >> 10) & 0x1FU;
+    std::uint32_t mantissa = h & 0x3FFU;
+    if (exponent == 0) {
+        if (mantissa == 0)
+            return std::bit_cast<float>(sign);
+        // Subnormal half -> normal float.
+        int e = -1;
+        do {
+            ++e;
+            mantissa <<= 1;
+        } while ((mantissa & 0x400U) == 0);
+        return std::bit_cast<float>(sign | ((112U - static_cast<std::uint32_t>(e)) << 23) | ((mantissa & 0x3FFU) << 13));
+    }
+    if (exponent == 31)
+        return std::bit_cast<float>(sign | 0x7F800000U | (mantissa << 13));
+    return std::bit_cast<float>(sign | ((exponent + 112U) << 23) | (mantissa << 13));
+}
+
+Compression effectiveCodec(Compression codec, std::size_t elements)
+{
+    if (codec == Compression::SizeAdaptive)
+        return elements <= SizeAdaptiveFp16Limit ? Compression::Fp16 : Compression::Uniform8Bit;
+    return codec;
+}
+
+std::size_t encodedBytes(Compression codec, std::size_t elements)
+{
+    switch (effectiveCodec(codec, elements)) {
+    case Compression::None: return 4 * elements;
+    case Compression::Fp16: return 2 * elements;
+    case Compression::Uniform8Bit: return UniformHeaderBytes + elements;
+    case Compression::Blockwise8Bit: return 4 * blockCount(elements) + elements;
+    case Compression::SizeAdaptive: break;
+    }
+    throw Error("unknown compression codec");
+}
+
+std::vector<std::uint8_t> encode(Compression codec, std::span<const float> values)
+{
+    requireFinite(values);
+    const std::size_t n = values.size();
+    const Compression c = effectiveCodec(codec, n);
+    std::vector<std::uint8_t> out(encodedBytes(c, n));
+    switch (c) {
+    case Compression::None:
+        for (std::size_t i = 0; i < n; ++i)
+            putF32(out.data() + 4 * i, values[i]);
+        break;
+    case Compression::Fp16:
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto h = floatToHalf(values[i]);
+            out[2 * i] = static_cast<std::uint8_t>(h);
+            out[2 * i + 1] = static_cast<std::uint8_t>(h >> 8);
+        }
+        break;
+    case Compression::Uniform8Bit:
+        encodeUniform(values, out.data());
+        break;
+    case Compression::Blockwise8Bit: {
+        const std::size_t blocks = blockCount(n);
+        auto *codes = reinterpret_cast<std::int8_t *>(out.data() + 4 * blocks);
+        for (std::size_t b = 0; b < blocks; ++b) {
+            const std::size_t begin = b * BlockwiseBlockElements, end = std::min(n, begin + BlockwiseBlockElements);
+            float absmax = 0.0F;
+            for (std::size_t i = begin; i < end; ++i)
+                absmax = std::max(absmax, std::abs(values[i]));
+            putF32(out.data() + 4 * b, absmax);
+            const float inv = absmax > 0.0F ? 127.0F / absmax : 0.0F;
+            for (std::size_t i = begin; i < end; ++i)
+                codes[i] = static_cast<std::int8_t>(std::lround(values[i] * inv));
+        }
+        break;
+    }
+    case Compression::SizeAdaptive:
+        break;
+    }
+    return out;
+}
+
+void decode(Compression codec, std::span<const std::uint8_t> bytes, std::span<float> out)
+{
+    const std::size_t n = out.size();
+    const Compression c = effectiveCodec(codec, n);
+    if (bytes.size() != encodedBytes(c, n))
+        throw Error("compressed tensor has " + std::to_string(bytes.size()) + " bytes; " + std::to_string(n)
+                    + " elements in " + compressionName(c) + " take " + std::to_string(encodedBytes(c, n)));
+    switch (c) {
+    case Compression::None:
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = getF32(bytes.data() + 4 * i);
+        break;
+    case Compression::Fp16:
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = halfToFloat(static_cast<std::uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8)));
+        break;
+    case Compression::Uniform8Bit:
+        decodeUniform(bytes.data(), out);
+        break;
+    case Compression::Blockwise8Bit: {
+        const std::size_t blocks = blockCount(n);
+        const auto *codes = reinterpret_cast<const std::int8_t *>(bytes.data() + 4 * blocks);
+        for (std::size_t b = 0; b < blocks; ++b) {
+            const float scale = getF32(bytes.data() + 4 * b) / 127.0F;
+            const std::size_t begin = b * BlockwiseBlockElements, end = std::min(n, begin + BlockwiseBlockElements);
+            for (std::size_t i = begin; i < end; ++i)
+                out[i] = static_cast<float>(codes[i]) * scale;
+        }
+        break;
+    }
+    case Compression::SizeAdaptive:
+        break;
+    }
+}
+
+} // namespace dedloc
