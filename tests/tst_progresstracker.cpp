@@ -1,0 +1,138 @@
+// Collaborative progress and the step trigger (core/swarm/ProgressTracker.h), on an injected clock.
+#include "swarm/ProgressTracker.h"
+
+#include <QtTest>
+
+#include <cmath>
+
+using namespace dedloc;
+
+namespace {
+
+ProgressRecord rec(const std::string &id, long epoch, long samples, double sps, double time, bool client = false)
+{
+    return {id, epoch, samples, sps, time, time + 60.0, client};
+}
+
+TrackerOptions options(long target)
+{
+    TrackerOptions o;
+    o.targetBatchSize = target;
+    o.minReportedFraction = 0.5;
+    o.matchmakingTime = 5.0;
+    return o;
+}
+
+} // namespace
+
+class TestProgressTracker final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void globalEpochAndExtrapolatedSamples()
+    {
+        ProgressTracker t(options(1000));
+        QVERIFY(t.update(rec("a", 7, 100, 10.0, 100.0), 100.0));
+        QVERIFY(t.update(rec("b", 7, 200, 20.0, 102.0), 102.0));
+        QVERIFY(t.update(rec("c", 6, 900, 50.0, 102.0), 102.0)); // behind: counts nothing
+        const auto g = t.global(110.0);
+        QCOMPARE(g.globalEpoch, 7L);
+        QCOMPARE(g.peers, 3);
+        QCOMPARE(g.reportedSamples, 300L);
+        // a: 100 + 10 * 10 = 200; b: 200 + 20 * 8 = 360
+        QCOMPARE(g.samplesAccumulated, 560.0);
+        QCOMPARE(g.samplesPerSecond, 30.0);
+        QCOMPARE(g.eta, 440.0 / 30.0);
+    }
+
+    void clientPeersDoNotSetTheGlobalEpoch()
+    {
+        ProgressTracker t(options(1000));
+        t.update(rec("a", 3, 10, 1.0, 0.0), 0.0);
+        t.update(rec("client", 9, 10, 1.0, 0.0, true), 0.0);
+        QCOMPARE(t.global(1.0).globalEpoch, 3L);
+        QCOMPARE(t.global(1.0).clientPeers, 1);
+        ProgressTracker onlyClients(options(1000));
+        onlyClients.update(rec("c1", 4, 10, 1.0, 0.0, true), 0.0);
+        onlyClients.update(rec("c2", 5, 10, 1.0, 0.0, true), 0.0);
+        QCOMPARE(onlyClients.global(1.0).globalEpoch, 5L);
+    }
+
+    void newestRecordWinsAndStaleOrBadOnesAreRefused()
+    {
+        ProgressTracker t(options(1000));
+        QVERIFY(t.update(rec("a", 2, 500, 5.0, 50.0), 50.0));
+        QVERIFY(!t.update(rec("a", 1, 10, 5.0, 40.0), 50.0)); // older copy from another DHT node
+        QCOMPARE(t.global(50.0).globalEpoch, 2L);
+        QVERIFY(!t.update(rec("a", 2, 600, 5.0, 50.0), 50.0)); // same timestamp: keep the first
+        QVERIFY(!t.update(rec("b", 2, 1, 1.0, 60.0), 50.0));   // 10 s in the future > 3 s skew
+        QVERIFY(t.update(rec("b", 2, 1, 1.0, 52.0), 50.0));    // 2 s ahead: tolerated
+        auto expired = rec("c", 2, 1, 1.0, 0.0);
+        expired.expiresAt = 49.0;
+        QVERIFY(!t.update(expired, 50.0));
+        QVERIFY(!t.update(rec("d", -1, 1, 1.0, 50.0), 50.0));
+        QVERIFY(!t.update(rec("e", 1, -5, 1.0, 50.0), 50.0));
+        QVERIFY(!t.update(rec("f", 1, 5, std::nan(""), 50.0), 50.0));
+        QVERIFY(!t.update(rec("", 1, 5, 1.0, 50.0), 50.0));
+    }
+
+    void silentPeersExpire()
+    {
+        ProgressTracker t(options(100));
+        t.update(rec("a", 1, 90, 1.0, 0.0), 0.0);
+        t.update(rec("b", 1, 5, 1.0, 30.0), 30.0);
+        QCOMPARE(t.global(59.0).peers, 2);
+        const auto g = t.global(61.0); // a expired at 60
+        QCOMPARE(g.peers, 1);
+        QCOMPARE(g.reportedSamples, 5L);
+    }
+
+    void decisions_data()
+    {
+        QTest::addColumn<long>("localEpoch");
+        QTest::addColumn<long>("reportedA");
+        QTest::addColumn<long>("reportedB");
+        QTest::addColumn<double>("now");
+        QTest::addColumn<int>("expected");
+        // Peers a and b at epoch 4, 10 samples/s each, reports made at t = 0; target 100.
+        QTest::newRow("accumulate") << 4L << 20L << 20L << 0.0 << int(StepDecision::Accumulate);
+        QTest::newRow("reported reach target") << 4L << 60L << 40L << 0.0 << int(StepDecision::Step);
+        QTest::newRow("extrapolation completes a real batch") << 4L << 30L << 30L << 2.0 << int(StepDecision::Step);
+        QTest::newRow("guard: stale rate on a tiny batch") << 4L << 2L << 2L << 10.0 << int(StepDecision::Accumulate);
+        QTest::newRow("behind the swarm: resync") << 3L << 0L << 0L << 0.0 << int(StepDecision::Resync);
+    }
+
+    void decisions()
+    {
+        QFETCH(long, localEpoch);
+        QFETCH(long, reportedA);
+        QFETCH(long, reportedB);
+        QFETCH(double, now);
+        QFETCH(int, expected);
+        ProgressTracker t(options(100));
+        t.update(rec("a", 4, reportedA, 10.0, 0.0), 0.0);
+        t.update(rec("b", 4, reportedB, 10.0, 0.0), 0.0);
+        QCOMPARE(int(t.decide(localEpoch, now)), expected);
+    }
+
+    void matchmakingStartsShortlyBeforeTheStep()
+    {
+        ProgressTracker t(options(1000));
+        t.update(rec("a", 1, 800, 20.0, 0.0), 0.0); // ETA 200 / 20 = 10 s
+        QVERIFY(!t.shouldStartMatchmaking(1, 0.0));
+        QVERIFY(!t.shouldStartMatchmaking(1, 4.9));
+        QVERIFY(t.shouldStartMatchmaking(1, 5.1)); // ETA 4.9 s <= 5 s matchmaking time
+        QVERIFY(!t.shouldStartMatchmaking(0, 5.1)); // behind: resync first
+    }
+
+    void noThroughputMeansNoEta()
+    {
+        ProgressTracker t(options(1000));
+        t.update(rec("a", 1, 10, 0.0, 0.0), 0.0);
+        QVERIFY(std::isinf(t.global(1.0).eta));
+        QVERIFY(!t.shouldStartMatchmaking(1, 1.0));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestProgressTracker)
+#include "tst_progresstracker.moc"
