@@ -5,6 +5,8 @@
 #include "util/Error.h"
 #include "util/Hash.h"
 
+#include "TestSupport.h"
+
 #include <QtTest>
 
 #include <csignal>
@@ -20,18 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The message of the dedloc::Error that `f` throws, or a text that no test expects.
-QString errorOf(const std::function<void()> &f)
-{
-    try {
-        f();
-    } catch (const dedloc::Error &e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception &e) {
-        return QStringLiteral("NOT A dedloc::Error: ") + QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no exception>");
-}
+using dedloc::test::errorOf;
 
 std::string randomBytes(std::size_t n, std::uint64_t seed)
 {

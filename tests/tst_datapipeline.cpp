@@ -41,17 +41,7 @@ constexpr int kLength = 64;
 constexpr double kValidation = 0.1;
 constexpr std::size_t kSampleBytes = 300 * 1024;
 
-QString errorOf(const std::function<void()> &f)
-{
-    try {
-        f();
-    } catch (const dedloc::Error &e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception &e) {
-        return QStringLiteral("NOT A dedloc::Error: ") + QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no exception>");
-}
+using dedloc::test::errorOf;
 
 std::vector<Sequence> rows(const std::vector<std::int32_t> &flat, int length)
 {

@@ -5,6 +5,8 @@
 #include "model/Tokenizer.h"
 #include "util/Error.h"
 
+#include "TestSupport.h"
+
 #include <QtTest>
 
 #include <functional>
@@ -21,17 +23,7 @@ constexpr int kVocab = 8000;
 constexpr int kLength = 128;
 constexpr int kSequences = 2000;
 
-QString errorOf(const std::function<void()> &f)
-{
-    try {
-        f();
-    } catch (const dedloc::Error &e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception &e) {
-        return QStringLiteral("NOT A dedloc::Error: ") + QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no exception>");
-}
+using dedloc::test::errorOf;
 
 // `sequences` rows of [CLS] + random ids in [Count, vocab) + [SEP]. With padTail, every fourth
 // row ends in a run of [PAD] before [SEP] and every tenth has an [UNK] in the middle, so special

@@ -26,17 +26,7 @@ namespace {
 fs::path bundledModel() { return dedloc::test::sourceResources() / "default-run" / "tokenizer.model"; }
 fs::path bundledCorpus() { return dedloc::test::sourceResources() / "default-run" / "corpus" / "bn_pd_literature.txt"; }
 
-QString errorOf(const std::function<void()> &f)
-{
-    try {
-        f();
-    } catch (const dedloc::Error &e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception &e) {
-        return QStringLiteral("NOT A dedloc::Error: ") + QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no exception>");
-}
+using dedloc::test::errorOf;
 
 // Line `index` (0-based) of the bundled corpus; the file is pinned by its SHA-256 in the manifest.
 std::string corpusLine(int index)

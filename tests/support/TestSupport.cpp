@@ -2,6 +2,7 @@
 
 #include "run/RunMaker.h"
 #include "util/AtomicFile.h"
+#include "util/Error.h"
 #include "util/Hash.h"
 
 namespace dedloc::test {
@@ -18,6 +19,18 @@ void writeCorpusSample(const std::filesystem::path &file, std::size_t bytes)
     if (nl != std::string::npos && nl > 0)
         end = nl + 1;
     writeFileAtomically(file, all.substr(0, end));
+}
+
+QString errorOf(const std::function<void()> &f)
+{
+    try {
+        f();
+    } catch (const Error &e) {
+        return QString::fromStdString(e.what());
+    } catch (const std::exception &e) {
+        return QStringLiteral("NOT A dedloc::Error: ") + QString::fromStdString(e.what());
+    }
+    return QStringLiteral("<no exception>");
 }
 
 RunManifest tinyRun(const std::filesystem::path &dir, std::size_t corpusBytes)

@@ -2,7 +2,10 @@
 // Fixtures shared by the test suites.
 #include "run/RunManifest.h"
 
+#include <QString>
+
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace dedloc::test {
@@ -13,6 +16,10 @@ namespace dedloc::test {
 [[nodiscard]] std::filesystem::path defaultManifest();
 // Writes the first `bytes` of the bundled Bengali corpus (cut at a line end) to `file`.
 void writeCorpusSample(const std::filesystem::path &file, std::size_t bytes);
+
+// The message of the dedloc::Error that `f` throws, or a text that no test expects
+// ("<no exception>", or "NOT A dedloc::Error: ..." for any other exception).
+[[nodiscard]] QString errorOf(const std::function<void()> &f);
 
 // A tiny-preset run over the first `corpusBytes` of the bundled corpus (written into `dir`), with
 // the bundled tokenizer: sequence length 64, target batch 32, micro-batch 16, LAMB lr 0.02 with
