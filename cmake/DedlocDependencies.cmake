@@ -15,3 +15,5 @@ find_package(nlohmann_json 3.10 REQUIRED)
 
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+# cppzmq is header-only (zmq.hpp, zmq_addon.hpp from cppzmq-dev).

@@ -1,0 +1,79 @@
+#pragma once
+// Butterfly all-reduce over ZeroMQ (DeDLOC section 3.2; METHOD.md "Butterfly all-reduce").
+//
+// A group of n members averages one flat float vector. The vector is cut into one contiguous shard
+// per member, sized by balanceShards() from the members' bandwidths (client-mode members have
+// bandwidth 0 and reduce nothing). Every member with weight > 0 sends shard j, in parts of at
+// most `partElements` elements, to member j; member j computes the weighted average
+//     avg = sum_i w_i x_i / sum_i w_i          (w_i = samples member i accumulated)
+// over the senders that arrived and sends it back to each of them. Members with weight 0
+// (auxiliary peers) send nothing and receive nothing, but reduce their shard.
+//
+// Transport: a reachable member's AllReduceEndpoint binds one ROUTER; every sender connects a
+// DEALER to each reducer and receives the results on that same connection, so client-mode
+// members (behind NAT, no ROUTER) never accept a connection.
+//
+// Determinism: a reducer sums senders in member order, and applies to its own shard the same
+// encoded-then-decoded average it sends, so all members end with bitwise-identical values.
+// Faults: a sender that has not delivered its whole piece within `senderTimeout` is excluded
+// from that shard and the weights are renormalised over those that arrived; a reducer whose
+// result has not arrived within `reducerTimeout` leaves that shard at the local values. A round
+// never blocks longer than max(senderTimeout, reducerTimeout) plus one poll interval.
+// Malformed, foreign or wrong-schema messages are dropped with a logged reason.
+//
+// Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
+// time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
+#include "compress/Compression.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+struct GroupMember {
+    std::string peerId;
+    std::string endpoint;    // ZeroMQ endpoint of its ROUTER ("tcp://127.0.0.1:5555"); empty: client mode
+    double bandwidth = -1.0; // for shard sizes; < 0 unknown, 0 reduces nothing (forced for client mode)
+    double weight = 0.0;     // samples contributed; 0: auxiliary (averages only)
+};
+
+struct AllReduceOptions {
+    Compression codec = Compression::None;
+    std::size_t partElements = 128 * 1024; // 512 KiB of fp32 per message
+    double senderTimeout = 15.0;           // seconds from the start of the round
+    double reducerTimeout = 30.0;          // seconds from the start of the round
+    std::int64_t minShardElements = 0;
+};
+
+struct AllReduceReport {
+    std::vector<std::int64_t> shardSizes;       // elements, per member
+    std::vector<std::uint32_t> excludedSenders; // for this member's shard
+    double myShardWeight = 0.0;                 // sum of weights averaged into this member's shard
+    double receivedFraction = 1.0;              // of the elements this member expected back
+    bool complete = true;                       // no exclusion here and every result received
+};
+
+class AllReduceEndpoint final {
+public:
+    // reachable: bind a ROUTER at `bindAddress` (port * = ephemeral). Not reachable: client mode.
+    explicit AllReduceEndpoint(bool reachable, const std::string &bindAddress = "tcp://127.0.0.1:*");
+    ~AllReduceEndpoint();
+    AllReduceEndpoint(const AllReduceEndpoint &) = delete;
+    AllReduceEndpoint &operator=(const AllReduceEndpoint &) = delete;
+
+    // The bound endpoint, or "" in client mode.
+    [[nodiscard]] std::string endpoint() const;
+
+    // Averages `values` (every member passes a vector of the same length) in place.
+    AllReduceReport run(const std::string &groupId, const std::vector<GroupMember> &members, std::size_t myIndex,
+                        std::span<float> values, const AllReduceOptions &options);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+} // namespace dedloc

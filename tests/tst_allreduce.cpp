@@ -1,0 +1,209 @@
+// Butterfly all-reduce over ZeroMQ on loopback (core/swarm/ButterflyAllReduce.h): members are
+// threads of this process, each with its own endpoint, talking over TCP on 127.0.0.1.
+#include "swarm/ButterflyAllReduce.h"
+
+#include <QtTest>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+using namespace dedloc;
+
+namespace {
+
+std::vector<float> randomVector(std::size_t n, unsigned seed)
+{
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0F, 1.0F);
+    std::vector<float> v(n);
+    for (auto &x : v)
+        x = d(rng);
+    return v;
+}
+
+struct Swarm {
+    std::vector<std::unique_ptr<AllReduceEndpoint>> endpoints;
+    std::vector<GroupMember> members;
+    std::vector<std::vector<float>> values;
+    std::vector<AllReduceReport> reports;
+
+    // reachable[i] false: client mode. weights[i] 0: auxiliary.
+    Swarm(const std::vector<bool> &reachable, const std::vector<double> &weights, std::size_t elements)
+    {
+        for (std::size_t i = 0; i < reachable.size(); ++i) {
+            endpoints.push_back(std::make_unique<AllReduceEndpoint>(reachable[i]));
+            members.push_back({"peer" + std::to_string(i), endpoints.back()->endpoint(), 1.0, weights[i]});
+            values.push_back(randomVector(elements, 100 + static_cast<unsigned>(i)));
+        }
+        reports.resize(reachable.size());
+    }
+
+    std::vector<double> expectedAverage(const std::vector<std::size_t> &contributors) const
+    {
+        std::vector<double> avg(values[0].size(), 0.0);
+        double total = 0.0;
+        for (auto i : contributors) {
+            for (std::size_t k = 0; k < avg.size(); ++k)
+                avg[k] += members[i].weight * values[i][k];
+            total += members[i].weight;
+        }
+        for (auto &x : avg)
+            x /= total;
+        return avg;
+    }
+
+    void run(const AllReduceOptions &options, const std::vector<std::size_t> &participants)
+    {
+        std::vector<std::thread> threads;
+        for (auto i : participants)
+            threads.emplace_back([this, i, &options] {
+                reports[i] = endpoints[i]->run("group-1", members, i, values[i], options);
+            });
+        for (auto &t : threads)
+            t.join();
+    }
+};
+
+bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b)
+{
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+} // namespace
+
+class TestAllReduce final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void weightedAverageWithoutCompression()
+    {
+        Swarm s({true, true, true}, {1.0, 2.0, 3.0}, 10007);
+        const auto expected = s.expectedAverage({0, 1, 2});
+        AllReduceOptions o;
+        o.partElements = 1000; // several parts per shard
+        s.run(o, {0, 1, 2});
+        for (std::size_t i = 0; i < 3; ++i) {
+            QVERIFY(s.reports[i].complete);
+            QCOMPARE(s.reports[i].receivedFraction, 1.0);
+            for (std::size_t k = 0; k < expected.size(); ++k)
+                QVERIFY(std::abs(s.values[i][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
+        }
+        QVERIFY(bitwiseEqual(s.values[0], s.values[1]));
+        QVERIFY(bitwiseEqual(s.values[0], s.values[2]));
+    }
+
+    void compressedRoundStaysIdenticalAcrossMembers_data()
+    {
+        QTest::addColumn<int>("codec");
+        QTest::addColumn<double>("tolerance");
+        // RMS error of the average of N(0, 1) vectors; each codec quantises twice (sender, reducer).
+        QTest::newRow("fp16") << int(Compression::Fp16) << 1e-3;
+        QTest::newRow("blockwise 8-bit") << int(Compression::Blockwise8Bit) << 0.02;
+        QTest::newRow("uniform 8-bit") << int(Compression::Uniform8Bit) << 0.03;
+    }
+
+    void compressedRoundStaysIdenticalAcrossMembers()
+    {
+        QFETCH(int, codec);
+        QFETCH(double, tolerance);
+        Swarm s({true, true, true, true}, {4.0, 1.0, 1.0, 2.0}, 50000);
+        const auto expected = s.expectedAverage({0, 1, 2, 3});
+        AllReduceOptions o;
+        o.codec = static_cast<Compression>(codec);
+        o.partElements = 4096;
+        s.run(o, {0, 1, 2, 3});
+        double sumSq = 0.0;
+        for (std::size_t k = 0; k < expected.size(); ++k)
+            sumSq += (s.values[0][k] - expected[k]) * (s.values[0][k] - expected[k]);
+        const double rms = std::sqrt(sumSq / static_cast<double>(expected.size()));
+        qInfo("%s: RMS error %.2e", QTest::currentDataTag(), rms);
+        QVERIFY2(rms < tolerance, qPrintable(QString::number(rms)));
+        for (std::size_t i = 1; i < 4; ++i)
+            QVERIFY(bitwiseEqual(s.values[0], s.values[i]));
+    }
+
+    void clientModeAndAuxiliaryPeers()
+    {
+        // 0, 1 trainers; 2 client mode (no ROUTER: reduces nothing); 3 auxiliary (weight 0).
+        Swarm s({true, true, false, true}, {2.0, 1.0, 5.0, 0.0}, 9000);
+        const auto expected = s.expectedAverage({0, 1, 2});
+        s.run(AllReduceOptions{}, {0, 1, 2, 3});
+        QCOMPARE(s.reports[0].shardSizes[2], std::int64_t{0});
+        QVERIFY(s.reports[0].shardSizes[3] > 0); // the auxiliary peer reduces a shard
+        for (std::size_t i : {0, 1, 2}) {
+            QVERIFY(s.reports[i].complete);
+            for (std::size_t k = 0; k < expected.size(); ++k)
+                QVERIFY(std::abs(s.values[i][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
+        }
+        QVERIFY(bitwiseEqual(s.values[0], s.values[2]));
+        QCOMPARE(s.reports[3].myShardWeight, 8.0);
+    }
+
+    void silentMemberIsExcludedWithinTheTimeouts()
+    {
+        // Member 2 never shows up: as a sender it is excluded from the others' shards (weights
+        // renormalised over 0 and 1); as a reducer its shard stays at each member's local values.
+        Swarm s({true, true, true}, {1.0, 3.0, 2.0}, 6000);
+        const auto local0 = s.values[0], local1 = s.values[1];
+        const auto expected = s.expectedAverage({0, 1});
+        AllReduceOptions o;
+        o.senderTimeout = 0.5;
+        o.reducerTimeout = 1.0;
+        const auto started = std::chrono::steady_clock::now();
+        s.run(o, {0, 1});
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        QVERIFY2(seconds < 2.0, qPrintable(QString::number(seconds)));
+        const auto &shards = s.reports[0].shardSizes;
+        const std::size_t silentBegin = static_cast<std::size_t>(shards[0] + shards[1]);
+        for (std::size_t i : {0, 1}) {
+            QVERIFY(!s.reports[i].complete);
+            QCOMPARE(s.reports[i].excludedSenders, std::vector<std::uint32_t>{2});
+            QVERIFY(s.reports[i].receivedFraction < 1.0);
+        }
+        for (std::size_t k = 0; k < silentBegin; ++k) {
+            QVERIFY(std::abs(s.values[0][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
+            QCOMPARE(s.values[0][k], s.values[1][k]);
+        }
+        for (std::size_t k = silentBegin; k < local0.size(); ++k) {
+            QCOMPARE(s.values[0][k], local0[k]);
+            QCOMPARE(s.values[1][k], local1[k]);
+        }
+    }
+
+    void garbageIsDroppedAndTheRoundStillCompletes()
+    {
+        Swarm s({true, true}, {1.0, 1.0}, 3000);
+        const auto expected = s.expectedAverage({0, 1});
+        // A stranger sends malformed and hostile messages to member 0 before and during the round.
+        zmq::context_t ctx;
+        zmq::socket_t intruder(ctx, zmq::socket_type::dealer);
+        intruder.set(zmq::sockopt::linger, 0);
+        intruder.connect(s.members[0].endpoint);
+        const std::vector<std::vector<std::string>> attacks = {
+            {"not cbor at all"},
+            {std::string("\xa1\x61g\x67group-1", 11), "payload"},            // CBOR map with only a group
+            {std::string(2000, 'x'), "oversized header"},
+            {"\xff\xff\xff", "", "", "", "too many frames"},
+        };
+        for (const auto &frames : attacks) {
+            std::vector<zmq::message_t> msg;
+            for (const auto &f : frames)
+                msg.emplace_back(f.data(), f.size());
+            zmq::send_multipart(intruder, msg);
+        }
+        s.run(AllReduceOptions{}, {0, 1});
+        for (std::size_t i : {0, 1}) {
+            QVERIFY(s.reports[i].complete);
+            for (std::size_t k = 0; k < expected.size(); ++k)
+                QVERIFY(std::abs(s.values[i][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestAllReduce)
+#include "tst_allreduce.moc"
