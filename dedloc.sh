@@ -34,7 +34,6 @@ case "$cmd" in
     ;;
   run)
     build
-    echo "dedloc.sh: training the bundled run; Ctrl-C stops after the current micro-batch and saves a checkpoint"
     exec "$BUILD_DIR/app/dedloc" --headless "$@"
     ;;
   *)

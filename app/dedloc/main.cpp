@@ -49,7 +49,15 @@ int main(int argc, char *argv[])
     const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Stop at this optimizer step (default: the schedule's total)."), QStringLiteral("n"), QStringLiteral("0"));
     const QCommandLineOption fresh(QStringLiteral("fresh"), QStringLiteral("Start from step 0; existing checkpoints are left on disk but not loaded."));
     parser.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh});
-    parser.process(app);
+    // parse() rather than process(): a bad option exits with 2 like every other bad input.
+    if (!parser.parse(QCoreApplication::arguments())) {
+        std::fprintf(stderr, "dedloc: %s (see --help)\n", qPrintable(parser.errorText()));
+        return 2;
+    }
+    if (parser.isSet(QStringLiteral("help")))
+        parser.showHelp(0);
+    if (parser.isSet(QStringLiteral("version")))
+        parser.showVersion();
 
     dedloc::SessionOptions options;
     if (parser.isSet(manifest)) {
@@ -77,6 +85,7 @@ int main(int argc, char *argv[])
     if (!parser.isSet(headless))
         dedloc::log::info("app", "this build has no window yet; training headless (--headless)");
 
+    dedloc::log::info("app", "Ctrl-C stops after the current micro-batch and saves a checkpoint");
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     return dedloc::runTrainingSession(options, g_stop);

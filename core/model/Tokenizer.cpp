@@ -50,7 +50,7 @@ const ShimApi &shim()
         std::string tried;
         for (const auto &candidate : shimCandidates()) {
             if (!std::filesystem::exists(candidate)) {
-                tried += " " + candidate.string();
+                tried.append(" ").append(candidate.string());
                 continue;
             }
             // RTLD_LOCAL | RTLD_DEEPBIND: keep libsentencepiece's private protobuf away from
@@ -58,7 +58,7 @@ const ShimApi &shim()
             handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
             if (handle)
                 break;
-            tried += " " + candidate.string() + " (" + ::dlerror() + ")";
+            tried.append(" ").append(candidate.string()).append(" (").append(::dlerror()).append(")");
         }
         if (!handle) {
             failure = "cannot load the SentencePiece shim libdedloc_sentencepiece.so; tried:" + tried;
