@@ -4,6 +4,7 @@
 
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -74,6 +75,31 @@ private Q_SLOTS:
             if ((half & 0x7C00) == 0x7C00)
                 continue; // infinities and NaNs: never produced by floatToHalf for finite input
             QCOMPARE(floatToHalf(halfToFloat(half)), half);
+        }
+    }
+
+    void vectorisedFp16MatchesTheScalarReference()
+    {
+        // encode/decode may use F16C; they must agree bit for bit with floatToHalf/halfToFloat,
+        // including saturation, subnormals, ties and the scalar tail (n not a multiple of 8).
+        auto v = gaussian(10003, 0.0, 1.0, 9);
+        const float specials[] = {65504.0F, 65519.0F, 65520.0F, 1e9F, -1e9F, std::ldexp(1.0F, -24),
+                                  std::ldexp(1.0F, -25), std::ldexp(3.0F, -26), 1.0F + std::ldexp(1.0F, -11),
+                                  -0.0F, 0.0F, 6.1e-5F, 1e-8F};
+        for (std::size_t i = 0; i < std::size(specials); ++i)
+            v[i * 7] = specials[i];
+        for (std::size_t i = 0; i < v.size(); i += 3)
+            v[i] *= std::ldexp(1.0F, static_cast<int>(i % 40) - 30); // spread over the exponent range
+        const auto bytes = encode(Compression::Fp16, v);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const auto h = static_cast<std::uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+            QCOMPARE(h, floatToHalf(v[i]));
+        }
+        std::vector<float> out(v.size());
+        decode(Compression::Fp16, bytes, out);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const auto h = static_cast<std::uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+            QCOMPARE(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(halfToFloat(h)));
         }
     }
 

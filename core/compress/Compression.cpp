@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <immintrin.h>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -77,6 +78,38 @@ void decodeUniform(const std::uint8_t *in, std::span<float> out)
     const std::uint8_t *codes = in + UniformHeaderBytes;
     for (std::size_t i = 0; i < out.size(); ++i)
         out[i] = codebook[codes[i]];
+}
+
+// F16C converts 8 values per instruction (x86-64 since 2012); the scalar code is the reference
+// and the fallback. Inputs are clamped to +-65504 first so both paths saturate alike.
+__attribute__((target("avx,f16c"))) void floatsToHalvesF16c(const float *in, std::uint8_t *out, std::size_t n)
+{
+    const __m256 hi = _mm256_set1_ps(65504.0F), lo = _mm256_set1_ps(-65504.0F);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_max_ps(_mm256_min_ps(_mm256_loadu_ps(in + i), hi), lo);
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 2 * i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < n; ++i) {
+        const auto h = floatToHalf(in[i]);
+        out[2 * i] = static_cast<std::uint8_t>(h);
+        out[2 * i + 1] = static_cast<std::uint8_t>(h >> 8);
+    }
+}
+
+__attribute__((target("avx,f16c"))) void halvesToFloatsF16c(const std::uint8_t *in, float *out, std::size_t n)
+{
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + 2 * i))));
+    for (; i < n; ++i)
+        out[i] = halfToFloat(static_cast<std::uint16_t>(in[2 * i] | (in[2 * i + 1] << 8)));
+}
+
+bool hasF16c()
+{
+    static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    return has;
 }
 
 std::size_t blockCount(std::size_t elements)
@@ -157,16 +190,34 @@ std::size_t encodedBytes(Compression codec, std::size_t elements)
 
 std::vector<std::uint8_t> encode(Compression codec, std::span<const float> values)
 {
+    std::vector<std::uint8_t> out(encodedBytes(codec, values.size()));
+    encodeInto(codec, values, out);
+    return out;
+}
+
+void encodeInto(Compression codec, std::span<const float> values, std::span<std::uint8_t> out)
+{
     requireFinite(values);
     const std::size_t n = values.size();
     const Compression c = effectiveCodec(codec, n);
-    std::vector<std::uint8_t> out(encodedBytes(c, n));
+    if (out.size() != encodedBytes(c, n))
+        throw Error("compression buffer has " + std::to_string(out.size()) + " bytes, expected "
+                    + std::to_string(encodedBytes(c, n)));
     switch (c) {
     case Compression::None:
-        for (std::size_t i = 0; i < n; ++i)
-            putF32(out.data() + 4 * i, values[i]);
+        if constexpr (std::endian::native == std::endian::little) {
+            if (n)
+                std::memcpy(out.data(), values.data(), 4 * n);
+        } else {
+            for (std::size_t i = 0; i < n; ++i)
+                putF32(out.data() + 4 * i, values[i]);
+        }
         break;
     case Compression::Fp16:
+        if (hasF16c()) {
+            floatsToHalvesF16c(values.data(), out.data(), n);
+            break;
+        }
         for (std::size_t i = 0; i < n; ++i) {
             const auto h = floatToHalf(values[i]);
             out[2 * i] = static_cast<std::uint8_t>(h);
@@ -194,7 +245,6 @@ std::vector<std::uint8_t> encode(Compression codec, std::span<const float> value
     case Compression::SizeAdaptive:
         break;
     }
-    return out;
 }
 
 void decode(Compression codec, std::span<const std::uint8_t> bytes, std::span<float> out)
@@ -206,10 +256,19 @@ void decode(Compression codec, std::span<const std::uint8_t> bytes, std::span<fl
                     + " elements in " + compressionName(c) + " take " + std::to_string(encodedBytes(c, n)));
     switch (c) {
     case Compression::None:
-        for (std::size_t i = 0; i < n; ++i)
-            out[i] = getF32(bytes.data() + 4 * i);
+        if constexpr (std::endian::native == std::endian::little) {
+            if (n)
+                std::memcpy(out.data(), bytes.data(), 4 * n);
+        } else {
+            for (std::size_t i = 0; i < n; ++i)
+                out[i] = getF32(bytes.data() + 4 * i);
+        }
         break;
     case Compression::Fp16:
+        if (hasF16c()) {
+            halvesToFloatsF16c(bytes.data(), out.data(), n);
+            break;
+        }
         for (std::size_t i = 0; i < n; ++i)
             out[i] = halfToFloat(static_cast<std::uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8)));
         break;

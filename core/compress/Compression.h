@@ -38,6 +38,9 @@ inline constexpr std::size_t SizeAdaptiveFp16Limit = 1U << 16;
 [[nodiscard]] std::size_t encodedBytes(Compression codec, std::size_t elements);
 
 [[nodiscard]] std::vector<std::uint8_t> encode(Compression codec, std::span<const float> values);
+// Same, into a buffer of exactly encodedBytes(codec, values.size()) bytes (e.g. a ZeroMQ
+// message), saving a copy. Throws dedloc::Error if the size differs.
+void encodeInto(Compression codec, std::span<const float> values, std::span<std::uint8_t> out);
 void decode(Compression codec, std::span<const std::uint8_t> bytes, std::span<float> out);
 
 // IEEE binary16 conversions (round to nearest even; exposed for tests and the reducers).

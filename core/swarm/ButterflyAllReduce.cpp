@@ -119,8 +119,11 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
                 ShardHeader h{MessageType::Part, groupId, static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(j),
                               p, static_cast<std::uint32_t>(parts.size()), parts[p].offset, parts[p].count,
                               members[me].weight, options.codec};
-                const auto payload = encode(options.codec, values.subspan(shardOffset[j] + parts[p].offset, parts[p].count));
-                std::array<zmq::message_t, 2> frames{bytesMessage(encodeShardHeader(h)), bytesMessage(payload)};
+                // Encode straight into the message: one copy less per part.
+                zmq::message_t payload(encodedBytes(options.codec, parts[p].count));
+                encodeInto(options.codec, values.subspan(shardOffset[j] + parts[p].offset, parts[p].count),
+                           {payload.data<std::uint8_t>(), payload.size()});
+                std::array<zmq::message_t, 2> frames{bytesMessage(encodeShardHeader(h)), std::move(payload)};
                 zmq::send_multipart(*s, frames);
             }
             expectedBack[j] = static_cast<std::uint64_t>(report.shardSizes[j]);
