@@ -137,6 +137,29 @@ private Q_SLOTS:
         QVERIFY(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)) == 0);
     }
 
+    void averagedStepOfOwnGradientEqualsTheLocalStep()
+    {
+        // The swarm path (mean gradient out, averaged gradient in) must be the local step exactly
+        // when the "average" is this peer's own gradient.
+        Trainer local(m_run, *m_tokenizer, TrainerConfig{5, false, 0});
+        Trainer swarm(m_run, *m_tokenizer, TrainerConfig{5, false, 0});
+        for (int step = 0; step < 2; ++step) {
+            const auto a = local.trainStep();
+            while (swarm.accumulatedSamples() < m_run.training.targetBatchSize)
+                swarm.accumulateMicroBatch(m_run.training.microBatchSize);
+            const auto gradient = swarm.meanGradientFlat();
+            QCOMPARE(static_cast<long long>(gradient.size()), swarm.parameterCount());
+            const auto b = swarm.applyAveragedStep(gradient, m_run.training.targetBatchSize);
+            QVERIFY(b.applied);
+            QCOMPARE(b.loss, a.loss);
+            QCOMPARE(b.gradNorm, a.gradNorm);
+        }
+        const auto pa = local.parametersFlat(), pb = swarm.parametersFlat();
+        QVERIFY(std::memcmp(pa.data(), pb.data(), pa.size() * sizeof(float)) == 0);
+        std::vector<float> wrongSize(10);
+        QVERIFY_THROWS_EXCEPTION(Error, swarm.applyAveragedStep(wrongSize, 32));
+    }
+
     void vocabularyMismatchIsRefused()
     {
         auto wrong = m_run;

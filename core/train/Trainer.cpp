@@ -171,15 +171,60 @@ StepResult Trainer::applyStep()
         r.skipReason = "no samples accumulated";
         return r;
     }
-    r.loss = d->accumulatedLossTimesSamples / static_cast<double>(d->accumulated);
-    const auto params = d->model->parameters();
     {
         torch::NoGradGuard noGrad;
         const double scale = 1.0 / static_cast<double>(d->accumulated);
-        for (auto &p : params)
+        for (auto &p : d->model->parameters())
             if (p.grad().defined())
                 p.grad().mul_(scale);
     }
+    return finishStep(r);
+}
+
+std::vector<float> Trainer::meanGradientFlat() const
+{
+    std::vector<float> out;
+    out.reserve(static_cast<std::size_t>(parameterCount()));
+    const double scale = d->accumulated > 0 ? 1.0 / static_cast<double>(d->accumulated) : 0.0;
+    for (const auto &p : d->model->parameters()) {
+        const auto n = static_cast<std::size_t>(p.numel());
+        if (!p.grad().defined()) {
+            out.insert(out.end(), n, 0.0F);
+            continue;
+        }
+        auto g = (p.grad().detach() * scale).to(torch::kCPU, torch::kFloat).contiguous();
+        out.insert(out.end(), g.data_ptr<float>(), g.data_ptr<float>() + n);
+    }
+    return out;
+}
+
+StepResult Trainer::applyAveragedStep(std::span<const float> meanGradient, long batchSamples)
+{
+    if (static_cast<long long>(meanGradient.size()) != parameterCount())
+        throw Error("averaged gradient has " + std::to_string(meanGradient.size()) + " elements, the model "
+                    + std::to_string(parameterCount()));
+    StepResult r;
+    r.samples = batchSamples;
+    {
+        torch::NoGradGuard noGrad;
+        std::size_t offset = 0;
+        for (auto &p : d->model->parameters()) {
+            const auto n = static_cast<std::size_t>(p.numel());
+            auto src = torch::from_blob(const_cast<float *>(meanGradient.data() + offset), p.sizes(), torch::kFloat);
+            if (!p.grad().defined())
+                p.mutable_grad() = torch::zeros_like(p);
+            p.grad().copy_(src);
+            offset += n;
+        }
+    }
+    return finishStep(r);
+}
+
+StepResult Trainer::finishStep(StepResult r)
+{
+    // The loss reported is this peer's own: the swarm's is the weighted mean of the peers'.
+    r.loss = d->accumulated > 0 ? d->accumulatedLossTimesSamples / static_cast<double>(d->accumulated) : 0.0;
+    const auto params = d->model->parameters();
     const double maxNorm = d->manifest.training.maxGradNorm;
     r.gradNorm = maxNorm > 0 ? torch::nn::utils::clip_grad_norm_(params, maxNorm)
                              : torch::nn::utils::clip_grad_norm_(params, std::numeric_limits<double>::infinity());
@@ -194,11 +239,12 @@ StepResult Trainer::applyStep()
     } else {
         d->optimizer->step(r.learningRate);
         r.applied = true;
-        ++d->contribution.stepsTakenPart;
+        if (d->accumulated > 0)
+            ++d->contribution.stepsTakenPart;
     }
     r.step = step();
-    r.seconds = secondsSince(d->accumulationStart);
-    r.samplesPerSecond = r.seconds > 0 ? static_cast<double>(r.samples) / r.seconds : 0.0;
+    r.seconds = d->accumulated > 0 ? secondsSince(d->accumulationStart) : 0.0;
+    r.samplesPerSecond = r.seconds > 0 ? static_cast<double>(d->accumulated) / r.seconds : 0.0;
     d->clearGradients();
     d->boundaryPosition = d->data.position();
     d->boundaryMaskerState = d->masker.state();

@@ -17,7 +17,9 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace dedloc {
 
@@ -68,6 +70,15 @@ public:
     // Divides the accumulated gradient by the sample count, clips, checks it is finite, applies
     // LAMB with the schedule's rate for the new epoch, clears the gradient.
     StepResult applyStep();
+
+    // For the swarm: this peer's mean gradient (accumulated sum / accumulated samples; zeros
+    // before any micro-batch), flattened over parameters in registration order (fp32, CPU,
+    // parameterCount() elements). The all-reduce averages these weighted by samples.
+    [[nodiscard]] std::vector<float> meanGradientFlat() const;
+    // Applies an averaged mean gradient (same layout) for a global batch of `batchSamples`:
+    // clipping, the non-finite guard, LAMB and the schedule exactly as applyStep(). Clears the
+    // local accumulation. Throws dedloc::Error if the size differs from parameterCount().
+    StepResult applyAveragedStep(std::span<const float> meanGradient, long batchSamples);
     // accumulateMicroBatch() until target_batch_size samples, then applyStep(). If *stop becomes
     // true between micro-batches, returns with applied == false and the partial gradient dropped.
     StepResult trainStep(const std::atomic<bool> *stop = nullptr);
@@ -93,6 +104,8 @@ public:
     [[nodiscard]] std::vector<float> parametersFlat() const;
 
 private:
+    StepResult finishStep(StepResult partial);
+
     struct Impl;
     std::unique_ptr<Impl> d;
 };
