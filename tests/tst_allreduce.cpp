@@ -157,7 +157,9 @@ private Q_SLOTS:
         const auto started = std::chrono::steady_clock::now();
         s.run(o, {0, 1});
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        QVERIFY2(seconds < 2.0, qPrintable(QString::number(seconds)));
+        // Not a speed test: it proves the round ends on the 0.5/1 s timeouts given here, not on
+        // the 15/30 s defaults or never; the slack absorbs a loaded machine.
+        QVERIFY2(seconds < 5.0, qPrintable(QString::number(seconds)));
         const auto &shards = s.reports[0].shardSizes;
         const std::size_t silentBegin = static_cast<std::size_t>(shards[0] + shards[1]);
         for (std::size_t i : {0, 1}) {
