@@ -31,6 +31,7 @@ RunManifest makeRun(const MakeRunOptions &o)
     namespace fs = std::filesystem;
     if (o.corpus.empty())
         throw Error("make-run needs at least one corpus file (--corpus)");
+    (void)presetShape(o.preset, o.vocabSize, o.sequenceLength); // refuse a bad preset before any work
     std::error_code ec;
     fs::create_directories(o.outputDir / "corpus", ec);
     if (ec)
