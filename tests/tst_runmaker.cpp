@@ -67,12 +67,13 @@ private Q_SLOTS:
         test::writeCorpusSample(source, 100000);
         o.corpus = {source};
         o.preset = "enormous";
-        o.vocabSize = 300;
+        o.vocabSize = 500;
         const QString presetError = test::errorOf([&] { makeRun(o); });
         QVERIFY2(presetError.contains(QStringLiteral("preset")), qPrintable(presetError));
         o.preset = "tiny";
         o.runId = "bad id with spaces";
-        QVERIFY(test::errorOf([&] { makeRun(o); }).contains(QStringLiteral("run_id")));
+        const QString idError = test::errorOf([&] { makeRun(o); });
+        QVERIFY2(idError.contains(QStringLiteral("run_id")), qPrintable(idError));
         QVERIFY(!std::filesystem::exists(o.outputDir / "manifest.json")); // nothing invalid written
     }
 };
