@@ -17,12 +17,14 @@ void initSodium()
 }
 } // namespace
 
-void PeerIdentity::derivePeerId()
+std::string PeerIdentity::peerIdOf(const std::array<unsigned char, PublicKeyBytes> &publicKey)
 {
     unsigned char digest[32];
-    crypto_generichash(digest, sizeof digest, m_public.data(), m_public.size(), nullptr, 0);
-    m_peerId = toHex(digest, 16);
+    crypto_generichash(digest, sizeof digest, publicKey.data(), publicKey.size(), nullptr, 0);
+    return toHex(digest, 16);
 }
+
+void PeerIdentity::derivePeerId() { m_peerId = peerIdOf(m_public); }
 
 PeerIdentity PeerIdentity::generate()
 {

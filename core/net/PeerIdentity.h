@@ -23,6 +23,8 @@ public:
     [[nodiscard]] const std::array<unsigned char, PublicKeyBytes> &publicKey() const { return m_public; }
     // Detached Ed25519 signature (64 bytes) of `message`.
     [[nodiscard]] std::string sign(const std::string &message) const;
+    // The peer id that belongs to a public key (see above).
+    [[nodiscard]] static std::string peerIdOf(const std::array<unsigned char, PublicKeyBytes> &publicKey);
     [[nodiscard]] static bool verify(const std::array<unsigned char, PublicKeyBytes> &publicKey,
                                      const std::string &message, const std::string &signature);
 

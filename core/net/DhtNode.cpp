@@ -1,0 +1,204 @@
+#include "net/DhtNode.h"
+
+#include "util/Error.h"
+#include "util/Log.h"
+
+#include <nlohmann/json.hpp>
+#include <opendht.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <future>
+#include <map>
+#include <mutex>
+
+namespace dedloc {
+
+namespace {
+
+constexpr std::size_t MaxPayloadBytes = 60 * 1024;
+
+double unixNow()
+{
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+nlohmann::json::binary_t binary(const std::string &s) { return nlohmann::json::binary_t(std::vector<std::uint8_t>(s.begin(), s.end())); }
+
+std::string fromBinary(const nlohmann::json &j)
+{
+    const auto &b = j.get_binary();
+    return {b.begin(), b.end()};
+}
+
+// Signature input: the CBOR of the record without "s" (nlohmann orders keys, so it is canonical).
+std::string signedBytes(const nlohmann::json &recordWithoutSignature)
+{
+    const auto bytes = nlohmann::json::to_cbor(recordWithoutSignature);
+    return {bytes.begin(), bytes.end()};
+}
+
+std::optional<SignedRecord> verifyRecord(const std::string &key, const std::vector<std::uint8_t> &bytes, double now,
+                                         double skew)
+{
+    try {
+        auto j = nlohmann::json::from_cbor(bytes);
+        if (!j.is_object() || j.size() != 7)
+            return std::nullopt;
+        if (j.at("k").get<std::string>() != key)
+            return std::nullopt; // a record replayed under another key
+        const std::string pk = fromBinary(j.at("p"));
+        const std::string signature = fromBinary(j.at("s"));
+        if (pk.size() != PeerIdentity::PublicKeyBytes)
+            return std::nullopt;
+        SignedRecord r;
+        r.sequence = j.at("q").get<std::uint64_t>();
+        r.time = j.at("t").get<double>();
+        r.expiresAt = j.at("e").get<double>();
+        r.payload = fromBinary(j.at("d"));
+        if (!(r.expiresAt > now) || r.time > now + skew)
+            return std::nullopt;
+        j.erase("s");
+        std::array<unsigned char, PeerIdentity::PublicKeyBytes> publicKey{};
+        std::copy(pk.begin(), pk.end(), publicKey.begin());
+        if (!PeerIdentity::verify(publicKey, signedBytes(j), signature))
+            return std::nullopt;
+        r.peerId = PeerIdentity::peerIdOf(publicKey);
+        return r;
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+}
+
+} // namespace
+
+std::string runKey(const std::string &runId, const std::string &kind) { return "dedloc/" + runId + "/" + kind; }
+
+struct DhtNode::Impl {
+    PeerIdentity identity;
+    dht::DhtRunner runner;
+    std::map<std::string, std::uint64_t> sequences;
+    explicit Impl(const PeerIdentity &id) : identity(id) {}
+};
+
+DhtNode::DhtNode(const PeerIdentity &identity, std::uint16_t port) : d(std::make_unique<Impl>(identity))
+{
+    try {
+        dht::DhtRunner::Config config;
+        config.threaded = true;
+        const auto addresses = dht::SockAddr::resolve("127.0.0.1", std::to_string(port));
+        if (addresses.empty())
+            throw Error("cannot resolve 127.0.0.1");
+        config.bind4 = addresses.front();
+        d->runner.run(config, dht::DhtRunner::Context{});
+    } catch (const std::exception &e) {
+        throw Error(std::string("cannot start the DHT node: ") + e.what());
+    }
+}
+
+DhtNode::~DhtNode()
+{
+    try {
+        d->runner.shutdown({}, true);
+        d->runner.join();
+    } catch (...) {
+        // Shutting down must not throw from a destructor.
+    }
+}
+
+std::uint16_t DhtNode::port() const { return d->runner.getBoundPort(AF_INET); }
+
+void DhtNode::bootstrap(const std::string &hostPort)
+{
+    const auto colon = hostPort.rfind(':');
+    if (colon == std::string::npos)
+        throw Error("bootstrap peer \"" + hostPort + "\" is not host:port");
+    d->runner.bootstrap(hostPort.substr(0, colon), hostPort.substr(colon + 1));
+}
+
+std::string DhtNode::encodeRecord(const std::string &key, const std::string &payload, std::uint64_t sequence,
+                                  double time, double expiresAt) const
+{
+    const auto &pk = d->identity.publicKey();
+    nlohmann::json j = {{"k", key},
+                        {"p", binary(std::string(pk.begin(), pk.end()))},
+                        {"q", sequence},
+                        {"t", time},
+                        {"e", expiresAt},
+                        {"d", binary(payload)}};
+    j["s"] = binary(d->identity.sign(signedBytes(j)));
+    const auto bytes = nlohmann::json::to_cbor(j);
+    return {bytes.begin(), bytes.end()};
+}
+
+bool DhtNode::publishRaw(const std::string &key, const std::string &bytes, std::uint64_t valueId, double timeout)
+{
+    auto value = std::make_shared<dht::Value>(reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size());
+    value->id = valueId;
+    auto done = std::make_shared<std::promise<bool>>();
+    auto future = done->get_future();
+    d->runner.put(dht::InfoHash::get(key), value, [done](bool ok) { done->set_value(ok); });
+    if (future.wait_for(std::chrono::duration<double>(timeout)) != std::future_status::ready)
+        return false;
+    return future.get();
+}
+
+bool DhtNode::publish(const std::string &key, const std::string &payload, double ttlSeconds, double timeout)
+{
+    if (payload.size() > MaxPayloadBytes)
+        throw Error("DHT record of " + std::to_string(payload.size()) + " bytes exceeds " +
+                    std::to_string(MaxPayloadBytes));
+    const double now = unixNow();
+    // Sequence: strictly increasing per key, and above any earlier process's (time-based start).
+    auto &seq = d->sequences[key];
+    seq = std::max(seq + 1, static_cast<std::uint64_t>(now * 1000.0));
+    const auto bytes = encodeRecord(key, payload, seq, now, now + ttlSeconds);
+    // One value id per (peer, key), so a re-put replaces this peer's value where it is stored.
+    std::uint64_t id = 0;
+    const auto h = dht::InfoHash::get(d->identity.peerId() + "|" + key);
+    std::memcpy(&id, h.data(), sizeof id);
+    return publishRaw(key, bytes, id, timeout);
+}
+
+std::vector<SignedRecord> DhtNode::fetch(const std::string &key, double timeout, double allowedClockSkew)
+{
+    auto mutex = std::make_shared<std::mutex>();
+    auto raw = std::make_shared<std::vector<std::vector<std::uint8_t>>>();
+    auto done = std::make_shared<std::promise<void>>();
+    auto future = done->get_future();
+    d->runner.get(
+        dht::InfoHash::get(key),
+        [mutex, raw](const std::vector<std::shared_ptr<dht::Value>> &values) {
+            std::lock_guard lock(*mutex);
+            for (const auto &v : values)
+                if (v && v->data.size() <= 64 * 1024)
+                    raw->push_back(v->data);
+            return true;
+        },
+        [done](bool) { done->set_value(); });
+    future.wait_for(std::chrono::duration<double>(timeout));
+    std::lock_guard lock(*mutex);
+    const double now = unixNow();
+    std::map<std::string, SignedRecord> newest;
+    std::size_t refused = 0;
+    for (const auto &bytes : *raw) {
+        auto r = verifyRecord(key, bytes, now, allowedClockSkew);
+        if (!r) {
+            ++refused;
+            continue;
+        }
+        auto it = newest.find(r->peerId);
+        if (it == newest.end() || it->second.sequence < r->sequence)
+            newest[r->peerId] = *r;
+    }
+    if (refused > 0)
+        log::debug("dht", "refused " + std::to_string(refused) + " record(s) under " + key
+                              + " (bad signature, expired, from the future, or another key)");
+    std::vector<SignedRecord> out;
+    for (auto &[id, r] : newest)
+        out.push_back(std::move(r));
+    return out;
+}
+
+} // namespace dedloc

@@ -1,0 +1,66 @@
+#pragma once
+// The control plane's storage: signed, sequence-numbered, expiring records on OpenDHT
+// (libopendht's Kademlia DHT; ARCHITECTURE.md "Swarm protocol").
+//
+// A record is published under a text key (derived from the run id: runKey()) as one DHT value
+// whose bytes are a CBOR map {k: key, p: Ed25519 public key, q: sequence, t: time, e: expires at,
+// d: payload, s: signature}; s signs the CBOR of the map without s, with the peer's key. Readers
+// keep only records that verify, whose k is the key they asked for (no replay under another key),
+// that have not expired and are not more than `allowedClockSkew` in the future, and of those the
+// highest sequence per peer (OpenDHT can return an older copy beside a newer one).
+// Payloads are limited to 60 KiB (OpenDHT values to 64 KiB).
+//
+// Threads: OpenDHT runs its own thread; publish() and fetch() block the caller until the DHT
+// answers or `timeout` passes (never forever). Safe to call from one thread at a time.
+// Binds UDP on 127.0.0.1 only; no bootstrap happens unless bootstrap() is called.
+#include "net/PeerIdentity.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+struct SignedRecord {
+    std::string peerId;       // derived from the verified public key
+    std::uint64_t sequence = 0;
+    double time = 0.0;        // Unix seconds, publisher's clock
+    double expiresAt = 0.0;
+    std::string payload;
+};
+
+// "dedloc/<run id>/<kind>", e.g. kind "progress", "matchmaking", "donors", "metrics".
+[[nodiscard]] std::string runKey(const std::string &runId, const std::string &kind);
+
+class DhtNode final {
+public:
+    // port 0: an ephemeral port. Throws dedloc::Error if the node cannot start.
+    DhtNode(const PeerIdentity &identity, std::uint16_t port = 0);
+    ~DhtNode(); // shuts the node down and joins its thread
+    DhtNode(const DhtNode &) = delete;
+    DhtNode &operator=(const DhtNode &) = delete;
+
+    [[nodiscard]] std::uint16_t port() const;
+    // "host:port"; returns immediately (OpenDHT connects in the background).
+    void bootstrap(const std::string &hostPort);
+
+    // Publishes `payload` under `key`, valid for `ttlSeconds`. Each call uses a higher sequence
+    // number than the last for that key. Returns false if the DHT did not confirm in time.
+    bool publish(const std::string &key, const std::string &payload, double ttlSeconds, double timeout = 5.0);
+    // Publishes raw value bytes (for tests that forge or replay records).
+    bool publishRaw(const std::string &key, const std::string &bytes, std::uint64_t valueId, double timeout = 5.0);
+    // Verified, unexpired records, newest per peer.
+    [[nodiscard]] std::vector<SignedRecord> fetch(const std::string &key, double timeout = 5.0,
+                                                  double allowedClockSkew = 3.0);
+
+    // The encoded bytes publish() would store (exposed for tests).
+    [[nodiscard]] std::string encodeRecord(const std::string &key, const std::string &payload, std::uint64_t sequence,
+                                           double time, double expiresAt) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+} // namespace dedloc

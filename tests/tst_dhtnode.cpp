@@ -1,0 +1,116 @@
+// Signed, sequence-numbered, expiring records on OpenDHT (core/net/DhtNode.h), three nodes on
+// 127.0.0.1 with ephemeral ports.
+#include "net/DhtNode.h"
+#include "util/Error.h"
+
+#include <QtTest>
+
+#include <chrono>
+#include <thread>
+
+using namespace dedloc;
+
+namespace {
+
+double unixNow()
+{
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Fetches until `accept` holds or 20 s pass (the DHT converges in about 2 s on loopback).
+std::vector<SignedRecord> fetchUntil(DhtNode &node, const std::string &key,
+                                     const std::function<bool(const std::vector<SignedRecord> &)> &accept)
+{
+    std::vector<SignedRecord> records;
+    for (int attempt = 0; attempt < 40; ++attempt) {
+        records = node.fetch(key, 1.0);
+        if (accept(records))
+            return records;
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    return records;
+}
+
+} // namespace
+
+class TestDhtNode final : public QObject {
+    Q_OBJECT
+
+    PeerIdentity m_a = PeerIdentity::generate();
+    PeerIdentity m_b = PeerIdentity::generate();
+    PeerIdentity m_c = PeerIdentity::generate();
+    std::unique_ptr<DhtNode> m_nodeA, m_nodeB, m_nodeC;
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_nodeA = std::make_unique<DhtNode>(m_a);
+        m_nodeB = std::make_unique<DhtNode>(m_b);
+        m_nodeC = std::make_unique<DhtNode>(m_c);
+        QVERIFY(m_nodeA->port() > 0);
+        const auto entry = "127.0.0.1:" + std::to_string(m_nodeA->port());
+        m_nodeB->bootstrap(entry);
+        m_nodeC->bootstrap(entry);
+    }
+
+    void publishedRecordReachesAnotherPeer()
+    {
+        const auto key = runKey("dht-test", "progress");
+        QCOMPARE(key, std::string("dedloc/dht-test/progress"));
+        QVERIFY(m_nodeA->publish(key, "epoch=1", 60.0));
+        const auto records = fetchUntil(*m_nodeB, key, [](const auto &r) { return r.size() == 1; });
+        QCOMPARE(records.size(), std::size_t{1});
+        QCOMPARE(records[0].peerId, m_a.peerId());
+        QCOMPARE(records[0].payload, std::string("epoch=1"));
+        QVERIFY(records[0].expiresAt > unixNow() + 50.0);
+    }
+
+    void newestSequenceWins()
+    {
+        const auto key = runKey("dht-test", "newest");
+        QVERIFY(m_nodeA->publish(key, "old", 60.0));
+        QVERIFY(m_nodeA->publish(key, "new", 60.0));
+        const auto records = fetchUntil(*m_nodeC, key,
+                                        [](const auto &r) { return r.size() == 1 && r[0].payload == "new"; });
+        QCOMPARE(records.size(), std::size_t{1}); // one record per peer, never the old beside the new
+        QCOMPARE(records[0].payload, std::string("new"));
+    }
+
+    void forgedReplayedExpiredAndFutureRecordsAreRefused()
+    {
+        const auto key = runKey("dht-test", "attacks");
+        const double now = unixNow();
+        // C forges: a record with a flipped byte (signature no longer matches).
+        auto forged = m_nodeC->encodeRecord(key, "epoch=999", 1, now, now + 60);
+        forged[forged.size() / 2] ^= 0x01;
+        QVERIFY(m_nodeC->publishRaw(key, forged, 11));
+        // C replays A's valid record, made for another key, under this key.
+        QVERIFY(m_nodeC->publishRaw(key, m_nodeA->encodeRecord(runKey("dht-test", "other"), "x", 1, now, now + 60), 12));
+        // Expired, and from 100 s in the future (clock skew allowance is 3 s).
+        QVERIFY(m_nodeC->publishRaw(key, m_nodeC->encodeRecord(key, "expired", 2, now - 120, now - 60), 13));
+        QVERIFY(m_nodeC->publishRaw(key, m_nodeB->encodeRecord(key, "future", 3, now + 100, now + 160), 14));
+        // Not a record at all.
+        QVERIFY(m_nodeC->publishRaw(key, "garbage bytes", 15));
+        // One honest record, so we know when the others have had time to arrive too.
+        QVERIFY(m_nodeB->publish(key, "honest", 60.0));
+        const auto records = fetchUntil(*m_nodeA, key, [](const auto &r) { return !r.empty(); });
+        QCOMPARE(records.size(), std::size_t{1});
+        QCOMPARE(records[0].peerId, m_b.peerId());
+        QCOMPARE(records[0].payload, std::string("honest"));
+    }
+
+    void oversizedPayloadIsRefused()
+    {
+        QVERIFY_THROWS_EXCEPTION(Error, m_nodeA->publish(runKey("dht-test", "big"), std::string(70 * 1024, 'x'), 60.0));
+    }
+
+    void cleanupTestCase()
+    {
+        m_nodeC.reset();
+        m_nodeB.reset();
+        m_nodeA.reset();
+    }
+};
+
+QTEST_APPLESS_MAIN(TestDhtNode)
+#include "tst_dhtnode.moc"
