@@ -12,6 +12,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace dedloc {
 
@@ -136,12 +137,21 @@ bool DhtNode::publishRaw(const std::string &key, const std::string &bytes, std::
 {
     auto value = std::make_shared<dht::Value>(reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size());
     value->id = valueId;
-    auto done = std::make_shared<std::promise<bool>>();
-    auto future = done->get_future();
-    d->runner.put(dht::InfoHash::get(key), value, [done](bool ok) { done->set_value(ok); });
-    if (future.wait_for(std::chrono::duration<double>(timeout)) != std::future_status::ready)
-        return false;
-    return future.get();
+    // A put fails at once while the node has no neighbours yet (just started, bootstrap under
+    // way): try again until the deadline instead of reporting the first failure.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+    while (true) {
+        auto done = std::make_shared<std::promise<bool>>();
+        auto future = done->get_future();
+        d->runner.put(dht::InfoHash::get(key), value, [done](bool ok) { done->set_value(ok); });
+        if (future.wait_until(deadline) != std::future_status::ready)
+            return false;
+        if (future.get())
+            return true;
+        if (std::chrono::steady_clock::now() + std::chrono::milliseconds(200) >= deadline)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
 }
 
 bool DhtNode::publish(const std::string &key, const std::string &payload, double ttlSeconds, double timeout)

@@ -46,7 +46,8 @@ public:
     void bootstrap(const std::string &hostPort);
 
     // Publishes `payload` under `key`, valid for `ttlSeconds`. Each call uses a higher sequence
-    // number than the last for that key. Returns false if the DHT did not confirm in time.
+    // number than the last for that key. Retries while the node has no neighbours yet; returns
+    // false if the DHT did not confirm within `timeout` seconds.
     bool publish(const std::string &key, const std::string &payload, double ttlSeconds, double timeout = 5.0);
     // Publishes raw value bytes (for tests that forge or replay records).
     bool publishRaw(const std::string &key, const std::string &bytes, std::uint64_t valueId, double timeout = 5.0);
