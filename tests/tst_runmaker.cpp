@@ -58,8 +58,8 @@ private Q_SLOTS:
         const std::filesystem::path dir = tmp.path().toStdString();
         MakeRunOptions o;
         o.outputDir = dir / "run";
-        o.runId = "x";
-        o.name = "x";
+        o.runId = "refused-run";
+        o.name = "refused run";
         QVERIFY(test::errorOf([&] { makeRun(o); }).contains(QStringLiteral("corpus")));
         o.corpus = {dir / "missing.txt"};
         QVERIFY(test::errorOf([&] { makeRun(o); }).contains(QStringLiteral("does not exist")));
