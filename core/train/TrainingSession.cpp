@@ -40,8 +40,7 @@ int runTrainingSession(const SessionOptions &options, const std::atomic<bool> &s
     using Clock = std::chrono::steady_clock;
     const auto started = Clock::now();
     try {
-        const int threads = configureTorchThreads(options.threads);
-        (void)threads;
+        configureTorchThreads(options.threads);
         logRuntime(options.allowCuda);
 
         const RunManifest manifest = loadRunManifest(options.manifest);
