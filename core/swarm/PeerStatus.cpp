@@ -1,0 +1,30 @@
+#include "swarm/PeerStatus.h"
+
+namespace dedloc {
+
+const char *peerStateName(PeerState state)
+{
+    switch (state) {
+    case PeerState::Idle: return "Idle";
+    case PeerState::Connecting: return "Connecting";
+    case PeerState::Syncing: return "Syncing";
+    case PeerState::Training: return "Training";
+    case PeerState::Averaging: return "Averaging";
+    case PeerState::Paused: return "Paused";
+    case PeerState::Error: return "Error";
+    case PeerState::Stopped: return "Stopped";
+    }
+    return "Unknown";
+}
+
+const char *peerRoleName(PeerRole role)
+{
+    switch (role) {
+    case PeerRole::Trainer: return "trainer";
+    case PeerRole::Auxiliary: return "auxiliary";
+    case PeerRole::Monitor: return "monitor";
+    }
+    return "unknown";
+}
+
+} // namespace dedloc
