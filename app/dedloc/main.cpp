@@ -78,9 +78,10 @@ int main(int argc, char *argv[])
     const auto dumpParameters = opt("dump-parameters", "At exit, write the parameters as raw fp32 to this file.", "file");
     const auto senderTimeout = opt("sender-timeout", "All-reduce sender timeout (seconds).", "seconds", "15");
     const auto reducerTimeout = opt("reducer-timeout", "All-reduce reducer timeout (seconds).", "seconds", "30");
+    const auto minPeers = opt("min-peers", "Do not step before this many peers average at the epoch.", "n", "1");
     parser.addOptions({localSwarm, metricsDir, solo, role, name, bootstrap, dhtPort, host, clientMode, bandwidth, microBatch,
                        dataSeed, progressPeriod, matchmakingTime, averageStateEvery, swarmMetrics, hashParameters,
-                       dumpParameters, senderTimeout, reducerTimeout});
+                       dumpParameters, senderTimeout, reducerTimeout, minPeers});
     // parse() rather than process(): a bad option exits with 2 like every other bad input.
     if (!parser.parse(QCoreApplication::arguments())) {
         std::fprintf(stderr, "dedloc: %s (see --help)\n", qPrintable(parser.errorText()));
@@ -182,6 +183,8 @@ int main(int argc, char *argv[])
     swarm.averageStateEvery = parser.value(averageStateEvery).toLong(&ok7);
     swarm.senderTimeout = parser.value(senderTimeout).toDouble(&ok8);
     swarm.reducerTimeout = ok8 ? parser.value(reducerTimeout).toDouble(&ok8) : 0;
+    const int minPeerCount = ok8 ? parser.value(minPeers).toInt(&ok8) : 0;
+    swarm.minPeers = static_cast<std::size_t>(std::max(1, minPeerCount));
     if (!(ok && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8) || swarm.microBatchSize < 0 || swarm.progressPeriod <= 0
         || swarm.matchmaking.window <= 0 || swarm.averageStateEvery < 0 || swarm.senderTimeout <= 0
         || swarm.reducerTimeout < swarm.senderTimeout) {

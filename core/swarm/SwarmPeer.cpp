@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <condition_variable>
 #include <fstream>
 #include <future>
@@ -90,6 +91,9 @@ struct SwarmPeer::Impl {
     double sessionComputeStart = 0.0;
     long sessionStepsStart = 0;
     long long swarmSamplesSeen = 0, mySamplesSeen = 0;
+    // Fault injection for tests (tst_swarm): DEDLOC_FAULT_STALL_ROUND=<epoch> makes this peer
+    // freeze inside its first round at that epoch or later, as a peer that hangs mid-round.
+    long faultStallEpoch = std::getenv("DEDLOC_FAULT_STALL_ROUND") ? std::atol(std::getenv("DEDLOC_FAULT_STALL_ROUND")) : -1;
 
     explicit Impl(SwarmOptions o) : opt(std::move(o)) {}
 
@@ -445,6 +449,10 @@ struct SwarmPeer::Impl {
                     setState(PeerState::Training);
                 continue;
             }
+            if (decision == StepDecision::Step && expected < opt.minPeers) {
+                sleepFor(0.05); // the batch is complete; wait for the peers this run asks for
+                continue;
+            }
             const bool alone = expected <= 1;
             if (!alone && !match.valid() && (matchSoon || decision == StepDecision::Step))
                 startMatch(trainer->step());
@@ -492,7 +500,14 @@ struct SwarmPeer::Impl {
         StepResult result;
         std::string status;
         std::size_t groupSize = 1;
+        std::int64_t shardElements = 0;
         bool averaged = false;
+        bool complete = false;
+        if (group && faultStallEpoch >= 0 && epoch >= faultStallEpoch) {
+            log::warning("swarm", "FAULT: stalling in round " + group->info.groupId + " (DEDLOC_FAULT_STALL_ROUND)");
+            while (!stopFlag.load())
+                sleepFor(0.5);
+        }
         if (group) {
             auto gradient = trainer->meanGradientFlat();
             auto o = roundOptions();
@@ -501,7 +516,9 @@ struct SwarmPeer::Impl {
             const long batch = report.groupWeight > 0 ? static_cast<long>(std::llround(report.groupWeight)) : localSamples;
             result = trainer->applyAveragedStep(gradient, batch);
             groupSize = group->info.members.size();
+            shardElements = report.shardSizes[group->myIndex];
             averaged = true;
+            complete = report.complete;
             status = "averaged with " + std::to_string(groupSize - 1) + " peer(s)"
                      + (report.complete ? "" : " (partial: " + std::to_string(static_cast<int>(report.receivedFraction * 100))
                                                    + "% of results)");
@@ -521,11 +538,11 @@ struct SwarmPeer::Impl {
         }
         const double roundSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - roundStart).count();
         afterStateChange();
-        reportStep(result, localSamples, groupSize, averaged, roundSeconds, status);
+        reportStep(result, localSamples, groupSize, shardElements, averaged, complete, roundSeconds, status);
     }
 
-    void reportStep(const StepResult &r, long localSamples, std::size_t groupSize, bool averaged, double roundSeconds,
-                    const std::string &status)
+    void reportStep(const StepResult &r, long localSamples, std::size_t groupSize, std::int64_t shardElements,
+                    bool averaged, bool complete, double roundSeconds, const std::string &status)
     {
         long globalEpoch;
         int peers;
@@ -538,7 +555,8 @@ struct SwarmPeer::Impl {
                                  {"loss", r.loss}, {"samples_per_s", emaSamplesPerSecond}, {"lr", r.learningRate},
                                  {"grad_norm", std::isfinite(r.gradNorm) ? r.gradNorm : -1.0}, {"applied", r.applied},
                                  {"global_epoch", globalEpoch}, {"peers", peers}, {"group_size", groupSize},
-                                 {"averaged", averaged}, {"round_s", roundSeconds}};
+                                 {"averaged", averaged}, {"round_s", roundSeconds}, {"shard_elements", shardElements},
+                                 {"complete", complete}};
         if (opt.hashParameters) {
             const auto p = trainer->parametersFlat();
             fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
@@ -638,9 +656,12 @@ struct SwarmPeer::Impl {
                 std::vector<float> values(static_cast<std::size_t>(trainer->parameterCount()));
                 auto o = roundOptions();
                 o.myWeight = 0.0;
-                allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
+                const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
                 if (averageStateNow(global))
                     averageState(*group);
+                metrics->write("round", {{"step", global + 1}, {"group_size", group->info.members.size()},
+                                         {"shard_elements", report.shardSizes[group->myIndex]},
+                                         {"shard_weight", report.myShardWeight}, {"complete", report.complete}});
                 update([&](PeerSnapshot &s) {
                     ++s.session.stepsTakenPart;
                     s.lastRoundStatus = "reduced a shard for " + std::to_string(group->info.members.size() - 1) + " peer(s)";
