@@ -91,6 +91,7 @@ struct SwarmPeer::Impl {
     double sessionComputeStart = 0.0;
     long sessionStepsStart = 0;
     long long swarmSamplesSeen = 0, mySamplesSeen = 0;
+    std::atomic<bool> cancelMatch{false};  // ends the background matchmaking early
     // Fault injection for tests (tst_swarm): DEDLOC_FAULT_STALL_ROUND=<epoch> makes this peer
     // freeze inside its first round at that epoch or later, as a peer that hangs mid-round.
     long faultStallEpoch = std::getenv("DEDLOC_FAULT_STALL_ROUND") ? std::atol(std::getenv("DEDLOC_FAULT_STALL_ROUND")) : -1;
@@ -300,15 +301,17 @@ struct SwarmPeer::Impl {
         ++snap.sequence;
     }
 
-    // Peers (this one included) that will average at `epoch`: live, unpaused trainers and
-    // auxiliaries at that epoch or one behind it (about to step there).
+    // Peers (this one included) that will average at `epoch`: live, unpaused trainers at that
+    // epoch or one behind it (about to step there), and live auxiliaries (they follow the
+    // global epoch, which they may observe a progress period late).
     std::size_t expectedPeers(long epoch)
     {
         std::lock_guard lock(mutex);
         std::size_t n = 1;
         for (const auto &p : snap.peers)
             if (p.peerId != identity->peerId() && !p.paused && p.role != PeerRole::Monitor
-                && (p.epoch == epoch || p.epoch == epoch - 1) && p.secondsSinceReport < 3 * opt.progressPeriod + 5)
+                && (p.epoch == epoch || p.epoch == epoch - 1 || p.role == PeerRole::Auxiliary)
+                && p.secondsSinceReport < 3 * opt.progressPeriod + 5)
                 ++n;
         return n;
     }
@@ -383,7 +386,6 @@ struct SwarmPeer::Impl {
         const long checkpointEvery = opt.checkpointEvery > 0 ? opt.checkpointEvery : t.checkpointEveryNSteps;
         afterStateChange();
         std::future<std::optional<FormedGroup>> match;
-        std::atomic<bool> cancelMatch{false};
         std::string matchWhy;
         long matchEpoch = -1;
         auto dropMatch = [&] {
@@ -397,7 +399,8 @@ struct SwarmPeer::Impl {
         };
         auto startMatch = [&](long epoch) {
             matchEpoch = epoch;
-            match = std::async(std::launch::async, [this, epoch, &cancelMatch, &matchWhy] {
+            cancelMatch = false;
+            match = std::async(std::launch::async, [this, epoch, &matchWhy] {
                 return matchmaker->formGroup(epoch, gradientSchema, [this, epoch] { return expectedPeers(epoch); },
                                              cancelMatch, &matchWhy);
             });
@@ -493,8 +496,23 @@ struct SwarmPeer::Impl {
         std::optional<FormedGroup> group;
         std::string why = alone ? "no other peer at this epoch" : matchWhy;
         if (match.valid() && matchEpoch == epoch) {
+            // While the group forms, the others may step without us (we came too late): then
+            // stop looking at once and resynchronise instead of waiting out the deadlines.
+            bool overtaken = false;
+            while (match.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+                std::lock_guard lock(mutex);
+                if (tracker.global(unixNow()).globalEpoch > epoch)
+                    overtaken = cancelMatch = true;
+            }
             group = match.get();
             why = matchWhy;
+            if (!group && overtaken) {
+                // The swarm stepped without us: a local step would only diverge. Resync instead
+                // (the next decision says so); the samples computed here are dropped.
+                log::info("swarm", "the swarm stepped past epoch " + std::to_string(epoch) + " without this peer; resynchronising");
+                setState(PeerState::Training);
+                return;
+            }
         }
         const auto roundStart = std::chrono::steady_clock::now();
         StepResult result;
@@ -527,6 +545,12 @@ struct SwarmPeer::Impl {
             std::lock_guard lock(mutex);
             swarmSamplesSeen += batch;
             mySamplesSeen += localSamples;
+        } else if (localSamples == 0) {
+            // Nothing computed here and nobody to average with (e.g. just after a state
+            // download): no step; the tracker says Resync once the others have stepped.
+            setState(PeerState::Training);
+            sleepFor(0.1);
+            return;
         } else {
             result = trainer->applyStep();
             status = "fell back to local gradients: " + why;
