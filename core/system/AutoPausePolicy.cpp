@@ -122,7 +122,8 @@ std::string AutoPausePolicy::automaticReason(const HostObservation &o, const Loc
             continue;
         const auto want = lower(listed);
         for (const auto &running : o.runningProcesses)
-            if (lower(running) == want)
+            // the kernel truncates comm to 15 characters
+            if (lower(running) == want || (running.size() == 15 && want.compare(0, 15, lower(running)) == 0))
                 return listed + " is running";
     }
     if (m_rules.pauseOnBattery && o.onBattery)
