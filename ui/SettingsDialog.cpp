@@ -41,6 +41,7 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent)
     m_microBatch->setRange(0, 4096);
     m_microBatch->setValue(caps.microBatchSize);
     m_upload = new QDoubleSpinBox(capsBox);
+    m_upload->setObjectName("upload");
     m_upload->setRange(0.0, 1e7);
     m_upload->setSuffix(tr(" KiB/s"));
     m_upload->setValue(caps.uploadBytesPerSecond / 1024.0);
