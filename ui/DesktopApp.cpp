@@ -11,6 +11,7 @@
 
 #include <QApplication>
 #include <QPixmap>
+#include <QTimer>
 
 namespace dedloc::ui {
 
@@ -63,6 +64,11 @@ void DesktopApp::openSettings()
 
 int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run)
 {
+    return runDesktopApp(app, peer, run, DesktopRunOptions{});
+}
+
+int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, const DesktopRunOptions &runOptions)
+{
     QGuiApplication::setDesktopFileName(QStringLiteral("dedloc"));  // GNOME trays match the .desktop file
     QApplication::setQuitOnLastWindowClosed(false);               // the tray keeps the app alive
     app.setWindowIcon(appIcon());
@@ -74,6 +80,14 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run)
         DesktopApp desktop(peer, settings, run, std::move(options));
         QObject::connect(&desktop, &DesktopApp::quitRequested, &app, &QCoreApplication::quit);
         desktop.start();
+        if (runOptions.joinAtStart)
+            desktop.bridge().join();
+        if (!runOptions.screenshotPath.isEmpty()) {
+            QTimer::singleShot(int(runOptions.screenshotAfterSeconds * 1000.0), &desktop, [&] {
+                const bool ok = saveScreenshot(desktop.window(), runOptions.screenshotPath);
+                QCoreApplication::exit(ok ? 0 : 1);
+            });
+        }
         log::info("ui", "settings: " + settings.fileName().toStdString() + "; log: " + desktop.log().logFile().toStdString());
         code = app.exec();
         log::info("ui", "quitting: leaving the swarm");

@@ -72,6 +72,14 @@ private:
 // Runs the volunteer window until Quit (see above). Returns the event loop's exit code.
 int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run);
 
+// The same with options for the main-job command and the documented screenshot command.
+struct DesktopRunOptions {
+    bool joinAtStart = false;          // join without waiting for the Join button (main job)
+    QString screenshotPath;            // non-empty: save the window here, then quit
+    double screenshotAfterSeconds = 30.0;  // ... this long after start (lets the swarm show progress)
+};
+int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, const DesktopRunOptions &options);
+
 // Renders `widget` (QWidget::grab; works offscreen) to an image file; the format follows the
 // suffix (.png recommended). Returns false (and logs why) when the file cannot be written.
 bool saveScreenshot(QWidget &widget, const QString &path);
