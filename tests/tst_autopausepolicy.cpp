@@ -16,14 +16,17 @@ namespace {
 // the local offset does not matter to the policy).
 struct FakeClock {
     double unix = 1796032800.0;
-    int dayStart = 10 * 3600;  // local seconds of day at `unix`
+    int dayStart = 10 * 3600; // local seconds of day at `unix`
     double start = 1796032800.0;
     LocalClockReading read() const
     {
         const long elapsed = long(unix - start);
         return {unix, int((dayStart + elapsed) % 86400)};
     }
-    LocalClock fn() { return [this] { return read(); }; }
+    LocalClock fn()
+    {
+        return [this] { return read(); };
+    }
 };
 
 AutoPauseRules defaults()
@@ -38,12 +41,12 @@ AutoPauseRules defaults()
 class TestAutoPausePolicy final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void eachRule_data()
     {
         QTest::addColumn<AutoPauseRules>("rules");
         QTest::addColumn<HostObservation>("observation");
-        QTest::addColumn<int>("localTime");   // seconds of day
+        QTest::addColumn<int>("localTime"); // seconds of day
         QTest::addColumn<bool>("paused");
         QTest::addColumn<QString>("reason");
 
@@ -62,8 +65,8 @@ private Q_SLOTS:
         listed.listedApplications = {"Blender", "steam"};
         HostObservation blender;
         blender.runningProcesses = {"bash", "blender", "kworker"};
-        QTest::newRow("listed app (case-insensitive)") << listed << blender << 10 * 3600 << true
-                                                       << QString("Blender is running");
+        QTest::newRow("listed app (case-insensitive)")
+            << listed << blender << 10 * 3600 << true << QString("Blender is running");
         HostObservation other;
         other.runningProcesses = {"bash", "blender-thumbnailer"};
         QTest::newRow("listed app not running") << listed << other << 10 * 3600 << false << QString();
@@ -75,18 +78,18 @@ private Q_SLOTS:
         noBattery.pauseOnBattery = false;
         QTest::newRow("on battery, rule off") << noBattery << battery << 10 * 3600 << false << QString();
 
-        auto night = base;  // train only 22:00-07:00
+        auto night = base; // train only 22:00-07:00
         night.scheduleEnabled = true;
         night.scheduleStartSeconds = 22 * 3600;
         night.scheduleEndSeconds = 7 * 3600;
-        QTest::newRow("outside schedule (day)") << night << HostObservation{} << 10 * 3600 << true
-                                                << QString("outside the scheduled hours (22:00-07:00)");
-        QTest::newRow("inside schedule (before midnight)") << night << HostObservation{} << 23 * 3600 << false
-                                                          << QString();
-        QTest::newRow("inside schedule (after midnight)") << night << HostObservation{} << 3 * 3600 << false
-                                                         << QString();
-        QTest::newRow("schedule end is exclusive") << night << HostObservation{} << 7 * 3600 << true
-                                                   << QString("outside the scheduled hours (22:00-07:00)");
+        QTest::newRow("outside schedule (day)")
+            << night << HostObservation{} << 10 * 3600 << true << QString("outside the scheduled hours (22:00-07:00)");
+        QTest::newRow("inside schedule (before midnight)")
+            << night << HostObservation{} << 23 * 3600 << false << QString();
+        QTest::newRow("inside schedule (after midnight)")
+            << night << HostObservation{} << 3 * 3600 << false << QString();
+        QTest::newRow("schedule end is exclusive")
+            << night << HostObservation{} << 7 * 3600 << true << QString("outside the scheduled hours (22:00-07:00)");
 
         auto active = base;
         active.pauseWhenUserActive = true;
@@ -95,7 +98,7 @@ private Q_SLOTS:
         typing.userIdleSeconds = 5.0;
         HostObservation away;
         away.userIdleSeconds = 600.0;
-        HostObservation unknown;  // idle time unknown: the rule cannot hold
+        HostObservation unknown; // idle time unknown: the rule cannot hold
         QTest::newRow("user active") << active << typing << 10 * 3600 << true << QString("you are using the computer");
         QTest::newRow("user away") << active << away << 10 * 3600 << false << QString();
         QTest::newRow("user idle unknown") << active << unknown << 10 * 3600 << false << QString();
@@ -103,8 +106,8 @@ private Q_SLOTS:
 
         HostObservation both = game;
         both.onBattery = true;
-        QTest::newRow("first rule names the reason") << base << both << 10 * 3600 << true
-                                                     << QString("witcher3.exe is using the GPU for graphics");
+        QTest::newRow("first rule names the reason")
+            << base << both << 10 * 3600 << true << QString("witcher3.exe is using the GPU for graphics");
     }
 
     void eachRule()
@@ -142,7 +145,7 @@ private Q_SLOTS:
         game.gpuGraphicsProcesses = {"game"};
         QVERIFY(policy.evaluate(game).paused);
 
-        clock.unix += 1.0;  // the game quits
+        clock.unix += 1.0; // the game quits
         auto d = policy.evaluate({});
         QCOMPARE(d.paused, quiet > 0.0);
         if (quiet > 0.0) {

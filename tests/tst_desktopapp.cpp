@@ -17,10 +17,10 @@ using namespace dedloc::ui;
 class TestDesktopApp final : public QObject {
     Q_OBJECT
 
-private:
+  private:
     QTemporaryDir m_home;
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(m_home.isValid());
@@ -44,8 +44,8 @@ private Q_SLOTS:
         const QImage shot(options.screenshotPath);
         QVERIFY(!shot.isNull());
         QVERIFY(shot.width() >= 800);
-        QCOMPARE(peer.snapshot().state, PeerState::Stopped);  // peer.stop() after the loop
-        QVERIFY(peer.samplesComputed() > 0);                  // it trained before the screenshot
+        QCOMPARE(peer.snapshot().state, PeerState::Stopped); // peer.stop() after the loop
+        QVERIFY(peer.samplesComputed() > 0);                 // it trained before the screenshot
 
         const QString settingsFile = m_home.filePath("config/dedloc/dedloc.conf");
         QVERIFY2(QFile::exists(settingsFile), qPrintable(settingsFile));
@@ -56,7 +56,6 @@ private Q_SLOTS:
         QVERIFY(text.contains("I ui: joining the run"));
         QVERIFY(text.contains("screenshot written to"));
     }
-
 };
 
 QTEST_MAIN(TestDesktopApp)

@@ -31,7 +31,7 @@ void writeStat(const fs::path &proc, const std::string &cpuLine)
 class TestGpuProbe final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void nvmlThroughFakeLibrary()
     {
         QTemporaryDir dir;
@@ -72,7 +72,7 @@ private Q_SLOTS:
             QCOMPARE(s.cpuCount, 2);
             QCOMPARE(s.cpuUsagePercent, 20.0);
         }
-        QCOMPARE(openCount(), 0);  // nvmlShutdown called by the destructor
+        QCOMPARE(openCount(), 0); // nvmlShutdown called by the destructor
         dlclose(keep);
     }
 
@@ -125,7 +125,7 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const fs::path root = dir.path().toStdString();
         const auto drm = root / "sys" / "class" / "drm";
-        writeFile(drm / "card0" / "device" / "vendor", "0x8086");  // integrated Intel: not used
+        writeFile(drm / "card0" / "device" / "vendor", "0x8086"); // integrated Intel: not used
         writeFile(drm / "card0-DP-1" / "status", "connected");
         const auto amd = drm / "card1" / "device";
         writeFile(amd / "vendor", "0x1002");

@@ -24,7 +24,7 @@ using namespace dedloc::ui;
 class TestGuiResponsiveness final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void eventLoopLatencyWhileTraining()
     {
         QTemporaryDir dir;
@@ -37,7 +37,7 @@ private Q_SLOTS:
         run.runId = "fake-run";
         run.name = "Fake run";
         DesktopApp::Options o;
-        o.trayAvailable = 0;  // real probes (GPU/CPU, /proc, battery) on purpose: they run on the GUI thread
+        o.trayAvailable = 0; // real probes (GPU/CPU, /proc, battery) on purpose: they run on the GUI thread
         DesktopApp app(peer, *settings, run, std::move(o));
         app.start();
         app.bridge().join();
@@ -57,7 +57,7 @@ private Q_SLOTS:
         });
 
         constexpr int kIntervalMs = 10;
-        std::vector<double> lateness;  // ms beyond the interval
+        std::vector<double> lateness; // ms beyond the interval
         QElapsedTimer clock;
         QTimer probe;
         probe.setTimerType(Qt::PreciseTimer);
@@ -77,7 +77,9 @@ private Q_SLOTS:
 
         QVERIFY(lateness.size() > 100);
         std::sort(lateness.begin(), lateness.end());
-        auto pct = [&](double p) { return lateness[std::min(lateness.size() - 1, std::size_t(p * double(lateness.size())))]; };
+        auto pct = [&](double p) {
+            return lateness[std::min(lateness.size() - 1, std::size_t(p * double(lateness.size())))];
+        };
         const double worst = lateness.back();
         qInfo("event-loop latency over %zu ticks while training: p50 %.2f ms, p99 %.2f ms, max %.2f ms "
               "(fake peer samples: %lld, log rows: %d)",

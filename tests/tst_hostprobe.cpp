@@ -22,19 +22,26 @@ void writeFile(const fs::path &file, const std::string &text)
 class TestHostProbe final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void battery_data()
     {
-        QTest::addColumn<QString>("mainsOnline");  // "" = no mains supply
+        QTest::addColumn<QString>("mainsOnline");   // "" = no mains supply
         QTest::addColumn<QString>("batteryStatus"); // "" = no battery
         QTest::addColumn<bool>("onBattery");
-        QTest::newRow("laptop unplugged") << "0" << "Discharging" << true;
-        QTest::newRow("laptop plugged, charging") << "1" << "Charging" << false;
-        QTest::newRow("plugged but reports discharging") << "1" << "Discharging" << false;
-        QTest::newRow("battery only, discharging") << "" << "Discharging" << true;
-        QTest::newRow("battery full") << "0" << "Full" << false;
-        QTest::newRow("desktop (mains only)") << "1" << "" << false;
-        QTest::newRow("no power_supply") << "" << "" << false;
+        QTest::newRow("laptop unplugged") << "0"
+                                          << "Discharging" << true;
+        QTest::newRow("laptop plugged, charging") << "1"
+                                                  << "Charging" << false;
+        QTest::newRow("plugged but reports discharging") << "1"
+                                                         << "Discharging" << false;
+        QTest::newRow("battery only, discharging") << ""
+                                                   << "Discharging" << true;
+        QTest::newRow("battery full") << "0"
+                                      << "Full" << false;
+        QTest::newRow("desktop (mains only)") << "1"
+                                              << "" << false;
+        QTest::newRow("no power_supply") << ""
+                                         << "" << false;
     }
 
     void battery()
@@ -53,7 +60,7 @@ private Q_SLOTS:
             writeFile(ps / "BAT0" / "type", "Battery");
             writeFile(ps / "BAT0" / "status", batteryStatus.toStdString());
         }
-        writeFile(ps / "hidpp_battery_0" / "type", "Battery");  // a wireless mouse: not the host
+        writeFile(ps / "hidpp_battery_0" / "type", "Battery"); // a wireless mouse: not the host
         writeFile(ps / "hidpp_battery_0" / "status", "Full");
         HostProbe probe({sys, sys / "no-proc"});
         QCOMPARE(probe.onBattery(), onBattery);
@@ -65,10 +72,10 @@ private Q_SLOTS:
         const fs::path proc = dir.path().toStdString();
         writeFile(proc / "1" / "comm", "systemd");
         writeFile(proc / "812" / "comm", "blender");
-        writeFile(proc / "813" / "comm", "blender");   // duplicates collapse
+        writeFile(proc / "813" / "comm", "blender"); // duplicates collapse
         writeFile(proc / "900" / "comm", "steamwebhelper");
-        writeFile(proc / "self" / "comm", "not-a-pid");  // non-numeric entries are skipped
-        fs::create_directories(proc / "901");            // a process that just exited: no comm
+        writeFile(proc / "self" / "comm", "not-a-pid"); // non-numeric entries are skipped
+        fs::create_directories(proc / "901");           // a process that just exited: no comm
         HostProbe probe({proc / "no-sys", proc});
         const auto names = probe.runningProcesses();
         QCOMPARE(names, (std::vector<std::string>{"blender", "steamwebhelper", "systemd"}));
@@ -78,7 +85,7 @@ private Q_SLOTS:
         probe.observe(o);
         QCOMPARE(o.runningProcesses.size(), std::size_t(3));
         QCOMPARE(o.onBattery, false);
-        QCOMPARE(o.userIdleSeconds, -1.0);  // not probed: unknown
+        QCOMPARE(o.userIdleSeconds, -1.0); // not probed: unknown
 
         // The probe and the policy together: a listed app found in /proc pauses.
         AutoPauseRules rules;

@@ -14,7 +14,7 @@ using namespace dedloc::ui;
 class TestLogModel final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void linesFromThreadsAreBoundedAndOrdered()
     {
         QTemporaryDir dir;
@@ -34,11 +34,10 @@ private Q_SLOTS:
             for (auto &t : threads)
                 t.join();
             log::warning("main", "last");
-            QTRY_COMPARE(model.rowCount(), 1000);  // 2001 logged, newest 1000 kept
+            QTRY_COMPARE(model.rowCount(), 1000); // 2001 logged, newest 1000 kept
             QCOMPARE(model.index(999, LogModel::Message).data().toString(), QString("last"));
             QCOMPARE(model.index(999, LogModel::Level).data().toString(), QString("Warning"));
-            QCOMPARE(model.index(999, 0).data(LogModel::LevelRole).toInt(),
-                     int(log::Level::Warning));
+            QCOMPARE(model.index(999, 0).data(LogModel::LevelRole).toInt(), int(log::Level::Warning));
             // Per thread, messages stay in order.
             std::vector<int> lastSeen(4, -1);
             for (int r = 0; r < 999; ++r) {
@@ -47,14 +46,14 @@ private Q_SLOTS:
                 QVERIFY(i > lastSeen[std::size_t(t)]);
                 lastSeen[std::size_t(t)] = i;
             }
-            QVERIFY2(rowsInsertedEvents < 100, qPrintable(QString::number(rowsInsertedEvents)));  // coalesced
+            QVERIFY2(rowsInsertedEvents < 100, qPrintable(QString::number(rowsInsertedEvents))); // coalesced
         }
         // After the model is gone, logging must not reach it (no crash), and the file has everything.
         log::info("main", "after");
         QFile f(file);
         QVERIFY(f.open(QIODevice::ReadOnly));
         const auto lines = f.readAll().split('\n');
-        QCOMPARE(lines.size(), 2002);  // 2001 lines + empty tail
+        QCOMPARE(lines.size(), 2002); // 2001 lines + empty tail
         QVERIFY(lines[2000].endsWith("W main: last"));
     }
 
@@ -64,7 +63,7 @@ private Q_SLOTS:
         QFile blocker(dir.filePath("file"));
         QVERIFY(blocker.open(QIODevice::WriteOnly));
         LogModel model;
-        model.install(dir.filePath("file/sub/dedloc.log"));  // a file where a directory should be
+        model.install(dir.filePath("file/sub/dedloc.log")); // a file where a directory should be
         QCOMPARE(model.logFile(), QString());
         QTRY_COMPARE(model.rowCount(), 1);
         QVERIFY(model.index(0, LogModel::Message).data().toString().contains("cannot write the log file"));

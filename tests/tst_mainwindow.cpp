@@ -33,8 +33,8 @@ struct Harness {
     QTemporaryDir dir;
     std::unique_ptr<Settings> settings = Settings::forTesting(dir.filePath("settings.ini"));
     test::FakePeer peer;
-    double unix = 1796032800.0;          // the injected clock
-    int localStart = 10 * 3600;          // local time of day at `start`
+    double unix = 1796032800.0; // the injected clock
+    int localStart = 10 * 3600; // local time of day at `start`
     double start = 1796032800.0;
     bool onBattery = false;
     std::unique_ptr<DesktopApp> app;
@@ -49,10 +49,8 @@ struct Harness {
         run.data = "corpus.txt";
         DesktopApp::Options o;
         o.trayAvailable = tray;
-        o.bridge.snapshotIntervalMs = 50;   // faster polling keeps the test short; same code path
-        o.bridge.clock = [this] {
-            return LocalClockReading{unix, int((localStart + long(unix - start)) % 86400)};
-        };
+        o.bridge.snapshotIntervalMs = 50; // faster polling keeps the test short; same code path
+        o.bridge.clock = [this] { return LocalClockReading{unix, int((localStart + long(unix - start)) % 86400)}; };
         o.bridge.gpuProbe = [] {
             GpuSample s;
             s.name = "CPU";
@@ -81,7 +79,7 @@ struct Harness {
 class TestMainWindow final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void joinReachesTraining()
     {
         Harness h;
@@ -107,11 +105,11 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(h.state(), QString("Training"), 10000);
         QVERIFY(h.app->tray().pauseAction()->isEnabled());
         h.app->tray().pauseAction()->trigger();
-        QTRY_COMPARE_WITH_TIMEOUT(h.state(), QString("Paused"), 2000);  // the 2 s promise
+        QTRY_COMPARE_WITH_TIMEOUT(h.state(), QString("Paused"), 2000); // the 2 s promise
         QCOMPARE(h.app->window().statePanel()->explanation(), QString("Paused: paused by you."));
         const long long frozen = h.peer.samplesComputed();
         const auto shownFrozen = h.app->window().contributionPanel()->sessionSamplesText();
-        QTest::qWait(600);  // 30 micro-batches of the fake peer
+        QTest::qWait(600); // 30 micro-batches of the fake peer
         QCOMPARE(h.peer.samplesComputed(), frozen);
         QCOMPARE(h.app->window().contributionPanel()->sessionSamplesText(), shownFrozen);
         QVERIFY(h.app->tray().resumeAction()->isEnabled());
@@ -146,7 +144,7 @@ private Q_SLOTS:
     void pauseUntilTomorrowEndsAtTheMorningTime()
     {
         Harness h;
-        h.localStart = 22 * 3600;  // 22:00 now; "until tomorrow" = 08:00 = +10 h
+        h.localStart = 22 * 3600; // 22:00 now; "until tomorrow" = 08:00 = +10 h
         h.join();
         QTRY_COMPARE_WITH_TIMEOUT(h.state(), QString("Training"), 10000);
         h.app->tray().pauseTomorrowAction()->trigger();
@@ -189,7 +187,7 @@ private Q_SLOTS:
         h.app->bridge().evaluatePolicy();
         QTRY_COMPARE(h.state(), QString("Paused"));
         QVERIFY(h.app->window().statePanel()->explanation().contains("on battery power"));
-        h.onBattery = false;                 // plugged in: wait the quiet period (15 s)
+        h.onBattery = false; // plugged in: wait the quiet period (15 s)
         h.app->bridge().evaluatePolicy();
         h.unix += 14.0;
         h.app->bridge().evaluatePolicy();

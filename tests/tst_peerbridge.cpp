@@ -15,7 +15,7 @@ using namespace dedloc::ui;
 namespace {
 
 class ScriptedPeer final : public PeerControl {
-public:
+  public:
     PeerSnapshot next;
     mutable int snapshotCalls = 0;
     int starts = 0, resumes = 0, stops = 0;
@@ -43,7 +43,7 @@ struct Fixture {
     Fixture()
     {
         PeerBridge::Options o;
-        o.snapshotIntervalMs = 1000000;  // the test ticks by hand
+        o.snapshotIntervalMs = 1000000; // the test ticks by hand
         o.probeEveryTicks = 1000000;
         o.clock = [this] { return LocalClockReading{now, 12 * 3600}; };
         o.gpuProbe = [this] {
@@ -64,7 +64,7 @@ struct Fixture {
 class TestPeerBridge final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void coalescesBySequence()
     {
         Fixture f;
@@ -89,13 +89,13 @@ private Q_SLOTS:
         QTemporaryDir dir;
         auto settings = Settings::forTesting(dir.filePath("s.ini"));
         ScriptedPeer peer;
-        PeerBridge::Options o;  // default interval: 250 ms
+        PeerBridge::Options o; // default interval: 250 ms
         o.gpuProbe = [] { return GpuSample{}; };
         o.hostProbe = [](HostObservation &) {};
         PeerBridge bridge(peer, *settings, std::move(o));
         QSignalSpy spy(&bridge, &PeerBridge::snapshotChanged);
-        QTRY_VERIFY_WITH_TIMEOUT(peer.snapshotCalls >= 3, 3000);  // the timer polls by itself
-        QCOMPARE(spy.count(), 1);  // the first snapshot, then the same sequence: skipped
+        QTRY_VERIFY_WITH_TIMEOUT(peer.snapshotCalls >= 3, 3000); // the timer polls by itself
+        QCOMPARE(spy.count(), 1);                                // the first snapshot, then the same sequence: skipped
     }
 
     void joinStartsOnce()
@@ -115,7 +115,7 @@ private Q_SLOTS:
         f.bridge->pauseManually();
         QVERIFY(f.peer.pauses.empty());
         QVERIFY(f.bridge->pauseDecision().paused);
-        f.bridge->join();  // joins straight into the pause
+        f.bridge->join(); // joins straight into the pause
         QCOMPARE(f.peer.pauses, std::vector<std::string>{"paused by you"});
     }
 
@@ -128,7 +128,7 @@ private Q_SLOTS:
         f.bridge->evaluatePolicy();
         QCOMPARE(f.peer.pauses, std::vector<std::string>{"game.exe is using the GPU for graphics"});
         f.graphics.clear();
-        f.bridge->evaluatePolicy();  // quiet period starts: still paused, reason says so
+        f.bridge->evaluatePolicy(); // quiet period starts: still paused, reason says so
         QCOMPARE(f.peer.resumes, 0);
         QVERIFY(QString::fromStdString(f.peer.pauses.back()).contains("resuming after 15 s of quiet"));
         f.now += 15.0;

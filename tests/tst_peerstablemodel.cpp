@@ -11,7 +11,7 @@ using namespace dedloc::ui;
 class TestPeersTableModel final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void columnsAndUpdates()
     {
         PeersTableModel m;
@@ -39,13 +39,13 @@ private Q_SLOTS:
         QCOMPARE(cell(1, PeersTableModel::LastReport), QString("13 s ago"));
         QCOMPARE(m.headerData(PeersTableModel::SamplesPerSecond, Qt::Horizontal).toString(), QString("Samples/s"));
 
-        peers[0].samplesAccumulated = 160;  // same peers: in place
+        peers[0].samplesAccumulated = 160; // same peers: in place
         m.setPeers(peers);
         QCOMPARE(reset.count(), 1);
         QCOMPARE(changed.count(), 1);
         QCOMPARE(cell(0, PeersTableModel::Samples), QString("160"));
 
-        peers.pop_back();  // a peer left: reset
+        peers.pop_back(); // a peer left: reset
         m.setPeers(peers);
         QCOMPARE(reset.count(), 2);
         QCOMPARE(m.rowCount(), 1);

@@ -11,7 +11,7 @@ using namespace dedloc::ui;
 class TestSettings final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void defaults()
     {
         QTemporaryDir dir;
@@ -31,7 +31,7 @@ private Q_SLOTS:
             auto s = Settings::forTesting(file);
             QSignalSpy changed(s.get(), &Settings::changed);
             s->setAutoRejoin(true);
-            s->setAutoRejoin(true);  // same value: no signal
+            s->setAutoRejoin(true); // same value: no signal
             QCOMPARE(changed.count(), 1);
             ResourceCaps c;
             c.cpuThreads = 2;
@@ -40,7 +40,7 @@ private Q_SLOTS:
             c.uploadBytesPerSecond = 1.5e6;
             c.downloadBytesPerSecond = 3e6;
             s->setCaps(c);
-            QCOMPARE(changed.count(), 2);  // one signal for the group
+            QCOMPARE(changed.count(), 2); // one signal for the group
             s->setCaps(c);
             QCOMPARE(changed.count(), 2);
             AutoPauseRules r;
@@ -54,7 +54,7 @@ private Q_SLOTS:
             QCOMPARE(changed.count(), 3);
             s->setLastJoinedRun("bn-albert-demo");
         }
-        auto s = Settings::forTesting(file);  // a new instance reads the file
+        auto s = Settings::forTesting(file); // a new instance reads the file
         QSignalSpy changed(s.get(), &Settings::changed);
         QCOMPARE(s->autoRejoin(), true);
         QCOMPARE(s->lastJoinedRun(), QString("bn-albert-demo"));

@@ -18,7 +18,7 @@ using namespace dedloc;
 class TestTokenBucket final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void noCapNeverWaits()
     {
         double now = 0.0;
@@ -31,14 +31,14 @@ private Q_SLOTS:
     {
         double now = 100.0;
         TokenBucket bucket(1000.0, 500.0, [&] { return now; });
-        QCOMPARE(bucket.level(), 500.0);        // starts full
-        QCOMPARE(bucket.reserve(500), 0.0);     // the burst goes at once
-        QCOMPARE(bucket.reserve(250), 0.25);    // then 1000 B/s: 250 B wait 0.25 s
+        QCOMPARE(bucket.level(), 500.0);     // starts full
+        QCOMPARE(bucket.reserve(500), 0.0);  // the burst goes at once
+        QCOMPARE(bucket.reserve(250), 0.25); // then 1000 B/s: 250 B wait 0.25 s
         QCOMPARE(bucket.level(), -250.0);
         now += 0.25;
         QCOMPARE(bucket.level(), 0.0);
         now += 10.0;
-        QCOMPARE(bucket.level(), 500.0);        // refills only up to the burst
+        QCOMPARE(bucket.level(), 500.0); // refills only up to the burst
         // A message larger than the burst: allowed, followed by a pause.
         QCOMPARE(bucket.reserve(2000), 1.5);
         // A second sender queues behind the first one's debt.
@@ -58,10 +58,10 @@ private Q_SLOTS:
     {
         double now = 0.0;
         TokenBucket bucket(1000.0, 1000.0, [&] { return now; });
-        QCOMPARE(bucket.reserve(200), 0.0);     // level 800
+        QCOMPARE(bucket.reserve(200), 0.0); // level 800
         bucket.setRate(100.0, 300.0);
         QCOMPARE(bucket.level(), 300.0);
-        QCOMPARE(bucket.reserve(400), 1.0);     // -100 at 100 B/s
+        QCOMPARE(bucket.reserve(400), 1.0); // -100 at 100 B/s
         bucket.setRate(0.0);
         QCOMPARE(bucket.reserve(1 << 20), 0.0); // cap removed
         QCOMPARE(bucket.rate(), 0.0);
@@ -83,7 +83,8 @@ private Q_SLOTS:
         QVERIFY(test::errorOf([] { TokenBucket b(-1.0); }).contains("non-negative number of bytes per second"));
         QVERIFY(test::errorOf([] { TokenBucket b(1.0, std::nan("")); }).contains("burst"));
         TokenBucket ok(10.0);
-        QVERIFY(test::errorOf([&] { ok.setRate(std::numeric_limits<double>::infinity()); }).contains("bytes per second"));
+        QVERIFY(
+            test::errorOf([&] { ok.setRate(std::numeric_limits<double>::infinity()); }).contains("bytes per second"));
         QCOMPARE(ok.rate(), 10.0);
     }
 
@@ -105,9 +106,9 @@ private Q_SLOTS:
 
     void loopbackRateWithinTenPercent()
     {
-        constexpr double kCap = 2e6;                    // bytes per second
+        constexpr double kCap = 2e6; // bytes per second
         constexpr std::size_t kChunk = 64 * 1024;
-        constexpr std::size_t kTotal = 64 * kChunk;     // 4 MiB
+        constexpr std::size_t kTotal = 64 * kChunk; // 4 MiB
         zmq::context_t context(1);
         zmq::socket_t pull(context, zmq::socket_type::pull);
         pull.set(zmq::sockopt::linger, 0);
@@ -153,8 +154,8 @@ private Q_SLOTS:
         // The first chunk comes out of the burst; the rest is paced by the cap.
         const double seconds = std::chrono::duration<double>(last - first).count();
         const double rate = double(kTotal - kChunk) / seconds;
-        qInfo("loopback: %zu bytes, cap %.0f B/s, measured %.0f B/s over %.3f s (%.1f%% of the cap)",
-              received, kCap, rate, seconds, 100.0 * rate / kCap);
+        qInfo("loopback: %zu bytes, cap %.0f B/s, measured %.0f B/s over %.3f s (%.1f%% of the cap)", received, kCap,
+              rate, seconds, 100.0 * rate / kCap);
         QCOMPARE(received, kTotal);
         QVERIFY2(std::abs(rate - kCap) <= 0.10 * kCap, qPrintable(QString("measured %1 B/s").arg(rate)));
     }

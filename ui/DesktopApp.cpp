@@ -50,7 +50,8 @@ void DesktopApp::start()
 {
     m_window->show();
     m_tray->show();
-    if (m_settings.autoRejoin() && !m_run.runId.empty() && m_settings.lastJoinedRun() == QString::fromStdString(m_run.runId)) {
+    if (m_settings.autoRejoin() && !m_run.runId.empty() &&
+        m_settings.lastJoinedRun() == QString::fromStdString(m_run.runId)) {
         log::info("ui", "auto-rejoin is on: joining " + m_run.runId);
         m_bridge->join();
     }
@@ -59,7 +60,7 @@ void DesktopApp::start()
 void DesktopApp::openSettings()
 {
     SettingsDialog dialog(m_settings, m_window.get());
-    dialog.exec();  // a modal dialog: the event loop (and the bridge's timer) keeps running
+    dialog.exec(); // a modal dialog: the event loop (and the bridge's timer) keeps running
 }
 
 int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run)
@@ -69,8 +70,8 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run)
 
 int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, const DesktopRunOptions &runOptions)
 {
-    QGuiApplication::setDesktopFileName(QStringLiteral("dedloc"));  // GNOME trays match the .desktop file
-    QApplication::setQuitOnLastWindowClosed(false);               // the tray keeps the app alive
+    QGuiApplication::setDesktopFileName(QStringLiteral("dedloc")); // GNOME trays match the .desktop file
+    QApplication::setQuitOnLastWindowClosed(false);                // the tray keeps the app alive
     app.setWindowIcon(appIcon());
     Settings settings;
     DesktopApp::Options options;
@@ -88,7 +89,8 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, cons
                 QCoreApplication::exit(ok ? 0 : 1);
             });
         }
-        log::info("ui", "settings: " + settings.fileName().toStdString() + "; log: " + desktop.log().logFile().toStdString());
+        log::info("ui",
+                  "settings: " + settings.fileName().toStdString() + "; log: " + desktop.log().logFile().toStdString());
         code = app.exec();
         log::info("ui", "quitting: leaving the swarm");
         peer.stop();

@@ -34,11 +34,11 @@ class TrayController;
 class DesktopApp final : public QObject {
     Q_OBJECT
 
-public:
+  public:
     struct Options {
         PeerBridge::Options bridge;
-        QString logFile;          // "" = no file (tests); runDesktopApp passes LogModel::defaultLogFile()
-        int trayAvailable = -1;   // -1 ask QSystemTrayIcon; 0/1 force (tests)
+        QString logFile;        // "" = no file (tests); runDesktopApp passes LogModel::defaultLogFile()
+        int trayAvailable = -1; // -1 ask QSystemTrayIcon; 0/1 force (tests)
     };
 
     DesktopApp(PeerControl &peer, Settings &settings, const RunInfo &run, Options options);
@@ -54,10 +54,10 @@ public:
     [[nodiscard]] LogModel &log() { return *m_log; }
     [[nodiscard]] PeersTableModel &peers() { return *m_peers; }
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void quitRequested();
 
-private:
+  private:
     void openSettings();
 
     Settings &m_settings;
@@ -74,9 +74,9 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run);
 
 // The same with options for the main-job command and the documented screenshot command.
 struct DesktopRunOptions {
-    bool joinAtStart = false;          // join without waiting for the Join button (main job)
-    QString screenshotPath;            // non-empty: save the window here, then quit
-    double screenshotAfterSeconds = 30.0;  // ... this long after start (lets the swarm show progress)
+    bool joinAtStart = false;             // join without waiting for the Join button (main job)
+    QString screenshotPath;               // non-empty: save the window here, then quit
+    double screenshotAfterSeconds = 30.0; // ... this long after start (lets the swarm show progress)
 };
 int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, const DesktopRunOptions &options);
 

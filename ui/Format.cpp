@@ -4,7 +4,10 @@
 
 #include <cmath>
 
-static void initDedlocResources() { Q_INIT_RESOURCE(dedloc); }
+static void initDedlocResources()
+{
+    Q_INIT_RESOURCE(dedloc);
+}
 
 namespace dedloc::ui {
 
@@ -26,7 +29,8 @@ QString formatBytes(std::uint64_t bytes)
         v /= 1024.0;
         ++u;
     }
-    return u == 0 ? QStringLiteral("%1 B").arg(bytes) : QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
+    return u == 0 ? QStringLiteral("%1 B").arg(bytes)
+                  : QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
 }
 
 QString formatDuration(double seconds)
@@ -47,25 +51,36 @@ QString formatCount(long long n)
 {
     QString digits = QString::number(std::llabs(n));
     for (int i = int(digits.size()) - 3; i > 0; i -= 3)
-        digits.insert(i, QChar(0x2009));  // thin space: readable in every locale
+        digits.insert(i, QChar(0x2009)); // thin space: readable in every locale
     return n < 0 ? QStringLiteral("-") + digits : digits;
 }
 
-QString stateTitle(PeerState state) { return QString::fromLatin1(peerStateName(state)); }
+QString stateTitle(PeerState state)
+{
+    return QString::fromLatin1(peerStateName(state));
+}
 
 QString stateExplanation(const PeerSnapshot &s)
 {
     const auto detail = QString::fromStdString(s.stateDetail);
     switch (s.state) {
-    case PeerState::Idle: return QStringLiteral("Not joined yet.");
-    case PeerState::Connecting: return QStringLiteral("Looking for the swarm...");
-    case PeerState::Syncing: return QStringLiteral("Downloading the latest model state from another peer.");
-    case PeerState::Training: return QStringLiteral("Computing gradients on %1.").arg(QString::fromStdString(s.deviceName));
-    case PeerState::Averaging: return QStringLiteral("Averaging gradients with the other peers.");
-    case PeerState::Paused: return detail.isEmpty() ? QStringLiteral("Paused.") : QStringLiteral("Paused: %1.").arg(detail);
+    case PeerState::Idle:
+        return QStringLiteral("Not joined yet.");
+    case PeerState::Connecting:
+        return QStringLiteral("Looking for the swarm...");
+    case PeerState::Syncing:
+        return QStringLiteral("Downloading the latest model state from another peer.");
+    case PeerState::Training:
+        return QStringLiteral("Computing gradients on %1.").arg(QString::fromStdString(s.deviceName));
+    case PeerState::Averaging:
+        return QStringLiteral("Averaging gradients with the other peers.");
+    case PeerState::Paused:
+        return detail.isEmpty() ? QStringLiteral("Paused.") : QStringLiteral("Paused: %1.").arg(detail);
     case PeerState::Error:
-        return detail.isEmpty() ? QStringLiteral("Stopped by an error. See the log below; Resume tries again.") : detail;
-    case PeerState::Stopped: return QStringLiteral("Left the swarm.");
+        return detail.isEmpty() ? QStringLiteral("Stopped by an error. See the log below; Resume tries again.")
+                                : detail;
+    case PeerState::Stopped:
+        return QStringLiteral("Left the swarm.");
     }
     return {};
 }

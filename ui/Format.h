@@ -9,9 +9,9 @@
 
 namespace dedloc::ui {
 
-[[nodiscard]] QString formatBytes(std::uint64_t bytes);      // "3.0 GiB", "512 KiB", "17 B"
-[[nodiscard]] QString formatDuration(double seconds);        // "45 s", "12 min", "3 h 05 min", "2 d 4 h"; < 0: "unknown"
-[[nodiscard]] QString formatCount(long long n);              // "1 234 567"
+[[nodiscard]] QString formatBytes(std::uint64_t bytes); // "3.0 GiB", "512 KiB", "17 B"
+[[nodiscard]] QString formatDuration(double seconds);   // "45 s", "12 min", "3 h 05 min", "2 d 4 h"; < 0: "unknown"
+[[nodiscard]] QString formatCount(long long n);         // "1 234 567"
 // The state as the volunteer reads it ("Training", "Paused", ...), and one line of explanation.
 [[nodiscard]] QString stateTitle(PeerState state);
 [[nodiscard]] QString stateExplanation(const PeerSnapshot &s);

@@ -77,9 +77,15 @@ void LogModel::drain()
     endInsertRows();
 }
 
-int LogModel::rowCount(const QModelIndex &parent) const { return parent.isValid() ? 0 : int(m_lines.size()); }
+int LogModel::rowCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : int(m_lines.size());
+}
 
-int LogModel::columnCount(const QModelIndex &parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int LogModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant LogModel::data(const QModelIndex &index, int role) const
 {
@@ -91,11 +97,16 @@ QVariant LogModel::data(const QModelIndex &index, int role) const
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
-    case Time: return l.time.toString(QStringLiteral("HH:mm:ss"));
-    case Level: return QString::fromLatin1(log::levelName(l.level));
-    case Category: return l.category;
-    case Message: return l.message;
-    default: return {};
+    case Time:
+        return l.time.toString(QStringLiteral("HH:mm:ss"));
+    case Level:
+        return QString::fromLatin1(log::levelName(l.level));
+    case Category:
+        return l.category;
+    case Message:
+        return l.message;
+    default:
+        return {};
     }
 }
 

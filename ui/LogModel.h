@@ -27,7 +27,7 @@ namespace dedloc::ui {
 class LogModel final : public QAbstractTableModel {
     Q_OBJECT
 
-public:
+  public:
     enum Column { Time, Level, Category, Message, ColumnCount };
     static constexpr int LevelRole = Qt::UserRole + 1;
 
@@ -46,21 +46,21 @@ public:
     // Where the app keeps its log: QStandardPaths::AppLocalDataLocation + "/logs/dedloc.log".
     [[nodiscard]] static QString defaultLogFile();
 
-private:
+  private:
     struct Line {
         QDateTime time;
         log::Level level;
         QString category;
         QString message;
     };
-    void receive(log::Level level, std::string_view category, std::string_view message);  // any thread
-    void drain();                                                                          // GUI thread
+    void receive(log::Level level, std::string_view category, std::string_view message); // any thread
+    void drain();                                                                        // GUI thread
 
     int m_capacity;
     std::deque<Line> m_lines;
     bool m_installed = false;
     log::Sink m_previous;
-    std::mutex m_mutex;            // guards m_pending and m_file
+    std::mutex m_mutex; // guards m_pending and m_file
     std::vector<Line> m_pending;
     std::ofstream m_file;
     QString m_logFileName;

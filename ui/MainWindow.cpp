@@ -24,8 +24,8 @@ namespace dedloc::ui {
 
 MainWindow::MainWindow(PeerBridge &bridge, PeersTableModel &peers, LogModel &log, Settings &settings,
                        const RunInfo &run, QWidget *parent)
-    : QMainWindow(parent), m_bridge(bridge), m_pages(new QStackedWidget(this)), m_joinPage(new JoinPage(run, settings, this)),
-      m_notice(new QLabel(this))
+    : QMainWindow(parent), m_bridge(bridge), m_pages(new QStackedWidget(this)),
+      m_joinPage(new JoinPage(run, settings, this)), m_notice(new QLabel(this))
 {
     setObjectName("mainWindow");
     setWindowTitle(tr("DeDLOC Desktop - %1").arg(QString::fromStdString(run.name)));
@@ -51,13 +51,17 @@ MainWindow::MainWindow(PeerBridge &bridge, PeersTableModel &peers, LogModel &log
     resize(1000, 860);
 
     connect(m_joinPage, &JoinPage::joinClicked, &bridge, &PeerBridge::join);
-    connect(&bridge, &PeerBridge::joinedChanged, this, [this](bool joined) { m_pages->setCurrentIndex(joined ? 1 : 0); });
+    connect(&bridge, &PeerBridge::joinedChanged, this,
+            [this](bool joined) { m_pages->setCurrentIndex(joined ? 1 : 0); });
     connect(&bridge, &PeerBridge::snapshotChanged, this, [this, &peers](const PeerSnapshot &s) {
         m_state->update(s);
         m_contribution->update(s);
         m_swarm->update(s);
         peers.setPeers(s.peers);
-        setWindowIcon(stateIcon(s.state));
+        if (s.state != m_shownState) {
+            m_shownState = s.state;
+            setWindowIcon(stateIcon(s.state));
+        }
     });
     connect(&bridge, &PeerBridge::gpuSampled, m_gpu, &GpuPanel::update);
     connect(m_state, &StatePanel::pauseClicked, &bridge, &PeerBridge::pauseManually);
@@ -100,9 +104,15 @@ void MainWindow::setTrayAvailable(bool available)
         m_notice->hide();
 }
 
-bool MainWindow::dashboardShown() const { return m_pages->currentIndex() == 1; }
+bool MainWindow::dashboardShown() const
+{
+    return m_pages->currentIndex() == 1;
+}
 
-QString MainWindow::noticeText() const { return m_notice->isVisibleTo(this) ? m_notice->text() : QString(); }
+QString MainWindow::noticeText() const
+{
+    return m_notice->isVisibleTo(this) ? m_notice->text() : QString();
+}
 
 void MainWindow::closeEvent(QCloseEvent *event)
 {

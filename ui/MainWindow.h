@@ -7,6 +7,7 @@
 // the tray; without one (some Wayland desktops, Xvfb, offscreen) the window stays open and a
 // notice says why and how to quit (menu DeDLOC > Quit).
 #include "RunInfo.h"
+#include "swarm/PeerStatus.h"
 
 #include <QMainWindow>
 
@@ -30,13 +31,13 @@ class SwarmPanel;
 class MainWindow final : public QMainWindow {
     Q_OBJECT
 
-public:
+  public:
     MainWindow(PeerBridge &bridge, PeersTableModel &peers, LogModel &log, Settings &settings, const RunInfo &run,
                QWidget *parent = nullptr);
 
     void setTrayAvailable(bool available);
     [[nodiscard]] bool dashboardShown() const;
-    [[nodiscard]] QString noticeText() const;   // "" when no notice is shown
+    [[nodiscard]] QString noticeText() const; // "" when no notice is shown
 
     [[nodiscard]] JoinPage *joinPage() const { return m_joinPage; }
     [[nodiscard]] StatePanel *statePanel() const { return m_state; }
@@ -45,15 +46,15 @@ public:
     [[nodiscard]] SwarmPanel *swarmPanel() const { return m_swarm; }
     [[nodiscard]] LogPanel *logPanel() const { return m_log; }
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void settingsRequested();
     void quitRequested();
     void hiddenToTray();
 
-protected:
+  protected:
     void closeEvent(QCloseEvent *event) override;
 
-private:
+  private:
     QWidget *makeDashboard(PeersTableModel &peers, LogModel &log);
 
     PeerBridge &m_bridge;
@@ -67,6 +68,7 @@ private:
     LogPanel *m_log = nullptr;
     QLabel *m_notice;
     bool m_trayAvailable = false;
+    PeerState m_shownState = PeerState::Idle;
 };
 
 } // namespace dedloc::ui

@@ -8,10 +8,7 @@
 namespace dedloc::ui {
 
 PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, QObject *parent)
-    : QObject(parent),
-      m_peer(peer),
-      m_settings(settings),
-      m_options(std::move(options)),
+    : QObject(parent), m_peer(peer), m_settings(settings), m_options(std::move(options)),
       m_policy(settings.pauseRules(), m_options.clock ? m_options.clock : systemLocalClock())
 {
     qRegisterMetaType<dedloc::PeerSnapshot>();

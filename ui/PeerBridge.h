@@ -31,11 +31,11 @@ class Settings;
 class PeerBridge final : public QObject {
     Q_OBJECT
 
-public:
+  public:
     struct Options {
-        int snapshotIntervalMs = 250;  // 4 Hz
-        int probeEveryTicks = 4;       // probes and policy once a second
-        LocalClock clock;              // empty: the system clock
+        int snapshotIntervalMs = 250; // 4 Hz
+        int probeEveryTicks = 4;      // probes and policy once a second
+        LocalClock clock;             // empty: the system clock
         // Empty: the real probes (GpuProbe, HostProbe). Tests pass fixed answers.
         std::function<GpuSample()> gpuProbe;
         std::function<void(HostObservation &)> hostProbe;
@@ -50,25 +50,25 @@ public:
     [[nodiscard]] bool joined() const { return m_joined; }
     [[nodiscard]] AutoPausePolicy &policy() { return m_policy; }
 
-public Q_SLOTS:
+  public Q_SLOTS:
     void join();
     void pauseManually();
     void pauseFor(double seconds);
-    void pauseUntilTomorrow();          // Settings::resumeTomorrowAt(), next occurrence
+    void pauseUntilTomorrow(); // Settings::resumeTomorrowAt(), next occurrence
     void resumeManually();
-    void applySettings();               // caps to the peer, rules to the policy
+    void applySettings(); // caps to the peer, rules to the policy
     // One poll (the timer calls it; tests may call it after moving the clock).
     void tick();
     // Probes + policy now, without waiting for the next probe tick.
     void evaluatePolicy();
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void snapshotChanged(const dedloc::PeerSnapshot &snapshot);
     void gpuSampled(const dedloc::GpuSample &sample);
     void pauseDecisionChanged(const dedloc::PauseDecision &decision);
     void joinedChanged(bool joined);
 
-private:
+  private:
     void applyDecision(const PauseDecision &d);
 
     PeerControl &m_peer;
@@ -81,8 +81,8 @@ private:
     bool m_haveSnapshot = false;
     GpuSample m_gpu;
     PauseDecision m_decision;
-    bool m_peerPaused = false;    // we asked the peer to pause
-    std::string m_pauseReason;    // ... with this reason
+    bool m_peerPaused = false; // we asked the peer to pause
+    std::string m_pauseReason; // ... with this reason
     bool m_joined = false;
     int m_tick = 0;
 };

@@ -20,9 +20,15 @@ void PeersTableModel::setPeers(const std::vector<SwarmPeerInfo> &peers)
     endResetModel();
 }
 
-int PeersTableModel::rowCount(const QModelIndex &parent) const { return parent.isValid() ? 0 : int(m_peers.size()); }
+int PeersTableModel::rowCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : int(m_peers.size());
+}
 
-int PeersTableModel::columnCount(const QModelIndex &parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int PeersTableModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant PeersTableModel::data(const QModelIndex &index, int role) const
 {
@@ -36,15 +42,24 @@ QVariant PeersTableModel::data(const QModelIndex &index, int role) const
     if (role != Qt::DisplayRole)
         return {};
     switch (index.column()) {
-    case Peer: return QString::fromStdString(p.peerId.substr(0, 16));
-    case Role: return QString::fromLatin1(peerRoleName(p.role));
-    case Reachability: return p.clientMode ? QStringLiteral("client mode") : QStringLiteral("reachable");
-    case State: return p.paused ? QStringLiteral("paused") : QStringLiteral("training");
-    case Epoch: return qlonglong(p.epoch);
-    case Samples: return qlonglong(p.samplesAccumulated);
-    case SamplesPerSecond: return QString::number(p.samplesPerSecond, 'f', 1);
-    case LastReport: return QStringLiteral("%1 s ago").arg(p.secondsSinceReport, 0, 'f', 0);
-    default: return {};
+    case Peer:
+        return QString::fromStdString(p.peerId.substr(0, 16));
+    case Role:
+        return QString::fromLatin1(peerRoleName(p.role));
+    case Reachability:
+        return p.clientMode ? QStringLiteral("client mode") : QStringLiteral("reachable");
+    case State:
+        return p.paused ? QStringLiteral("paused") : QStringLiteral("training");
+    case Epoch:
+        return qlonglong(p.epoch);
+    case Samples:
+        return qlonglong(p.samplesAccumulated);
+    case SamplesPerSecond:
+        return QString::number(p.samplesPerSecond, 'f', 1);
+    case LastReport:
+        return QStringLiteral("%1 s ago").arg(p.secondsSinceReport, 0, 'f', 0);
+    default:
+        return {};
     }
 }
 
@@ -52,7 +67,8 @@ QVariant PeersTableModel::headerData(int section, Qt::Orientation orientation, i
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
-    static const char *const names[] = {"Peer", "Role", "Reachability", "State", "Epoch", "Samples", "Samples/s", "Last report"};
+    static const char *const names[] = {"Peer",  "Role",    "Reachability", "State",
+                                        "Epoch", "Samples", "Samples/s",    "Last report"};
     return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 

@@ -16,7 +16,7 @@ namespace dedloc::ui {
 class PeersTableModel final : public QAbstractTableModel {
     Q_OBJECT
 
-public:
+  public:
     enum Column { Peer, Role, Reachability, State, Epoch, Samples, SamplesPerSecond, LastReport, ColumnCount };
 
     using QAbstractTableModel::QAbstractTableModel;
@@ -28,7 +28,7 @@ public:
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-private:
+  private:
     std::vector<SwarmPeerInfo> m_peers;
 };
 

@@ -13,9 +13,9 @@ RunInfo runInfoFromManifest(const RunManifest &m)
     r.name = m.name;
     r.lead = m.lead;
     r.description = m.description;
-    r.model = "ALBERT " + m.model.preset + " (hidden " + std::to_string(m.model.hiddenSize) + ", "
-              + std::to_string(m.model.numLayers) + " layers, vocabulary " + std::to_string(m.model.vocabSize)
-              + "), target batch " + std::to_string(m.training.targetBatchSize) + " samples";
+    r.model = "ALBERT " + m.model.preset + " (hidden " + std::to_string(m.model.hiddenSize) + ", " +
+              std::to_string(m.model.numLayers) + " layers, vocabulary " + std::to_string(m.model.vocabSize) +
+              "), target batch " + std::to_string(m.training.targetBatchSize) + " samples";
     for (const auto &f : m.corpus.files) {
         if (!r.data.empty())
             r.data += ", ";

@@ -10,13 +10,13 @@ struct RunManifest;
 namespace dedloc::ui {
 
 struct RunInfo {
-    std::string runId;            // manifest run_id; remembered for auto-rejoin
-    std::string name;             // "Bengali ALBERT (demo)"
-    std::string lead;             // who runs it
+    std::string runId; // manifest run_id; remembered for auto-rejoin
+    std::string name;  // "Bengali ALBERT (demo)"
+    std::string lead;  // who runs it
     std::string description;
-    std::string model;            // "ALBERT default (H256, L4, vocab 8000)"
-    std::string data;             // "bn_pd_literature.txt (5.5 MB)"
-    std::string signatureStatus = "not signed";  // until manifest signing exists
+    std::string model;                          // "ALBERT default (H256, L4, vocab 8000)"
+    std::string data;                           // "bn_pd_literature.txt (5.5 MB)"
+    std::string signatureStatus = "not signed"; // until manifest signing exists
 };
 
 // Fills a RunInfo from a parsed manifest (model shape, corpus file names; "not signed").

@@ -16,7 +16,10 @@ std::unique_ptr<Settings> Settings::forTesting(const QString &iniFile)
     return std::unique_ptr<Settings>(new Settings(std::make_unique<QSettings>(iniFile, QSettings::IniFormat), nullptr));
 }
 
-QString Settings::fileName() const { return m_store->fileName(); }
+QString Settings::fileName() const
+{
+    return m_store->fileName();
+}
 
 bool Settings::store(const QString &key, const QVariant &value)
 {
@@ -24,7 +27,7 @@ bool Settings::store(const QString &key, const QVariant &value)
     if (m_store->contains(key)) {
         const QVariant old = m_store->value(key);
         const bool same = value.typeId() == QMetaType::QStringList ? old.toStringList() == value.toStringList()
-                                                                    : old.toString() == value.toString();
+                                                                   : old.toString() == value.toString();
         if (same)
             return false;
     }
@@ -40,10 +43,22 @@ void Settings::put(const QString &key, const QVariant &value)
     Q_EMIT changed();
 }
 
-bool Settings::autoRejoin() const { return m_store->value("join/autoRejoin", false).toBool(); }
-void Settings::setAutoRejoin(bool on) { put("join/autoRejoin", on); }
-QString Settings::lastJoinedRun() const { return m_store->value("join/lastRun").toString(); }
-void Settings::setLastJoinedRun(const QString &runId) { put("join/lastRun", runId); }
+bool Settings::autoRejoin() const
+{
+    return m_store->value("join/autoRejoin", false).toBool();
+}
+void Settings::setAutoRejoin(bool on)
+{
+    put("join/autoRejoin", on);
+}
+QString Settings::lastJoinedRun() const
+{
+    return m_store->value("join/lastRun").toString();
+}
+void Settings::setLastJoinedRun(const QString &runId)
+{
+    put("join/lastRun", runId);
+}
 
 ResourceCaps Settings::caps() const
 {
@@ -66,7 +81,7 @@ void Settings::setCaps(const ResourceCaps &c)
     any |= store("caps/downloadBytesPerSecond", c.downloadBytesPerSecond);
     if (any) {
         m_store->sync();
-        Q_EMIT changed();  // one signal for the group
+        Q_EMIT changed(); // one signal for the group
     }
 }
 
@@ -83,7 +98,8 @@ AutoPauseRules Settings::pauseRules() const
     r.scheduleStartSeconds = std::clamp(s.value("pause/scheduleStart", 0).toInt(), 0, 86399);
     r.scheduleEndSeconds = std::clamp(s.value("pause/scheduleEnd", 0).toInt(), 0, 86399);
     r.pauseWhenUserActive = s.value("pause/whenUserActive", false).toBool();
-    r.userIdleThresholdSeconds = std::max(0.0, s.value("pause/userIdleThreshold", r.userIdleThresholdSeconds).toDouble());
+    r.userIdleThresholdSeconds =
+        std::max(0.0, s.value("pause/userIdleThreshold", r.userIdleThresholdSeconds).toDouble());
     r.quietPeriodSeconds = std::max(0.0, s.value("pause/quietPeriod", r.quietPeriodSeconds).toDouble());
     return r;
 }
@@ -114,6 +130,9 @@ int Settings::resumeTomorrowAt() const
     return std::clamp(m_store->value("pause/resumeTomorrowAt", 8 * 3600).toInt(), 0, 86399);
 }
 
-void Settings::setResumeTomorrowAt(int localSecondsOfDay) { put("pause/resumeTomorrowAt", std::clamp(localSecondsOfDay, 0, 86399)); }
+void Settings::setResumeTomorrowAt(int localSecondsOfDay)
+{
+    put("pause/resumeTomorrowAt", std::clamp(localSecondsOfDay, 0, 86399));
+}
 
 } // namespace dedloc::ui

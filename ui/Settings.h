@@ -21,7 +21,7 @@ namespace dedloc::ui {
 class Settings final : public QObject {
     Q_OBJECT
 
-public:
+  public:
     explicit Settings(QObject *parent = nullptr);
     [[nodiscard]] static std::unique_ptr<Settings> forTesting(const QString &iniFile);
     [[nodiscard]] QString fileName() const;
@@ -29,7 +29,7 @@ public:
     // Join the last run again on the next start without asking.
     [[nodiscard]] bool autoRejoin() const;
     void setAutoRejoin(bool on);
-    [[nodiscard]] QString lastJoinedRun() const;  // run id; "" if never joined
+    [[nodiscard]] QString lastJoinedRun() const; // run id; "" if never joined
     void setLastJoinedRun(const QString &runId);
 
     [[nodiscard]] ResourceCaps caps() const;
@@ -43,12 +43,12 @@ public:
     [[nodiscard]] int resumeTomorrowAt() const;
     void setResumeTomorrowAt(int localSecondsOfDay);
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void changed();
 
-private:
+  private:
     explicit Settings(std::unique_ptr<QSettings> store, QObject *parent);
-    bool store(const QString &key, const QVariant &value);  // true if it changed; no signal
+    bool store(const QString &key, const QVariant &value); // true if it changed; no signal
     void put(const QString &key, const QVariant &value);
 
     std::unique_ptr<QSettings> m_store;

@@ -15,13 +15,18 @@
 namespace dedloc::ui {
 namespace {
 
-QTime timeOf(int secondsOfDay) { return QTime(0, 0).addSecs(secondsOfDay); }
-int secondsOf(const QTime &t) { return QTime(0, 0).secsTo(t); }
+QTime timeOf(int secondsOfDay)
+{
+    return QTime(0, 0).addSecs(secondsOfDay);
+}
+int secondsOf(const QTime &t)
+{
+    return QTime(0, 0).secsTo(t);
+}
 
 } // namespace
 
-SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent)
-    : QDialog(parent), m_settings(settings)
+SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(parent), m_settings(settings)
 {
     setObjectName("settingsDialog");
     setWindowTitle(tr("DeDLOC settings"));

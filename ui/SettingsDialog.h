@@ -18,11 +18,11 @@ class Settings;
 class SettingsDialog final : public QDialog {
     Q_OBJECT
 
-public:
+  public:
     SettingsDialog(Settings &settings, QWidget *parent = nullptr);
-    void apply();  // writes the fields to Settings (OK does this)
+    void apply(); // writes the fields to Settings (OK does this)
 
-private:
+  private:
     Settings &m_settings;
     QSpinBox *m_threads, *m_microBatch;
     QDoubleSpinBox *m_gpuFraction, *m_upload, *m_download, *m_quiet, *m_idle;

@@ -37,7 +37,10 @@ TrayController::TrayController(PeerBridge &bridge, QWidget &window, QObject *par
 
 TrayController::~TrayController() = default;
 
-bool TrayController::available() { return QSystemTrayIcon::isSystemTrayAvailable(); }
+bool TrayController::available()
+{
+    return QSystemTrayIcon::isSystemTrayAvailable();
+}
 
 void TrayController::show()
 {
@@ -45,12 +48,22 @@ void TrayController::show()
         m_icon->show();
 }
 
-QString TrayController::toolTip() const { return m_icon->toolTip(); }
+QString TrayController::toolTip() const
+{
+    return m_icon->toolTip();
+}
 
 void TrayController::update(const PeerSnapshot &s)
 {
-    m_icon->setIcon(stateIcon(s.state));
-    m_icon->setToolTip(QStringLiteral("DeDLOC: %1").arg(stateExplanation(s)));
+    // Only on change: each setIcon/setToolTip is a D-Bus round trip for StatusNotifier trays.
+    if (!m_haveState || s.state != m_state) {
+        m_icon->setIcon(stateIcon(s.state));
+        m_state = s.state;
+        m_haveState = true;
+    }
+    const QString tip = QStringLiteral("DeDLOC: %1").arg(stateExplanation(s));
+    if (tip != m_icon->toolTip())
+        m_icon->setToolTip(tip);
     const bool joined = s.state != PeerState::Idle && s.state != PeerState::Stopped;
     const bool paused = s.state == PeerState::Paused;
     m_pause->setEnabled(joined && !paused);
@@ -71,7 +84,8 @@ void TrayController::notifyHidden()
     if (m_hiddenNoticeShown || !m_icon->isVisible())
         return;
     m_hiddenNoticeShown = true;
-    m_icon->showMessage(tr("DeDLOC keeps training"), tr("The app runs in the tray. Right-click the icon to pause or quit."),
+    m_icon->showMessage(tr("DeDLOC keeps training"),
+                        tr("The app runs in the tray. Right-click the icon to pause or quit."),
                         QSystemTrayIcon::Information, 5000);
 }
 

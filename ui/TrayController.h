@@ -23,12 +23,12 @@ class PeerBridge;
 class TrayController final : public QObject {
     Q_OBJECT
 
-public:
+  public:
     TrayController(PeerBridge &bridge, QWidget &window, QObject *parent = nullptr);
     ~TrayController() override;
 
-    [[nodiscard]] static bool available();  // QSystemTrayIcon::isSystemTrayAvailable()
-    void show();                            // shows the icon if a tray exists
+    [[nodiscard]] static bool available(); // QSystemTrayIcon::isSystemTrayAvailable()
+    void show();                           // shows the icon if a tray exists
 
     [[nodiscard]] QAction *pauseAction() const { return m_pause; }
     [[nodiscard]] QAction *resumeAction() const { return m_resume; }
@@ -41,10 +41,10 @@ public:
     // Shows a balloon once ("still running in the tray").
     void notifyHidden();
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void quitRequested();
 
-private:
+  private:
     void update(const PeerSnapshot &snapshot);
     void showWindow();
 
@@ -53,6 +53,8 @@ private:
     QSystemTrayIcon *m_icon;
     QAction *m_pause, *m_resume, *m_pauseHour, *m_pauseTomorrow, *m_show, *m_quit;
     bool m_hiddenNoticeShown = false;
+    bool m_haveState = false;
+    PeerState m_state = PeerState::Idle;
 };
 
 } // namespace dedloc::ui

@@ -28,9 +28,7 @@ void check(double rate, double burst)
 
 MonotonicClock steadyClock()
 {
-    return [] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    };
+    return [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
 }
 
 TokenBucket::TokenBucket(double bytesPerSecond, double burstBytes, MonotonicClock clock)

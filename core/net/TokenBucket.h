@@ -18,11 +18,11 @@
 
 namespace dedloc {
 
-using MonotonicClock = std::function<double()>;  // seconds, never decreasing
+using MonotonicClock = std::function<double()>; // seconds, never decreasing
 [[nodiscard]] MonotonicClock steadyClock();
 
 class TokenBucket final {
-public:
+  public:
     // burstBytes 0 picks max(64 KiB, rate / 10): about 100 ms of traffic.
     explicit TokenBucket(double bytesPerSecond = 0.0, double burstBytes = 0.0, MonotonicClock clock = steadyClock());
 
@@ -38,7 +38,7 @@ public:
     // Tokens available now (negative while in debt).
     [[nodiscard]] double level();
 
-private:
+  private:
     void refill(double now);
 
     mutable std::mutex m_mutex;

@@ -30,7 +30,7 @@ bool insideWindow(int t, int start, int end)
         return true;
     if (start < end)
         return t >= start && t < end;
-    return t >= start || t < end;  // wraps past midnight
+    return t >= start || t < end; // wraps past midnight
 }
 
 } // namespace
@@ -50,10 +50,14 @@ LocalClock systemLocalClock()
 const char *pauseCauseName(PauseCause cause)
 {
     switch (cause) {
-    case PauseCause::None: return "none";
-    case PauseCause::Manual: return "manual";
-    case PauseCause::Timed: return "timed";
-    case PauseCause::Automatic: return "automatic";
+    case PauseCause::None:
+        return "none";
+    case PauseCause::Manual:
+        return "manual";
+    case PauseCause::Timed:
+        return "timed";
+    case PauseCause::Automatic:
+        return "automatic";
     }
     return "?";
 }
@@ -70,9 +74,8 @@ void AutoPausePolicy::setRules(AutoPauseRules rules)
 {
     auto validDay = [](int s) { return s >= 0 && s < 86400; };
     if (!validDay(rules.scheduleStartSeconds) || !validDay(rules.scheduleEndSeconds))
-        throw Error("auto-pause schedule: start and end must be local times of day (0..86399 s), got "
-                    + std::to_string(rules.scheduleStartSeconds) + " and "
-                    + std::to_string(rules.scheduleEndSeconds));
+        throw Error("auto-pause schedule: start and end must be local times of day (0..86399 s), got " +
+                    std::to_string(rules.scheduleStartSeconds) + " and " + std::to_string(rules.scheduleEndSeconds));
     if (rules.quietPeriodSeconds < 0.0)
         throw Error("auto-pause quiet period must not be negative");
     m_rules = std::move(rules);
@@ -99,7 +102,7 @@ void AutoPausePolicy::pauseUntilLocalTime(int localSecondsOfDay)
     const auto now = m_clock();
     int ahead = (localSecondsOfDay - now.localSecondsOfDay + 86400) % 86400;
     if (ahead == 0)
-        ahead = 86400;  // "until 08:00" at 08:00 means tomorrow's
+        ahead = 86400; // "until 08:00" at 08:00 means tomorrow's
     m_manual = PauseCause::Timed;
     m_manualUntil = now.unixSeconds + ahead;
 }
@@ -110,7 +113,7 @@ void AutoPausePolicy::resumeManually()
     m_manualUntil = -1.0;
     m_clearSince = -1.0;
     if (m_autoPaused)
-        m_autoPaused = false;  // re-armed by evaluate() if a rule still holds
+        m_autoPaused = false; // re-armed by evaluate() if a rule still holds
 }
 
 std::string AutoPausePolicy::automaticReason(const HostObservation &o, const LocalClockReading &now) const
@@ -128,12 +131,11 @@ std::string AutoPausePolicy::automaticReason(const HostObservation &o, const Loc
     }
     if (m_rules.pauseOnBattery && o.onBattery)
         return "on battery power";
-    if (m_rules.scheduleEnabled
-        && !insideWindow(now.localSecondsOfDay, m_rules.scheduleStartSeconds, m_rules.scheduleEndSeconds))
-        return "outside the scheduled hours (" + clockText(m_rules.scheduleStartSeconds) + "-"
-               + clockText(m_rules.scheduleEndSeconds) + ")";
-    if (m_rules.pauseWhenUserActive && o.userIdleSeconds >= 0.0
-        && o.userIdleSeconds < m_rules.userIdleThresholdSeconds)
+    if (m_rules.scheduleEnabled &&
+        !insideWindow(now.localSecondsOfDay, m_rules.scheduleStartSeconds, m_rules.scheduleEndSeconds))
+        return "outside the scheduled hours (" + clockText(m_rules.scheduleStartSeconds) + "-" +
+               clockText(m_rules.scheduleEndSeconds) + ")";
+    if (m_rules.pauseWhenUserActive && o.userIdleSeconds >= 0.0 && o.userIdleSeconds < m_rules.userIdleThresholdSeconds)
         return "you are using the computer";
     return {};
 }

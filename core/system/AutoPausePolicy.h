@@ -33,8 +33,8 @@
 namespace dedloc {
 
 struct LocalClockReading {
-    double unixSeconds = 0.0;      // seconds since 1970-01-01 UTC
-    int localSecondsOfDay = 0;     // 0..86399 in the user's time zone
+    double unixSeconds = 0.0;  // seconds since 1970-01-01 UTC
+    int localSecondsOfDay = 0; // 0..86399 in the user's time zone
 };
 using LocalClock = std::function<LocalClockReading()>;
 // The system clock (std::chrono::system_clock + localtime_r).
@@ -42,22 +42,22 @@ using LocalClock = std::function<LocalClockReading()>;
 
 struct AutoPauseRules {
     bool pauseOnGpuGraphics = true;
-    std::vector<std::string> listedApplications;  // executable names ("blender", "steam")
+    std::vector<std::string> listedApplications; // executable names ("blender", "steam")
     bool pauseOnBattery = true;
     bool scheduleEnabled = false;
-    int scheduleStartSeconds = 0;     // local seconds of day when training may start
-    int scheduleEndSeconds = 0;       // ... and must stop; start == end means all day
+    int scheduleStartSeconds = 0; // local seconds of day when training may start
+    int scheduleEndSeconds = 0;   // ... and must stop; start == end means all day
     bool pauseWhenUserActive = false;
-    double userIdleThresholdSeconds = 300.0;  // "active" = input within this many seconds
-    double quietPeriodSeconds = 15.0;         // rules must stay clear this long before resuming
+    double userIdleThresholdSeconds = 300.0; // "active" = input within this many seconds
+    double quietPeriodSeconds = 15.0;        // rules must stay clear this long before resuming
 };
 
 // What the probes saw at one instant.
 struct HostObservation {
-    std::vector<std::string> gpuGraphicsProcesses;  // names of OTHER processes drawing on the GPU
-    std::vector<std::string> runningProcesses;      // executable names of running processes
+    std::vector<std::string> gpuGraphicsProcesses; // names of OTHER processes drawing on the GPU
+    std::vector<std::string> runningProcesses;     // executable names of running processes
     bool onBattery = false;
-    double userIdleSeconds = -1.0;                  // < 0: unknown (the rule is then ignored)
+    double userIdleSeconds = -1.0; // < 0: unknown (the rule is then ignored)
 };
 
 enum class PauseCause { None, Manual, Timed, Automatic };
@@ -71,7 +71,7 @@ struct PauseDecision {
 };
 
 class AutoPausePolicy final {
-public:
+  public:
     AutoPausePolicy(AutoPauseRules rules, LocalClock clock);
 
     void setRules(AutoPauseRules rules);
@@ -81,7 +81,7 @@ public:
     // ends by itself. Throws dedloc::Error for a duration <= 0 or a time of day out of 0..86399.
     void pauseManually();
     void pauseFor(double seconds);
-    void pauseUntilLocalTime(int localSecondsOfDay);  // next occurrence, at least 1 s ahead
+    void pauseUntilLocalTime(int localSecondsOfDay); // next occurrence, at least 1 s ahead
     // Ends a manual pause. Automatic rules that still hold keep the peer paused (their reason is
     // shown); rules that cleared do not wait for the quiet period.
     void resumeManually();
@@ -90,17 +90,16 @@ public:
     [[nodiscard]] PauseDecision evaluate(const HostObservation &observation);
 
     // The reason an automatic rule holds for `observation` at `now`, or "" (no state change).
-    [[nodiscard]] std::string automaticReason(const HostObservation &observation,
-                                              const LocalClockReading &now) const;
+    [[nodiscard]] std::string automaticReason(const HostObservation &observation, const LocalClockReading &now) const;
 
-private:
+  private:
     AutoPauseRules m_rules;
     LocalClock m_clock;
-    PauseCause m_manual = PauseCause::None;  // None, Manual or Timed
+    PauseCause m_manual = PauseCause::None; // None, Manual or Timed
     double m_manualUntil = -1.0;
     bool m_autoPaused = false;
     std::string m_autoReason;
-    double m_clearSince = -1.0;              // when the rules were last seen clear while auto-paused
+    double m_clearSince = -1.0; // when the rules were last seen clear while auto-paused
 };
 
 [[nodiscard]] const char *pauseCauseName(PauseCause cause);

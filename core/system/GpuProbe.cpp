@@ -14,14 +14,29 @@ namespace {
 
 // The few NVML types we use, declared from the NVML API reference (the header is not shipped
 // in Debian main, and we never link the library).
-using NvmlReturn = int;           // nvmlReturn_t: 0 = NVML_SUCCESS
+using NvmlReturn = int; // nvmlReturn_t: 0 = NVML_SUCCESS
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr NvmlReturn kNvmlInsufficientSize = 7;
-using NvmlDevice = void *;        // nvmlDevice_t
-struct NvmlUtilization { unsigned gpu; unsigned memory; };
-struct NvmlMemory { unsigned long long total; unsigned long long free; unsigned long long used; };
-struct NvmlProcessInfoV1 { unsigned pid; unsigned long long usedGpuMemory; };
-struct NvmlProcessInfoV2 { unsigned pid; unsigned long long usedGpuMemory; unsigned gpuInstanceId; unsigned computeInstanceId; };
+using NvmlDevice = void *; // nvmlDevice_t
+struct NvmlUtilization {
+    unsigned gpu;
+    unsigned memory;
+};
+struct NvmlMemory {
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+};
+struct NvmlProcessInfoV1 {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+};
+struct NvmlProcessInfoV2 {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+    unsigned gpuInstanceId;
+    unsigned computeInstanceId;
+};
 constexpr int kNvmlTemperatureGpu = 0;
 
 std::string readFirstLine(const std::filesystem::path &file)
@@ -51,9 +66,12 @@ bool readNumber(const std::filesystem::path &file, double &value)
 const char *gpuVendorName(GpuVendor vendor)
 {
     switch (vendor) {
-    case GpuVendor::None: return "none";
-    case GpuVendor::Nvidia: return "NVIDIA";
-    case GpuVendor::Amd: return "AMD";
+    case GpuVendor::None:
+        return "none";
+    case GpuVendor::Nvidia:
+        return "NVIDIA";
+    case GpuVendor::Amd:
+        return "AMD";
     }
     return "?";
 }
@@ -67,7 +85,7 @@ struct GpuProbe::Nvml {
     NvmlReturn (*getMemory)(NvmlDevice, NvmlMemory *) = nullptr;
     NvmlReturn (*getTemperature)(NvmlDevice, int, unsigned *) = nullptr;
     NvmlReturn (*getPower)(NvmlDevice, unsigned *) = nullptr;
-    NvmlReturn (*getGraphicsV2)(NvmlDevice, unsigned *, NvmlProcessInfoV2 *) = nullptr;  // _v3 or _v2
+    NvmlReturn (*getGraphicsV2)(NvmlDevice, unsigned *, NvmlProcessInfoV2 *) = nullptr; // _v3 or _v2
     NvmlReturn (*getGraphicsV1)(NvmlDevice, unsigned *, NvmlProcessInfoV1 *) = nullptr;
     std::string name;
 
@@ -302,7 +320,7 @@ void GpuProbe::sampleCpu(GpuSample &s)
     if (total > m_lastTotal && busy >= m_lastBusy)
         s.cpuUsagePercent = 100.0 * double(dBusy) / double(dTotal);
     else
-        s.cpuUsagePercent = 0.0;  // counters did not move (or went back: another /proc)
+        s.cpuUsagePercent = 0.0; // counters did not move (or went back: another /proc)
     m_lastBusy = busy;
     m_lastTotal = total;
 }

@@ -45,33 +45,33 @@ struct GpuProcess {
 
 struct GpuSample {
     GpuVendor vendor = GpuVendor::None;
-    std::string name;                    // "NVIDIA GeForce RTX 3080"; "CPU" when vendor == None
-    double utilisationPercent = -1.0;    // 0..100; < 0 unknown
-    std::uint64_t memoryUsedBytes = 0;   // accelerator memory; 0/0 unknown
+    std::string name;                  // "NVIDIA GeForce RTX 3080"; "CPU" when vendor == None
+    double utilisationPercent = -1.0;  // 0..100; < 0 unknown
+    std::uint64_t memoryUsedBytes = 0; // accelerator memory; 0/0 unknown
     std::uint64_t memoryTotalBytes = 0;
-    double temperatureCelsius = -1.0;    // < 0 unknown
-    double powerWatts = -1.0;            // < 0 unknown
-    std::vector<GpuProcess> graphicsProcesses;  // other processes drawing on this GPU
-    double cpuUsagePercent = -1.0;       // all CPUs, 0..100; < 0 unknown
-    int cpuCount = 0;                    // logical CPUs in /proc/stat
-    std::string note;                    // why no GPU is shown ("NVML not found: ...")
+    double temperatureCelsius = -1.0;          // < 0 unknown
+    double powerWatts = -1.0;                  // < 0 unknown
+    std::vector<GpuProcess> graphicsProcesses; // other processes drawing on this GPU
+    double cpuUsagePercent = -1.0;             // all CPUs, 0..100; < 0 unknown
+    int cpuCount = 0;                          // logical CPUs in /proc/stat
+    std::string note;                          // why no GPU is shown ("NVML not found: ...")
 };
 
 struct GpuProbeOptions {
-    std::string nvmlLibrary = "libnvidia-ml.so.1";  // "" skips NVML
-    std::filesystem::path sysRoot = "/sys";          // "" skips AMD
+    std::string nvmlLibrary = "libnvidia-ml.so.1"; // "" skips NVML
+    std::filesystem::path sysRoot = "/sys";        // "" skips AMD
     std::filesystem::path procRoot = "/proc";
-    unsigned deviceIndex = 0;                        // which GPU (NVML index / n-th amdgpu card)
-    unsigned ownPid = 0;                             // 0: getpid()
+    unsigned deviceIndex = 0; // which GPU (NVML index / n-th amdgpu card)
+    unsigned ownPid = 0;      // 0: getpid()
     std::vector<std::string> ignoredGraphicsProcesses = {
-        "Xorg", "Xwayland", "X", "gnome-shell", "kwin_x11", "kwin_wayland", "plasmashell",
-        "sway", "mutter", "xfwm4", "cinnamon", "compiz", "picom", "weston", "Hyprland"};
+        "Xorg",   "Xwayland", "X",        "gnome-shell", "kwin_x11", "kwin_wayland", "plasmashell", "sway",
+        "mutter", "xfwm4",    "cinnamon", "compiz",      "picom",    "weston",       "Hyprland"};
 };
 
-[[nodiscard]] const char *gpuVendorName(GpuVendor vendor);  // "NVIDIA", "AMD", "none"
+[[nodiscard]] const char *gpuVendorName(GpuVendor vendor); // "NVIDIA", "AMD", "none"
 
 class GpuProbe final {
-public:
+  public:
     explicit GpuProbe(GpuProbeOptions options = {});
     ~GpuProbe();
     GpuProbe(const GpuProbe &) = delete;
@@ -80,11 +80,11 @@ public:
     [[nodiscard]] GpuVendor vendor() const;
     [[nodiscard]] GpuSample sample();
 
-private:
+  private:
     struct Nvml;
     GpuProbeOptions m_options;
     std::unique_ptr<Nvml> m_nvml;
-    std::filesystem::path m_amdDevice;   // .../class/drm/cardN/device, empty if none
+    std::filesystem::path m_amdDevice; // .../class/drm/cardN/device, empty if none
     std::string m_note;
     std::uint64_t m_lastBusy = 0, m_lastTotal = 0;
 

@@ -26,16 +26,16 @@ struct HostProbeOptions {
 };
 
 class HostProbe final {
-public:
+  public:
     explicit HostProbe(HostProbeOptions options = {});
 
     [[nodiscard]] bool onBattery() const;
-    [[nodiscard]] std::vector<std::string> runningProcesses() const;  // sorted, unique
+    [[nodiscard]] std::vector<std::string> runningProcesses() const; // sorted, unique
     // Fills runningProcesses, onBattery and userIdleSeconds of an observation
     // (gpuGraphicsProcesses comes from GpuProbe).
     void observe(HostObservation &observation) const;
 
-private:
+  private:
     HostProbeOptions m_options;
 };
 

@@ -3,9 +3,21 @@
 #include <cstring>
 
 namespace {
-struct Utilization { unsigned gpu; unsigned memory; };
-struct Memory { unsigned long long total; unsigned long long free; unsigned long long used; };
-struct ProcessInfo { unsigned pid; unsigned long long usedGpuMemory; unsigned gpuInstanceId; unsigned computeInstanceId; };
+struct Utilization {
+    unsigned gpu;
+    unsigned memory;
+};
+struct Memory {
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+};
+struct ProcessInfo {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+    unsigned gpuInstanceId;
+    unsigned computeInstanceId;
+};
 int g_initCount = 0;
 void *const kDevice = reinterpret_cast<void *>(0x1234);
 
@@ -16,13 +28,25 @@ constexpr unsigned kCount = sizeof kPids / sizeof kPids[0];
 } // namespace
 
 extern "C" {
-__attribute__((visibility("default"))) int nvmlInit_v2() { ++g_initCount; return 0; }
-__attribute__((visibility("default"))) int nvmlShutdown() { --g_initCount; return 0; }
-__attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned *count) { *count = 1; return 0; }
+__attribute__((visibility("default"))) int nvmlInit_v2()
+{
+    ++g_initCount;
+    return 0;
+}
+__attribute__((visibility("default"))) int nvmlShutdown()
+{
+    --g_initCount;
+    return 0;
+}
+__attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned *count)
+{
+    *count = 1;
+    return 0;
+}
 __attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned index, void **device)
 {
     if (index != 0)
-        return 2;  // NVML_ERROR_INVALID_ARGUMENT
+        return 2; // NVML_ERROR_INVALID_ARGUMENT
     *device = kDevice;
     return 0;
 }
@@ -58,11 +82,12 @@ __attribute__((visibility("default"))) int nvmlDeviceGetPowerUsage(void *, unsig
     *milliwatts = 123456;
     return 0;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetGraphicsRunningProcesses_v3(void *, unsigned *count, ProcessInfo *infos)
+__attribute__((visibility("default"))) int nvmlDeviceGetGraphicsRunningProcesses_v3(void *, unsigned *count,
+                                                                                    ProcessInfo *infos)
 {
     if (*count < kCount) {
         *count = kCount;
-        return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+        return 7; // NVML_ERROR_INSUFFICIENT_SIZE
     }
     for (unsigned i = 0; i < kCount; ++i)
         infos[i] = {kPids[i], (i + 1ULL) << 20, 0, 0};
@@ -70,5 +95,8 @@ __attribute__((visibility("default"))) int nvmlDeviceGetGraphicsRunningProcesses
     return 0;
 }
 // For the test: how many nvmlInit_v2 calls are not matched by nvmlShutdown.
-__attribute__((visibility("default"))) int fakeNvmlOpenCount() { return g_initCount; }
+__attribute__((visibility("default"))) int fakeNvmlOpenCount()
+{
+    return g_initCount;
+}
 }

@@ -14,12 +14,15 @@ FakePeer::FakePeer(Options options) : m_options(options)
     m_snapshot.runName = "Fake run";
     m_snapshot.deviceName = "cpu (fake)";
     m_snapshot.targetBatchSize = options.targetBatch;
-    m_snapshot.allTime.samples = 1000;  // "kept across restarts"
+    m_snapshot.allTime.samples = 1000; // "kept across restarts"
     m_snapshot.allTime.computeSeconds = 3600.0;
     m_snapshot.allTime.stepsTakenPart = 12;
 }
 
-FakePeer::~FakePeer() { stop(); }
+FakePeer::~FakePeer()
+{
+    stop();
+}
 
 void FakePeer::start()
 {
@@ -37,7 +40,7 @@ void FakePeer::pause(const std::string &reason)
     m_pauseRequested = true;
     m_pauseReason = reason;
     if (m_snapshot.state == PeerState::Paused) {
-        m_snapshot.stateDetail = reason;  // pausing twice keeps the newer reason
+        m_snapshot.stateDetail = reason; // pausing twice keeps the newer reason
         ++m_snapshot.sequence;
     }
     m_wake.notify_all();
@@ -125,12 +128,13 @@ void FakePeer::run()
             paused = true;
             setState(PeerState::Paused, reason);
             std::unique_lock lock(m_mutex);
-            m_wake.wait_for(lock, std::chrono::milliseconds(50), [this] { return m_stopRequested || !m_pauseRequested; });
+            m_wake.wait_for(lock, std::chrono::milliseconds(50),
+                            [this] { return m_stopRequested || !m_pauseRequested; });
             continue;
         }
         if (paused) {
             paused = false;
-            setState(PeerState::Syncing);  // resynchronise after a pause
+            setState(PeerState::Syncing); // resynchronise after a pause
             if (!waitFor(m_options.phaseMs))
                 break;
         }
@@ -158,7 +162,7 @@ void FakePeer::run()
             s.allTime.computeSeconds += seconds;
             s.localSamplesPerSecond = m_options.microBatch / std::max(seconds, 1e-3);
             s.swarmSamplesPerSecond = 2.0 * s.localSamplesPerSecond;
-            swarmSamples += 2.0 * m_options.microBatch;  // the other trainer keeps pace
+            swarmSamples += 2.0 * m_options.microBatch; // the other trainer keeps pace
             if (swarmSamples >= double(m_options.targetBatch)) {
                 swarmSamples = 0.0;
                 ++s.globalEpoch;
@@ -174,7 +178,9 @@ void FakePeer::run()
                 stepped = true;
             }
             s.swarmSamplesAccumulated = swarmSamples;
-            s.etaSeconds = s.swarmSamplesPerSecond > 0 ? (double(m_options.targetBatch) - swarmSamples) / s.swarmSamplesPerSecond : -1.0;
+            s.etaSeconds = s.swarmSamplesPerSecond > 0
+                               ? (double(m_options.targetBatch) - swarmSamples) / s.swarmSamplesPerSecond
+                               : -1.0;
             s.shareOfSwarm = 0.5;
             s.trainers = 2;
             s.auxiliaries = 1;

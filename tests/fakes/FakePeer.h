@@ -14,13 +14,13 @@
 namespace dedloc::test {
 
 class FakePeer final : public PeerControl {
-public:
+  public:
     struct Options {
-        int microBatch = 4;       // samples per micro-batch
-        int stepMs = 20;          // wall time of one micro-batch
-        bool burnCpu = false;     // spin instead of sleeping (GUI responsiveness test)
-        long targetBatch = 64;    // samples per global step (the fake swarm adds as many as we do)
-        int phaseMs = 60;         // Connecting and Syncing last this long
+        int microBatch = 4;    // samples per micro-batch
+        int stepMs = 20;       // wall time of one micro-batch
+        bool burnCpu = false;  // spin instead of sleeping (GUI responsiveness test)
+        long targetBatch = 64; // samples per global step (the fake swarm adds as many as we do)
+        int phaseMs = 60;      // Connecting and Syncing last this long
     };
 
     FakePeer() : FakePeer(Options{}) {}
@@ -39,10 +39,10 @@ public:
     [[nodiscard]] int resumeCalls() const { return m_resumeCalls.load(); }
     [[nodiscard]] ResourceCaps caps() const;
 
-private:
+  private:
     void run();
     void setState(PeerState state, const std::string &detail = {});
-    bool waitFor(int ms);  // false when stopping
+    bool waitFor(int ms); // false when stopping
 
     Options m_options;
     mutable std::mutex m_mutex;

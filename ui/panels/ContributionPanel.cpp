@@ -43,6 +43,9 @@ void ContributionPanel::update(const PeerSnapshot &s)
     m_rate->setText(tr("%1 samples/s").arg(s.localSamplesPerSecond, 0, 'f', 1));
 }
 
-QString ContributionPanel::sessionSamplesText() const { return m_cells[0][0]->text(); }
+QString ContributionPanel::sessionSamplesText() const
+{
+    return m_cells[0][0]->text();
+}
 
 } // namespace dedloc::ui

@@ -12,13 +12,13 @@ namespace dedloc::ui {
 class ContributionPanel final : public QGroupBox {
     Q_OBJECT
 
-public:
+  public:
     explicit ContributionPanel(QWidget *parent = nullptr);
     void update(const PeerSnapshot &snapshot);
     [[nodiscard]] QString sessionSamplesText() const;
 
-private:
-    QLabel *m_cells[3][2];  // rows: samples, compute time, steps; columns: session, all time
+  private:
+    QLabel *m_cells[3][2]; // rows: samples, compute time, steps; columns: session, all time
     QLabel *m_share;
     QLabel *m_rate;
 };

@@ -13,12 +13,12 @@ namespace dedloc::ui {
 class GpuPanel final : public QGroupBox {
     Q_OBJECT
 
-public:
+  public:
     explicit GpuPanel(QWidget *parent = nullptr);
     void update(const GpuSample &sample);
-    [[nodiscard]] QString headline() const;  // GPU name, or "Training on CPU"
+    [[nodiscard]] QString headline() const; // GPU name, or "Training on CPU"
 
-private:
+  private:
     QLabel *m_name;
     QProgressBar *m_usage;
     QLabel *m_memory;

@@ -12,13 +12,15 @@
 namespace dedloc::ui {
 
 JoinPage::JoinPage(const RunInfo &run, Settings &settings, QWidget *parent)
-    : QWidget(parent), m_join(new QPushButton(tr("Join"), this)), m_rejoin(new QCheckBox(tr("Join again automatically next time"), this))
+    : QWidget(parent), m_join(new QPushButton(tr("Join"), this)),
+      m_rejoin(new QCheckBox(tr("Join again automatically next time"), this))
 {
     setObjectName("joinPage");
     m_join->setObjectName("joinButton");
     auto *icon = new QLabel(this);
     icon->setPixmap(appIcon().pixmap(96, 96));
-    auto *heading = new QLabel(tr("<h2>Donate your idle GPU to %1</h2>").arg(QString::fromStdString(run.name).toHtmlEscaped()), this);
+    auto *heading = new QLabel(
+        tr("<h2>Donate your idle GPU to %1</h2>").arg(QString::fromStdString(run.name).toHtmlEscaped()), this);
     heading->setWordWrap(true);
     auto *about = new QLabel(QString::fromStdString(run.description).toHtmlEscaped(), this);
     about->setWordWrap(true);
@@ -43,7 +45,8 @@ JoinPage::JoinPage(const RunInfo &run, Settings &settings, QWidget *parent)
     connect(m_rejoin, &QCheckBox::toggled, &settings, &Settings::setAutoRejoin);
     connect(m_join, &QPushButton::clicked, this, &JoinPage::joinClicked);
     auto *note = new QLabel(tr("You can pause at any time from the window or the tray icon. "
-                               "The app pauses by itself when a game uses the GPU."), this);
+                               "The app pauses by itself when a game uses the GPU."),
+                            this);
     note->setWordWrap(true);
 
     auto *box = new QVBoxLayout(this);

@@ -15,14 +15,14 @@ class Settings;
 class JoinPage final : public QWidget {
     Q_OBJECT
 
-public:
+  public:
     JoinPage(const RunInfo &run, Settings &settings, QWidget *parent = nullptr);
     [[nodiscard]] QPushButton *joinButton() const { return m_join; }
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void joinClicked();
 
-private:
+  private:
     QPushButton *m_join;
     QCheckBox *m_rejoin;
 };

@@ -15,7 +15,7 @@ namespace dedloc::ui {
 namespace {
 
 class LevelFilter final : public QSortFilterProxyModel {
-public:
+  public:
     using QSortFilterProxyModel::QSortFilterProxyModel;
     void setMinimum(int level)
     {
@@ -23,20 +23,21 @@ public:
         invalidateFilter();
     }
 
-protected:
+  protected:
     bool filterAcceptsRow(int row, const QModelIndex &parent) const override
     {
         return sourceModel()->index(row, 0, parent).data(LogModel::LevelRole).toInt() >= m_minimum;
     }
 
-private:
+  private:
     int m_minimum = 0;
 };
 
 } // namespace
 
 LogPanel::LogPanel(LogModel &model, QWidget *parent)
-    : QGroupBox(tr("Log"), parent), m_level(new QComboBox(this)), m_proxy(new LevelFilter(this)), m_view(new QTableView(this))
+    : QGroupBox(tr("Log"), parent), m_level(new QComboBox(this)), m_proxy(new LevelFilter(this)),
+      m_view(new QTableView(this))
 {
     setObjectName("logPanel");
     m_proxy->setSourceModel(&model);
@@ -71,6 +72,9 @@ void LogPanel::setMinimumLevel(int level)
         m_level->setCurrentIndex(level);
 }
 
-int LogPanel::visibleRows() const { return m_proxy->rowCount(); }
+int LogPanel::visibleRows() const
+{
+    return m_proxy->rowCount();
+}
 
 } // namespace dedloc::ui

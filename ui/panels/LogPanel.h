@@ -14,12 +14,12 @@ class LogModel;
 class LogPanel final : public QGroupBox {
     Q_OBJECT
 
-public:
+  public:
     LogPanel(LogModel &model, QWidget *parent = nullptr);
-    void setMinimumLevel(int level);  // dedloc::log::Level as int
+    void setMinimumLevel(int level); // dedloc::log::Level as int
     [[nodiscard]] int visibleRows() const;
 
-private:
+  private:
     QComboBox *m_level;
     QSortFilterProxyModel *m_proxy;
     QTableView *m_view;

@@ -9,7 +9,8 @@
 
 namespace dedloc::ui {
 
-PeersPanel::PeersPanel(PeersTableModel &model, QWidget *parent) : QGroupBox(tr("Peers"), parent), m_view(new QTableView(this))
+PeersPanel::PeersPanel(PeersTableModel &model, QWidget *parent)
+    : QGroupBox(tr("Peers"), parent), m_view(new QTableView(this))
 {
     setObjectName("peersPanel");
     auto *proxy = new QSortFilterProxyModel(this);

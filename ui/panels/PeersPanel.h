@@ -11,11 +11,11 @@ class PeersTableModel;
 class PeersPanel final : public QGroupBox {
     Q_OBJECT
 
-public:
+  public:
     PeersPanel(PeersTableModel &model, QWidget *parent = nullptr);
     [[nodiscard]] QTableView *view() const { return m_view; }
 
-private:
+  private:
     QTableView *m_view;
 };
 

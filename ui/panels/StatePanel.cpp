@@ -9,12 +9,8 @@
 namespace dedloc::ui {
 
 StatePanel::StatePanel(QWidget *parent)
-    : QGroupBox(tr("State"), parent),
-      m_icon(new QLabel(this)),
-      m_title(new QLabel(this)),
-      m_detail(new QLabel(this)),
-      m_round(new QLabel(this)),
-      m_button(new QPushButton(tr("Pause"), this))
+    : QGroupBox(tr("State"), parent), m_icon(new QLabel(this)), m_title(new QLabel(this)), m_detail(new QLabel(this)),
+      m_round(new QLabel(this)), m_button(new QPushButton(tr("Pause"), this))
 {
     setObjectName("statePanel");
     m_title->setObjectName("stateTitle");
@@ -44,7 +40,11 @@ StatePanel::StatePanel(QWidget *parent)
 
 void StatePanel::update(const PeerSnapshot &s)
 {
-    m_icon->setPixmap(stateIcon(s.state).pixmap(48, 48));
+    if (!m_haveState || s.state != m_state) { // rendering the SVG each tick would waste the GUI thread
+        m_icon->setPixmap(stateIcon(s.state).pixmap(48, 48));
+        m_state = s.state;
+        m_haveState = true;
+    }
     m_title->setText(stateTitle(s.state));
     m_detail->setText(stateExplanation(s));
     m_round->setText(s.lastRoundStatus.empty() ? QString()
@@ -54,7 +54,13 @@ void StatePanel::update(const PeerSnapshot &s)
     m_button->setEnabled(s.state != PeerState::Idle && s.state != PeerState::Stopped);
 }
 
-QString StatePanel::title() const { return m_title->text(); }
-QString StatePanel::explanation() const { return m_detail->text(); }
+QString StatePanel::title() const
+{
+    return m_title->text();
+}
+QString StatePanel::explanation() const
+{
+    return m_detail->text();
+}
 
 } // namespace dedloc::ui

@@ -15,23 +15,25 @@ namespace dedloc::ui {
 class StatePanel final : public QGroupBox {
     Q_OBJECT
 
-public:
+  public:
     explicit StatePanel(QWidget *parent = nullptr);
     void update(const PeerSnapshot &snapshot);
-    [[nodiscard]] QString title() const;       // "Training"
+    [[nodiscard]] QString title() const; // "Training"
     [[nodiscard]] QString explanation() const;
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void pauseClicked();
     void resumeClicked();
 
-private:
+  private:
     QLabel *m_icon;
     QLabel *m_title;
     QLabel *m_detail;
     QLabel *m_round;
     QPushButton *m_button;
     bool m_paused = false;
+    bool m_haveState = false;
+    PeerState m_state = PeerState::Idle;
 };
 
 } // namespace dedloc::ui

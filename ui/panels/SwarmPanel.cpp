@@ -9,29 +9,22 @@
 #include <QLineSeries>
 #include <QPainter>
 #include <QProgressBar>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include <algorithm>
 
 namespace dedloc::ui {
 
 SwarmPanel::SwarmPanel(QWidget *parent)
-    : QGroupBox(tr("Swarm"), parent),
-      m_step(new QLabel(this)),
-      m_progress(new QProgressBar(this)),
-      m_eta(new QLabel(this)),
-      m_peers(new QLabel(this)),
-      m_throughput(new QLabel(this)),
-      m_chart(new QChart),
-      m_series(new QLineSeries),
-      m_xAxis(new QValueAxis),
-      m_yAxis(new QValueAxis)
+    : QGroupBox(tr("Swarm"), parent), m_step(new QLabel(this)), m_progress(new QProgressBar(this)),
+      m_eta(new QLabel(this)), m_peers(new QLabel(this)), m_throughput(new QLabel(this)), m_chart(new QChart),
+      m_series(new QLineSeries), m_xAxis(new QValueAxis), m_yAxis(new QValueAxis)
 {
     setObjectName("swarmPanel");
     m_progress->setObjectName("batchProgress");
     m_progress->setRange(0, 1000);
-    m_chart->addSeries(m_series);  // the chart owns the series and axes
+    m_chart->addSeries(m_series); // the chart owns the series and axes
     m_chart->addAxis(m_xAxis, Qt::AlignBottom);
     m_chart->addAxis(m_yAxis, Qt::AlignLeft);
     m_series->attachAxis(m_xAxis);
@@ -42,7 +35,7 @@ SwarmPanel::SwarmPanel(QWidget *parent)
     m_yAxis->setTitleText(tr("loss (nats)"));
     m_chart->legend()->hide();
     m_chart->setMargins(QMargins(2, 2, 2, 2));
-    m_chartView = new QChartView(m_chart, this);  // takes ownership of the chart
+    m_chartView = new QChartView(m_chart, this); // takes ownership of the chart
     m_chartView->setRenderHint(QPainter::Antialiasing);
     m_chartView->setMinimumHeight(180);
 
@@ -61,13 +54,18 @@ SwarmPanel::SwarmPanel(QWidget *parent)
 void SwarmPanel::update(const PeerSnapshot &s)
 {
     m_step->setText(formatCount(s.globalEpoch));
-    const double fraction = s.targetBatchSize > 0 ? std::clamp(s.swarmSamplesAccumulated / double(s.targetBatchSize), 0.0, 1.0) : 0.0;
+    const double fraction =
+        s.targetBatchSize > 0 ? std::clamp(s.swarmSamplesAccumulated / double(s.targetBatchSize), 0.0, 1.0) : 0.0;
     m_progress->setValue(int(fraction * 1000.0 + 0.5));
-    m_progress->setFormat(tr("%1 of %2 samples").arg(formatCount((long long)(s.swarmSamplesAccumulated)),
-                                                      formatCount(s.targetBatchSize)));
+    m_progress->setFormat(
+        tr("%1 of %2 samples")
+            .arg(formatCount((long long)(s.swarmSamplesAccumulated)), formatCount(s.targetBatchSize)));
     m_eta->setText(formatDuration(s.etaSeconds));
     m_peers->setText(tr("%1 trainers, %2 auxiliary, %3 monitors (%4 in client mode)")
-                         .arg(s.trainers).arg(s.auxiliaries).arg(s.monitors).arg(s.clientModePeers));
+                         .arg(s.trainers)
+                         .arg(s.auxiliaries)
+                         .arg(s.monitors)
+                         .arg(s.clientModePeers));
     m_throughput->setText(tr("%1 samples/s").arg(s.swarmSamplesPerSecond, 0, 'f', 1));
 
     const long lastEpoch = s.lossHistory.empty() ? -1 : s.lossHistory.back().epoch;
@@ -94,7 +92,13 @@ void SwarmPanel::update(const PeerSnapshot &s)
     m_yAxis->setRange(std::max(0.0, lo - pad), hi + pad);
 }
 
-int SwarmPanel::lossPoints() const { return int(m_series->count()); }
-int SwarmPanel::progressPercent() const { return m_progress->value() / 10; }
+int SwarmPanel::lossPoints() const
+{
+    return int(m_series->count());
+}
+int SwarmPanel::progressPercent() const
+{
+    return m_progress->value() / 10;
+}
 
 } // namespace dedloc::ui

@@ -20,13 +20,13 @@ namespace dedloc::ui {
 class SwarmPanel final : public QGroupBox {
     Q_OBJECT
 
-public:
+  public:
     explicit SwarmPanel(QWidget *parent = nullptr);
     void update(const PeerSnapshot &snapshot);
     [[nodiscard]] int lossPoints() const;
     [[nodiscard]] int progressPercent() const;
 
-private:
+  private:
     QLabel *m_step;
     QProgressBar *m_progress;
     QLabel *m_eta;
