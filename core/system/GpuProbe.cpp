@@ -177,7 +177,7 @@ GpuProbe::GpuProbe(GpuProbeOptions options) : m_options(std::move(options))
             why += "; ";
         why += "no AMD GPU in sysfs";
     }
-    m_note = why;
+    m_note = why.empty() ? std::string("GPU probing disabled") : why;
     log::info("system", "no GPU found: training on CPU (" + m_note + ")");
 }
 
@@ -232,7 +232,7 @@ void GpuProbe::sampleNvml(GpuSample &s)
         using Info = decltype(tag);
         std::vector<Info> infos(8);
         for (int attempt = 0; attempt < 3; ++attempt) {
-            unsigned count = unsigned(infos.size());
+            auto count = unsigned(infos.size());
             const auto rc = fn(n.device, &count, infos.data());
             if (rc == kNvmlSuccess) {
                 for (unsigned i = 0; i < count && i < infos.size(); ++i)
@@ -290,7 +290,8 @@ void GpuProbe::sampleCpu(GpuSample &s)
     std::ifstream in(m_options.procRoot / "stat");
     std::string line;
     int cpus = 0;
-    std::uint64_t busy = 0, total = 0;
+    std::uint64_t busy = 0;
+    std::uint64_t total = 0;
     bool haveTotal = false;
     while (std::getline(in, line)) {
         if (line.rfind("cpu", 0) != 0)
