@@ -1,7 +1,13 @@
 // The GUI thread is never blocked while training runs (issue 4, Evidence): the whole window
 // against a fake peer that burns a CPU core in its own thread, with the bridge polling at 4 Hz
-// and log lines arriving from the worker. A 10 ms QTimer on the GUI thread records the gaps
-// between its timeouts for 4 s; the test fails if any gap exceeds 250 ms and prints p50/p99.
+// and log lines arriving from the worker. A 10 ms QTimer on the GUI thread records how late each
+// timeout comes, for 4 s, and prints p50/p99/max.
+// What fails the test: a gap of more than 250 ms in which the GUI thread was running our code or
+// waiting on something (a lock, I/O) - i.e. the lateness minus the time the kernel kept the
+// runnable thread on its run queue (/proc/thread-self/schedstat, field 2, "time spent waiting on a
+// runqueue"). On this shared 2-core machine other builds can keep a runnable thread off the CPU
+// for 300 ms; that is the machine being busy, not the GUI thread being blocked. Both figures are
+// printed; where schedstat is missing the raw lateness is used.
 #include "DesktopApp.h"
 #include "FakePeer.h"
 #include "LogModel.h"
@@ -15,11 +21,33 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <thread>
 #include <vector>
 
 using namespace dedloc;
 using namespace dedloc::ui;
+
+namespace {
+
+// Nanoseconds this thread has spent runnable but not running; -1 if unknown.
+long long runQueueWaitNs()
+{
+    std::ifstream in("/proc/thread-self/schedstat");
+    long long onCpu = 0;
+    long long waiting = -1;
+    if (!(in >> onCpu >> waiting))
+        return -1;
+    return waiting;
+}
+
+double percentile(std::vector<double> v, double p)
+{
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, std::size_t(p * double(v.size())))];
+}
+
+} // namespace
 
 class TestGuiResponsiveness final : public QObject {
     Q_OBJECT
@@ -58,15 +86,23 @@ class TestGuiResponsiveness final : public QObject {
 
         constexpr int kIntervalMs = 10;
         std::vector<double> lateness; // ms beyond the interval
+        std::vector<double> blocked;  // ... minus the run-queue wait
         QElapsedTimer clock;
         QTimer probe;
         probe.setTimerType(Qt::PreciseTimer);
         qint64 last = -1;
+        long long lastWait = runQueueWaitNs();
         connect(&probe, &QTimer::timeout, this, [&] {
             const qint64 now = clock.nsecsElapsed();
-            if (last >= 0)
-                lateness.push_back(std::max(0.0, (now - last) / 1e6 - kIntervalMs));
+            const long long wait = runQueueWaitNs();
+            if (last >= 0) {
+                const double late = std::max(0.0, (now - last) / 1e6 - kIntervalMs);
+                const double queued = (wait >= 0 && lastWait >= 0) ? (wait - lastWait) / 1e6 : 0.0;
+                lateness.push_back(late);
+                blocked.push_back(std::max(0.0, late - queued));
+            }
             last = now;
+            lastWait = wait;
         });
         clock.start();
         probe.start(kIntervalMs);
@@ -76,16 +112,15 @@ class TestGuiResponsiveness final : public QObject {
         logger.join();
 
         QVERIFY(lateness.size() > 100);
-        std::sort(lateness.begin(), lateness.end());
-        auto pct = [&](double p) {
-            return lateness[std::min(lateness.size() - 1, std::size_t(p * double(lateness.size())))];
-        };
-        const double worst = lateness.back();
-        qInfo("event-loop latency over %zu ticks while training: p50 %.2f ms, p99 %.2f ms, max %.2f ms "
-              "(fake peer samples: %lld, log rows: %d)",
-              lateness.size(), pct(0.50), pct(0.99), worst, peer.samplesComputed(), int(app.log().rowCount()));
+        const double worstBlocked = *std::max_element(blocked.begin(), blocked.end());
+        qInfo("event-loop latency over %zu ticks while training: p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
+              "without run-queue waits: p50 %.2f ms, p99 %.2f ms, max %.2f ms (schedstat %s; "
+              "fake peer samples: %lld, log rows: %d)",
+              lateness.size(), percentile(lateness, 0.5), percentile(lateness, 0.99), percentile(lateness, 1.0),
+              percentile(blocked, 0.5), percentile(blocked, 0.99), worstBlocked,
+              lastWait >= 0 ? "available" : "missing: raw figures", peer.samplesComputed(), int(app.log().rowCount()));
         QVERIFY(peer.samplesComputed() > 0);
-        QVERIFY2(worst <= 250.0, qPrintable(QString("the GUI thread was blocked for %1 ms").arg(worst)));
+        QVERIFY2(worstBlocked <= 250.0, qPrintable(QString("the GUI thread was blocked for %1 ms").arg(worstBlocked)));
     }
 };
 

@@ -1,5 +1,6 @@
 #include "PeerBridge.h"
 
+#include "LogindIdleProbe.h"
 #include "Settings.h"
 #include "system/HostProbe.h"
 #include "util/Error.h"
@@ -9,7 +10,8 @@ namespace dedloc::ui {
 
 PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, QObject *parent)
     : QObject(parent), m_peer(peer), m_settings(settings), m_options(std::move(options)),
-      m_policy(settings.pauseRules(), m_options.clock ? m_options.clock : systemLocalClock())
+      m_policyClock(m_options.clock ? m_options.clock : systemLocalClock()),
+      m_policy(settings.pauseRules(), m_policyClock)
 {
     qRegisterMetaType<dedloc::PeerSnapshot>();
     qRegisterMetaType<dedloc::GpuSample>();
@@ -18,8 +20,13 @@ PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, Q
         m_gpuProbe = std::make_unique<GpuProbe>();
         m_options.gpuProbe = [probe = m_gpuProbe.get()] { return probe->sample(); };
     }
-    if (!m_options.hostProbe)
-        m_options.hostProbe = [probe = HostProbe()](HostObservation &o) { probe.observe(o); };
+    if (!m_options.hostProbe) {
+        m_idleProbe = std::make_unique<LogindIdleProbe>();
+        m_options.hostProbe = [this, probe = HostProbe()](HostObservation &o) {
+            probe.observe(o);
+            o.userIdleSeconds = m_idleProbe->idleSeconds(m_policyClock().unixSeconds);
+        };
+    }
     m_options.probeEveryTicks = std::max(1, m_options.probeEveryTicks);
     connect(&m_timer, &QTimer::timeout, this, &PeerBridge::tick);
     m_timer.start(m_options.snapshotIntervalMs);

@@ -6,7 +6,8 @@
 // snapshot is a copy made under the peer's mutex; it never waits for a step or the network),
 // skips a snapshot whose sequence did not change, and emits snapshotChanged() once per change:
 // the coalescing point, so widgets never see more than ~4 updates a second.
-// Once a second it samples the probes (GPU/CPU, battery, running programs) and emits
+// Once a second it samples the probes (GPU/CPU, battery, running programs, user idle time from
+// logind: LogindIdleProbe) and emits
 // gpuSampled(), then runs the AutoPausePolicy and calls pause(reason) / resume() on the peer
 // when the decision changes. A manual pause always wins (policy rule 1).
 // UI -> core: join(), pauseManually(), pauseFor(), pauseUntilTomorrow(), resumeManually(),
@@ -26,6 +27,7 @@
 
 namespace dedloc::ui {
 
+class LogindIdleProbe;
 class Settings;
 
 class PeerBridge final : public QObject {
@@ -75,6 +77,8 @@ class PeerBridge final : public QObject {
     Settings &m_settings;
     Options m_options;
     std::unique_ptr<GpuProbe> m_gpuProbe;
+    std::unique_ptr<LogindIdleProbe> m_idleProbe;
+    LocalClock m_policyClock;
     AutoPausePolicy m_policy;
     QTimer m_timer;
     PeerSnapshot m_snapshot;
