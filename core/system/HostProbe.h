@@ -8,8 +8,8 @@
 //     (kernel Documentation/ABI/testing/sysfs-class-power). No power_supply: not on battery.
 //   - programs: <procRoot>/<pid>/comm of every numeric entry (proc(5); the kernel truncates
 //     names to 15 characters, so a listed name is compared with that prefix too).
-//   - user idle time: not probed yet (X11 XScreenSaver / logind IdleHint would need new
-//     dependencies); reported as unknown (< 0), which turns the "user active" rule off.
+//   - user idle time: not probed here (core has no D-Bus); observe() sets it unknown (< 0) and the
+//     UI fills it from logind (ui/LogindIdleProbe.h).
 // Errors: unreadable files count as absent; never throws. Threads: one thread at a time.
 // Cost: one directory walk of /proc, a few ms with ~500 processes; the app calls it once a second.
 #include "system/AutoPausePolicy.h"
