@@ -92,6 +92,9 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, cons
         log::info("ui",
                   "settings: " + settings.fileName().toStdString() + "; log: " + desktop.log().logFile().toStdString());
         code = app.exec();
+        // stop() may take up to the round timeouts: do not leave a frozen window on screen.
+        desktop.window().hide();
+        desktop.tray().hide();
         log::info("ui", "quitting: leaving the swarm");
         peer.stop();
     }

@@ -48,6 +48,8 @@ void TrayController::show()
         m_icon->show();
 }
 
+void TrayController::hide() { m_icon->hide(); }
+
 QString TrayController::toolTip() const
 {
     return m_icon->toolTip();
