@@ -29,6 +29,7 @@ class TrayController final : public QObject {
 
     [[nodiscard]] static bool available(); // QSystemTrayIcon::isSystemTrayAvailable()
     void show();                           // shows the icon if a tray exists
+    void hide();
 
     [[nodiscard]] QAction *pauseAction() const { return m_pause; }
     [[nodiscard]] QAction *resumeAction() const { return m_resume; }
