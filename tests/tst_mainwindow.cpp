@@ -86,6 +86,8 @@ class TestMainWindow final : public QObject {
         h.app->start();
         QVERIFY(!h.app->window().dashboardShown());
         QCOMPARE(h.state(), QString("Idle"));
+        if (const auto keep = qEnvironmentVariable("DEDLOC_SCREENSHOT_JOIN"); !keep.isEmpty())
+            QVERIFY(saveScreenshot(h.app->window(), keep));  // the join page, for the user guide
         QTest::mouseClick(h.app->window().joinPage()->joinButton(), Qt::LeftButton);
         QVERIFY(h.app->window().dashboardShown());
         QTRY_COMPARE_WITH_TIMEOUT(h.state(), QString("Training"), 10000);
