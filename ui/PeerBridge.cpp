@@ -23,7 +23,10 @@ PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, Q
     if (!m_options.hostProbe) {
         m_idleProbe = std::make_unique<LogindIdleProbe>();
         m_options.hostProbe = [this, probe = HostProbe()](HostObservation &o) {
-            probe.observe(o);
+            o.onBattery = probe.onBattery();
+            // Walking /proc costs a few ms on the GUI thread: only when a program is listed.
+            if (!m_policy.rules().listedApplications.empty())
+                o.runningProcesses = probe.runningProcesses();
             o.userIdleSeconds = m_idleProbe->idleSeconds(m_policyClock().unixSeconds);
         };
     }
