@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -161,7 +162,8 @@ double wireBytesPerElement(const std::string &impl)
 
 int main(int argc, char **argv)
 {
-    log::setMinimumLevel(log::Level::Warning);
+    if (!std::getenv("DEDLOC_LOG"))
+        log::setMinimumLevel(log::Level::Warning);
     if (argc >= 2 && std::string(argv[1]) == "--member") {
         // A member never spawns: a malformed member command line is an error, not a coordinator.
         if (argc != 9) {

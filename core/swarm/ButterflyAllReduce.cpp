@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <thread>
 
 namespace dedloc {
 
@@ -36,12 +37,17 @@ std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements)
 zmq::message_t bytesMessage(const std::vector<std::uint8_t> &bytes) { return zmq::message_t(bytes.data(), bytes.size()); }
 
 struct SenderState {
-    std::vector<float> values; // this sender's piece of my shard, decoded
-    std::uint32_t partsReceived = 0;
-    std::uint32_t parts = 0;
-    std::vector<bool> seen;
     double weight = 0.0;
-    std::string routingId; // where to send the result back
+    bool weightKnown = false;
+    std::uint32_t partsReceived = 0;
+    std::string routingId; // where to send the results back
+};
+
+// One part of this member's shard: each sender's decoded piece, until the part is reduced.
+struct PartState {
+    std::vector<std::vector<float>> values; // per member; empty = not delivered
+    std::uint32_t delivered = 0;
+    bool reduced = false;
 };
 
 } // namespace
@@ -106,6 +112,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     // --- Send my values for every other reducer's shard (on a DEALER to it).
     std::vector<std::unique_ptr<zmq::socket_t>> dealers(n);
     std::vector<std::uint64_t> expectedBack(n, 0), receivedBack(n, 0);
+    std::vector<std::vector<bool>> resultSeen(n);
     if (iSend) {
         for (std::size_t j = 0; j < n; ++j) {
             if (j == me || report.shardSizes[j] == 0)
@@ -128,84 +135,110 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
                 zmq::send_multipart(*s, frames);
             }
             expectedBack[j] = static_cast<std::uint64_t>(report.shardSizes[j]);
+            resultSeen[j].assign(parts.size(), false);
             dealers[j] = std::move(s);
         }
     }
+    const double sentAt = elapsed();
 
-    // --- Reduce my shard.
+    // --- Reduce my shard part by part, each as soon as every expected sender delivered it, and
+    // stream each part's result back at once (reduction overlaps the transfer).
+    const auto myParts = pieces(myShard, options.partElements);
+    std::vector<PartState> partStates(myParts.size());
+    for (auto &ps : partStates)
+        ps.values.resize(n);
     std::vector<SenderState> senders(n);
     std::vector<bool> expectedSender(n, false);
-    bool reduced = myShard == 0;
+    std::uint32_t expectedCount = 0;
+    if (myShard > 0)
+        for (std::size_t i = 0; i < n; ++i)
+            if (i != me && members[i].weight > 0.0) {
+                expectedSender[i] = true;
+                ++expectedCount;
+            }
+    std::size_t partsReduced = 0;
+    double reducedAt = 0.0;
+    std::vector<float> average(std::min<std::uint64_t>(myShard, options.partElements));
     const ShardSchema partSchema{groupId, static_cast<std::uint32_t>(n), myShard, options.partElements, options.codec};
 
-    auto finishReduction = [&](bool timedOut) {
-        std::vector<double> sum(myShard, 0.0);
-        double total = 0.0;
-        std::vector<std::size_t> arrived;
-        for (std::size_t i = 0; i < n; ++i) {
-            const bool mine = i == me && iSend;
-            const bool complete = senders[i].parts > 0 && senders[i].partsReceived == senders[i].parts;
-            if (!mine && !complete) {
-                if (expectedSender[i])
-                    report.excludedSenders.push_back(static_cast<std::uint32_t>(i));
-                continue;
+    auto reducePart = [&](std::size_t p) {
+        auto &ps = partStates[p];
+        const auto piece = myParts[p];
+        std::vector<const float *> xs;
+        std::vector<double> ws;
+        for (std::size_t i = 0; i < n; ++i) { // member order: every reducer sums alike
+            if (i == me && iSend) {
+                xs.push_back(values.data() + shardOffset[me] + piece.offset);
+                ws.push_back(myWeight);
+            } else if (!ps.values[i].empty()) {
+                xs.push_back(ps.values[i].data());
+                ws.push_back(senders[i].weight);
             }
-            arrived.push_back(i);
-            total += mine ? myWeight : senders[i].weight;
         }
+        ps.reduced = true;
+        ++partsReduced;
+        if (xs.empty())
+            return; // nobody to average: the part keeps its local values
+        double total = 0.0;
+        for (double w : ws)
+            total += w;
         // Every sender with weight 0 (nobody accumulated anything): a plain mean, so that the
         // members still end equal and nobody waits for a result that never comes.
         const bool equalWeights = total <= 0.0;
-        total = 0.0;
-        for (std::size_t i : arrived) {
-            const bool mine = i == me && iSend;
-            const double w = equalWeights ? 1.0 : (mine ? myWeight : senders[i].weight);
-            const float *x = mine ? values.data() + shardOffset[me] : senders[i].values.data();
-            for (std::uint64_t k = 0; k < myShard; ++k)
-                sum[k] += w * static_cast<double>(x[k]);
-            total += w;
+        if (equalWeights) {
+            std::fill(ws.begin(), ws.end(), 1.0);
+            total = static_cast<double>(ws.size());
         }
-        report.myShardWeight = equalWeights ? 0.0 : total;
-        report.groupWeight = std::max(report.groupWeight, report.myShardWeight);
+        for (double &w : ws)
+            w /= total;
+        const std::size_t m = xs.size();
+        for (std::uint64_t k = 0; k < piece.count; ++k) {
+            double acc = 0.0;
+            for (std::size_t j = 0; j < m; ++j)
+                acc += ws[j] * static_cast<double>(xs[j][k]);
+            average[k] = static_cast<float>(acc);
+        }
+        const double shardWeight = equalWeights ? 0.0 : total;
+        report.myShardWeight = std::max(report.myShardWeight, shardWeight);
+        report.groupWeight = std::max(report.groupWeight, shardWeight);
+        zmq::message_t payload(encodedBytes(options.codec, piece.count));
+        encodeInto(options.codec, std::span<const float>(average.data(), piece.count),
+                   {payload.data<std::uint8_t>(), payload.size()});
+        // Apply exactly what the others receive, so that every member ends bitwise equal.
+        decode(options.codec, {payload.data<std::uint8_t>(), payload.size()},
+               values.subspan(shardOffset[me] + piece.offset, piece.count));
+        const ShardHeader h{MessageType::Result, groupId, static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(me),
+                            static_cast<std::uint32_t>(p), static_cast<std::uint32_t>(myParts.size()), piece.offset,
+                            piece.count, shardWeight, options.codec};
+        const auto header = encodeShardHeader(h);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i == me || senders[i].routingId.empty())
+                continue;
+            zmq::message_t shared;
+            shared.copy(payload); // reference-counted: no copy of the bytes
+            std::array<zmq::message_t, 3> frames{zmq::message_t(senders[i].routingId.data(), senders[i].routingId.size()),
+                                                 bytesMessage(header), std::move(shared)};
+            zmq::send_multipart(*d->router, frames);
+        }
+        for (auto &v : ps.values)
+            std::vector<float>().swap(v);
+    };
+
+    auto finishShard = [&](bool timedOut) {
+        for (std::size_t p = 0; p < partStates.size(); ++p)
+            if (!partStates[p].reduced)
+                reducePart(p);
+        for (std::size_t i = 0; i < n; ++i)
+            if (expectedSender[i] && senders[i].partsReceived < myParts.size())
+                report.excludedSenders.push_back(static_cast<std::uint32_t>(i));
         if (!report.excludedSenders.empty()) {
             report.complete = false;
             log::warning("allreduce", "group " + groupId + ": " + std::to_string(report.excludedSenders.size())
-                                          + " sender(s) excluded from shard " + std::to_string(me)
+                                          + " sender(s) excluded from (part of) shard " + std::to_string(me)
                                           + (timedOut ? " (sender timeout)" : ""));
         }
-        if (arrived.empty())
-            return; // nobody to average: the shard keeps its local values
-        std::vector<float> average(myShard);
-        for (std::uint64_t k = 0; k < myShard; ++k)
-            average[k] = static_cast<float>(sum[k] / total);
-        const auto parts = pieces(myShard, options.partElements);
-        for (std::uint32_t p = 0; p < parts.size(); ++p) {
-            auto slice = std::span<const float>(average).subspan(parts[p].offset, parts[p].count);
-            const auto payload = encode(options.codec, slice);
-            // Apply exactly what the others receive, so that every member ends bitwise equal.
-            decode(options.codec, payload, values.subspan(shardOffset[me] + parts[p].offset, parts[p].count));
-            ShardHeader h{MessageType::Result, groupId, static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(me),
-                          p, static_cast<std::uint32_t>(parts.size()), parts[p].offset, parts[p].count,
-                          report.myShardWeight, options.codec};
-            const auto header = encodeShardHeader(h);
-            for (std::size_t i = 0; i < n; ++i) {
-                if (i == me || senders[i].routingId.empty())
-                    continue;
-                std::array<zmq::message_t, 3> frames{zmq::message_t(senders[i].routingId.data(), senders[i].routingId.size()),
-                                                     bytesMessage(header), bytesMessage(payload)};
-                zmq::send_multipart(*d->router, frames);
-            }
-        }
+        reducedAt = elapsed();
     };
-
-    if (myShard > 0) {
-        for (std::size_t i = 0; i < n; ++i) {
-            if (i == me || members[i].weight <= 0.0)
-                continue;
-            expectedSender[i] = true;
-            senders[i].values.assign(myShard, 0.0F);
-        }
-    }
 
     auto handlePart = [&](std::vector<zmq::message_t> &frames) {
         // frames: routing id, header, payload
@@ -214,37 +247,66 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
         const auto h = parseShardHeader({frames[1].data<std::uint8_t>(), frames[1].size()}, partSchema);
         if (h.type != MessageType::Part || h.shard != me)
             throw ProtocolError("not a PART for shard " + std::to_string(me));
-        auto &s = senders[h.sender];
         if (!expectedSender[h.sender])
             throw ProtocolError("member " + std::to_string(h.sender) + " is not a sender of this round");
-        const auto expectedParts = pieces(myShard, options.partElements);
-        if (h.parts != expectedParts.size() || h.offset != expectedParts[h.part].offset
-            || h.count != expectedParts[h.part].count)
+        if (h.parts != myParts.size() || h.offset != myParts[h.part].offset || h.count != myParts[h.part].count)
             throw ProtocolError("PART does not match the agreed shard layout");
-        if (s.parts == 0) {
-            s.parts = h.parts;
-            s.seen.assign(h.parts, false);
+        auto &s = senders[h.sender];
+        if (!s.weightKnown) {
             s.weight = h.weight;
+            s.weightKnown = true;
         } else if (h.weight != s.weight) {
             throw ProtocolError("PART changes the sender's weight");
         }
-        if (s.seen[h.part])
+        auto &ps = partStates[h.part];
+        if (ps.reduced)
+            throw ProtocolError("late PART " + std::to_string(h.part) + " (already reduced)");
+        auto &slot = ps.values[h.sender];
+        if (!slot.empty())
             throw ProtocolError("duplicate PART " + std::to_string(h.part));
-        s.routingId.assign(frames[0].data<char>(), frames[0].size());
-        decode(h.codec, {frames[2].data<std::uint8_t>(), frames[2].size()},
-               std::span<float>(s.values).subspan(h.offset, h.count));
-        for (std::uint64_t k = h.offset; k < h.offset + h.count; ++k)
-            if (!std::isfinite(s.values[k]))
+        std::vector<float> piece(h.count);
+        decode(h.codec, {frames[2].data<std::uint8_t>(), frames[2].size()}, piece);
+        for (float x : piece)
+            if (!std::isfinite(x))
                 throw ProtocolError("PART carries a non-finite value");
-        s.seen[h.part] = true;
+        slot = std::move(piece);
+        s.routingId.assign(frames[0].data<char>(), frames[0].size());
         ++s.partsReceived;
+        if (++ps.delivered == expectedCount)
+            reducePart(h.part);
     };
 
-    auto allSendersIn = [&] {
-        for (std::size_t i = 0; i < n; ++i)
-            if (expectedSender[i] && (senders[i].parts == 0 || senders[i].partsReceived < senders[i].parts))
-                return false;
-        return true;
+    auto allPartsReduced = [&] { return partsReduced == partStates.size(); };
+    if (myShard > 0 && expectedCount == 0) // nobody sends to me: my shard is mine alone
+        finishShard(false);
+
+    auto dispatchRouterMessage = [&](std::vector<zmq::message_t> &frames) {
+        if (frames.size() < 2)
+            return;
+        // Route by group: another round's message waits for that round (bounded).
+        std::string group;
+        try {
+            const auto j = nlohmann::json::from_cbor(frames[1].data<std::uint8_t>(),
+                                                     frames[1].data<std::uint8_t>() + frames[1].size());
+            group = j.at("g").get<std::string>();
+        } catch (const std::exception &) {
+            log::warning("allreduce", "dropped a malformed message (header is not a CBOR map with a group)");
+            return;
+        }
+        if (group != groupId) {
+            if (d->pending.size() < 4096 && group.size() <= 64)
+                d->pending.emplace(group, std::move(frames));
+            return;
+        }
+        if (myShard == 0) {
+            log::warning("allreduce", "dropped a PART for a member without a shard");
+            return;
+        }
+        try {
+            handlePart(frames);
+        } catch (const std::exception &e) {
+            log::warning("allreduce", std::string("dropped a message: ") + e.what());
+        }
     };
 
     // Parts that arrived before this round started.
@@ -254,16 +316,32 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
         for (auto it = range.first; it != range.second; ++it)
             early.push_back(std::move(it->second));
         d->pending.erase(range.first, range.second);
-        for (auto &frames : early) {
-            if (myShard == 0)
-                break;
-            try {
-                handlePart(frames);
-            } catch (const std::exception &e) {
-                log::warning("allreduce", std::string("dropped a message: ") + e.what());
-            }
-        }
+        for (auto &frames : early)
+            dispatchRouterMessage(frames);
     }
+
+    std::vector<float> resultPiece(options.partElements);
+    auto handleResult = [&](std::size_t j, std::vector<zmq::message_t> &frames) {
+        if (frames.size() != 2)
+            throw ProtocolError("RESULT has " + std::to_string(frames.size()) + " frames");
+        const auto shard = static_cast<std::uint64_t>(report.shardSizes[j]);
+        const auto h = parseShardHeader({frames[0].data<std::uint8_t>(), frames[0].size()},
+                                        ShardSchema{groupId, static_cast<std::uint32_t>(n), shard, options.partElements,
+                                                    options.codec});
+        if (h.type != MessageType::Result || h.shard != j)
+            throw ProtocolError("not a RESULT for shard " + std::to_string(j));
+        if (h.part >= resultSeen[j].size() || resultSeen[j][h.part])
+            throw ProtocolError("duplicate or unexpected RESULT part " + std::to_string(h.part));
+        const std::span<float> piece(resultPiece.data(), h.count);
+        decode(h.codec, {frames[1].data<std::uint8_t>(), frames[1].size()}, piece);
+        for (float x : piece)
+            if (!std::isfinite(x))
+                throw ProtocolError("RESULT carries a non-finite value");
+        std::copy(piece.begin(), piece.end(), values.begin() + static_cast<std::ptrdiff_t>(shardOffset[j] + h.offset));
+        resultSeen[j][h.part] = true;
+        receivedBack[j] += h.count;
+        report.groupWeight = std::max(report.groupWeight, h.weight);
+    };
 
     auto resultsDone = [&] {
         for (std::size_t j = 0; j < n; ++j)
@@ -272,85 +350,52 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
         return true;
     };
 
+    std::vector<zmq::pollitem_t> items;
+    std::vector<std::size_t> owner; // n = router, else dealer index
+    if (d->router) {
+        items.push_back({d->router->handle(), 0, ZMQ_POLLIN, 0});
+        owner.push_back(n);
+    }
+    for (std::size_t j = 0; j < n; ++j)
+        if (dealers[j]) {
+            items.push_back({dealers[j]->handle(), 0, ZMQ_POLLIN, 0});
+            owner.push_back(j);
+        }
+    bool shardDone = allPartsReduced();
     while (true) {
-        if (!reduced && (allSendersIn() || elapsed() >= options.senderTimeout)) {
-            finishReduction(!allSendersIn());
-            reduced = true;
+        if (!shardDone && (allPartsReduced() || elapsed() >= options.senderTimeout)) {
+            finishShard(!allPartsReduced());
+            shardDone = true;
         }
-        if (reduced && (resultsDone() || elapsed() >= options.reducerTimeout))
+        if (shardDone && (resultsDone() || elapsed() >= options.reducerTimeout))
             break;
-        std::vector<zmq::pollitem_t> items;
-        std::vector<std::size_t> owner; // n = router, else dealer index
-        if (d->router) {
-            items.push_back({d->router->handle(), 0, ZMQ_POLLIN, 0});
-            owner.push_back(n);
+        if (items.empty()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            continue;
         }
-        for (std::size_t j = 0; j < n; ++j)
-            if (dealers[j]) {
-                items.push_back({dealers[j]->handle(), 0, ZMQ_POLLIN, 0});
-                owner.push_back(j);
-            }
         zmq::poll(items.data(), items.size(), std::chrono::milliseconds(20));
         for (std::size_t k = 0; k < items.size(); ++k) {
             if (!(items[k].revents & ZMQ_POLLIN))
                 continue;
-            std::vector<zmq::message_t> frames;
-            if (owner[k] == n) {
-                if (!zmq::recv_multipart(*d->router, std::back_inserter(frames), zmq::recv_flags::dontwait))
-                    continue;
-                if (frames.size() < 2)
-                    continue;
-                // Route by group: another round's message waits for that round (bounded).
-                std::string group;
-                try {
-                    const auto j = nlohmann::json::from_cbor(frames[1].data<std::uint8_t>(),
-                                                             frames[1].data<std::uint8_t>() + frames[1].size());
-                    group = j.at("g").get<std::string>();
-                } catch (const std::exception &) {
-                    log::warning("allreduce", "dropped a malformed message (header is not a CBOR map with a group)");
-                    continue;
-                }
-                if (group != groupId) {
-                    if (d->pending.size() < 4096 && group.size() <= 64)
-                        d->pending.emplace(group, std::move(frames));
-                    continue;
-                }
-                if (reduced || myShard == 0) {
-                    log::warning("allreduce", "dropped a late or unexpected PART");
-                    continue;
-                }
-                try {
-                    handlePart(frames);
-                } catch (const std::exception &e) {
-                    log::warning("allreduce", std::string("dropped a message: ") + e.what());
-                }
-            } else {
-                const std::size_t j = owner[k];
-                if (!zmq::recv_multipart(*dealers[j], std::back_inserter(frames), zmq::recv_flags::dontwait))
-                    continue;
-                try {
-                    if (frames.size() != 2)
-                        throw ProtocolError("RESULT has " + std::to_string(frames.size()) + " frames");
-                    const auto shard = static_cast<std::uint64_t>(report.shardSizes[j]);
-                    const auto h = parseShardHeader({frames[0].data<std::uint8_t>(), frames[0].size()},
-                                                    ShardSchema{groupId, static_cast<std::uint32_t>(n), shard,
-                                                                options.partElements, options.codec});
-                    if (h.type != MessageType::Result || h.shard != j)
-                        throw ProtocolError("not a RESULT for shard " + std::to_string(j));
-                    std::vector<float> piece(h.count);
-                    decode(h.codec, {frames[1].data<std::uint8_t>(), frames[1].size()}, piece);
-                    for (float x : piece)
-                        if (!std::isfinite(x))
-                            throw ProtocolError("RESULT carries a non-finite value");
-                    std::copy(piece.begin(), piece.end(), values.begin() + static_cast<std::ptrdiff_t>(shardOffset[j] + h.offset));
-                    receivedBack[j] += h.count;
-                    report.groupWeight = std::max(report.groupWeight, h.weight);
-                } catch (const std::exception &e) {
-                    log::warning("allreduce", std::string("dropped a result: ") + e.what());
+            auto &socket = owner[k] == n ? *d->router : *dealers[owner[k]];
+            for (int drained = 0; drained < 256; ++drained) { // drain, but let the others in too
+                std::vector<zmq::message_t> frames;
+                if (!zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait))
+                    break;
+                if (owner[k] == n) {
+                    dispatchRouterMessage(frames);
+                } else {
+                    try {
+                        handleResult(owner[k], frames);
+                    } catch (const std::exception &e) {
+                        log::warning("allreduce", std::string("dropped a result: ") + e.what());
+                    }
                 }
             }
         }
     }
+    log::debug("allreduce", "group " + groupId + ": parts queued " + std::to_string(sentAt) + " s, shard reduced "
+                                + std::to_string(reducedAt) + " s, results in " + std::to_string(elapsed()) + " s");
 
     std::uint64_t expected = 0, received = 0;
     for (std::size_t j = 0; j < n; ++j) {
