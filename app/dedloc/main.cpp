@@ -1,6 +1,8 @@
 // dedloc: the volunteer's program. `dedloc --headless` trains without a window.
 #include "run/RunPaths.h"
+#include "security/RunTrust.h"
 #include "train/TrainingSession.h"
+#include "util/Error.h"
 #include "util/Log.h"
 
 #include <QCommandLineParser>
@@ -48,7 +50,9 @@ int main(int argc, char *argv[])
     const QCommandLineOption duration(QStringLiteral("duration"), QStringLiteral("Stop after this many seconds."), QStringLiteral("seconds"), QStringLiteral("0"));
     const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Stop at this optimizer step (default: the schedule's total)."), QStringLiteral("n"), QStringLiteral("0"));
     const QCommandLineOption fresh(QStringLiteral("fresh"), QStringLiteral("Start from step 0; existing checkpoints are left on disk but not loaded."));
-    parser.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh});
+    const QCommandLineOption leadKey(QStringLiteral("lead-key"), QStringLiteral("The run lead's public key (minisign format) to verify the manifest with (default: the installed key for the bundled run, else the key pinned on first join)."), QStringLiteral("file"));
+    const QCommandLineOption allowUnsigned(QStringLiteral("allow-unsigned"), QStringLiteral("Development only: train on a run whose manifest is not signed or does not verify."));
+    parser.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, leadKey, allowUnsigned});
     // parse() rather than process(): a bad option exits with 2 like every other bad input.
     if (!parser.parse(QCoreApplication::arguments())) {
         std::fprintf(stderr, "dedloc: %s (see --help)\n", qPrintable(parser.errorText()));
@@ -78,6 +82,25 @@ int main(int argc, char *argv[])
     if (!ok || options.threads < 0 || options.durationSeconds < 0 || options.maxSteps < 0) {
         std::fprintf(stderr, "dedloc: --threads, --duration and --steps take non-negative numbers\n");
         return 2;
+    }
+    // Nothing is trained from a run whose manifest is not signed by its lead (security/RunTrust.h).
+    std::optional<std::filesystem::path> installedKey;
+    std::error_code sameFileError;
+    if (parser.isSet(leadKey))
+        installedKey = parser.value(leadKey).toStdString();
+    else if (const auto bundled = dedloc::findDefaultManifest(); bundled
+             && std::filesystem::equivalent(*bundled, options.manifest, sameFileError)
+             && std::filesystem::exists(bundled->parent_path() / "lead.pub"))
+        installedKey = bundled->parent_path() / "lead.pub";
+    try {
+        const auto trust = dedloc::verifyRunManifest(options.manifest, options.dataDir / "trust", installedKey);
+        dedloc::log::info("app", "run manifest verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
+    } catch (const dedloc::Error &e) {
+        if (!parser.isSet(allowUnsigned)) {
+            std::fprintf(stderr, "dedloc: %s\n", e.what());
+            return 2;
+        }
+        dedloc::log::warning("app", std::string("--allow-unsigned: training anyway although ") + e.what());
     }
     options.allowCuda = !parser.isSet(cpu);
     options.resume = !parser.isSet(fresh);
