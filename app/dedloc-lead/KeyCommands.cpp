@@ -96,8 +96,12 @@ int keygen(const QStringList &args)
     const QCommandLineOption sec(QStringLiteral("secret"), QStringLiteral("Secret key file (written mode 0600)."), QStringLiteral("file"));
     const QCommandLineOption noPassword(QStringLiteral("no-password"), QStringLiteral("Store the secret key unencrypted."));
     const QCommandLineOption force(QStringLiteral("force"), QStringLiteral("Overwrite existing key files."));
+    const QCommandLineOption kdf(QStringLiteral("kdf"),
+                                 QStringLiteral("scrypt cost of a password-protected key: sensitive (minisign's: 1 GiB, "
+                                                "seconds) or interactive (16 MiB; tests and throw-away keys only)."),
+                                 QStringLiteral("cost"), QStringLiteral("sensitive"));
     PasswordOptions pw;
-    p.addOptions({out, pub, sec, noPassword, force});
+    p.addOptions({out, pub, sec, noPassword, force, kdf});
     pw.add(p);
     int rc = 0;
     if (!parseOrExit(p, args, "keygen", rc))
@@ -118,8 +122,13 @@ int keygen(const QStringList &args)
         return badInput("keygen", "--no-password contradicts --password-env/--password-stdin");
     if (!password && !p.isSet(noPassword))
         return badInput("keygen", "choose --password-env NAME, --password-stdin or --no-password");
+    minisign::KdfCost cost;
+    if (p.value(kdf) == QLatin1String("interactive"))
+        cost = minisign::KdfCost::interactive();
+    else if (p.value(kdf) != QLatin1String("sensitive"))
+        return badInput("keygen", "--kdf takes sensitive or interactive");
     const auto pair = minisign::generateKeyPair();
-    minisign::writeKeyPair(pair, pubFile, secFile, password, {}, p.isSet(force));
+    minisign::writeKeyPair(pair, pubFile, secFile, password, cost, p.isSet(force));
     std::printf("key %s\npublic key: %s\nsecret key: %s%s\nminisign -Vm <file> -P %s\n",
                 pair.publicKey.keyIdHex().c_str(), pubFile.c_str(), secFile.c_str(),
                 password ? " (password-protected, scrypt)" : " (UNENCRYPTED: keep it offline)",
