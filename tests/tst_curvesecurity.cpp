@@ -88,14 +88,11 @@ struct Client {
             configureCurveClient(dealer, curveKeyPairOf(*identity), server);
         const std::string mon = "inproc://monitor-" + std::to_string(counter++);
         zmq_socket_monitor(dealer.handle(), mon.c_str(),
-                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
-                               | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
         monitor.connect(mon);
     }
-    ~Client()
-    {
-        zmq_socket_monitor(dealer.handle(), nullptr, 0);
-    }
+    ~Client() { zmq_socket_monitor(dealer.handle(), nullptr, 0); }
     void connect(const std::string &endpoint) { dealer.connect(endpoint); }
     // First handshake event: {event, value}; {0, 0} on timeout.
     std::pair<int, int> handshake()
@@ -126,11 +123,14 @@ struct Client {
     }
 };
 
-Ed25519PublicKey pk(const PeerIdentity &id) { return id.publicKey(); }
+Ed25519PublicKey pk(const PeerIdentity &id)
+{
+    return id.publicKey();
+}
 
 // A TCP relay on 127.0.0.1 that forwards one connection to `target` and records every byte.
 class Relay final {
-public:
+  public:
     explicit Relay(const std::string &zmqEndpoint)
     {
         const auto colon = zmqEndpoint.rfind(':');
@@ -159,7 +159,7 @@ public:
         return m_seen;
     }
 
-private:
+  private:
     void run()
     {
         pollfd lp{m_listen, POLLIN, 0};
@@ -214,7 +214,7 @@ private:
 class TestCurveSecurity final : public QObject {
     Q_OBJECT
 
-private:
+  private:
     ms::KeyPair m_lead = ms::generateKeyPair();
 
     // Connects `who` to a closed-run server holding `offer` (presenter, token) and returns the
@@ -231,7 +231,7 @@ private:
         return {event, value, server.zap->lastRefusal()};
     }
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void initTestCase() { QVERIFY(sodium_init() >= 0); }
 
     void curveKeysDeriveFromTheIdentity()
@@ -249,7 +249,8 @@ private Q_SLOTS:
     {
         const auto alice = PeerIdentity::generate();
         Server server(true, m_lead.publicKey);
-        server.registry->offer(pk(alice), issueAccessToken(m_lead.secretKey, RunId, pk(alice), "alice", Now - 60, Now + 3600));
+        server.registry->offer(pk(alice),
+                               issueAccessToken(m_lead.secretKey, RunId, pk(alice), "alice", Now - 60, Now + 3600));
         Client client(&alice, pk(server.identity));
         client.connect(server.endpoint);
         QCOMPARE(client.handshake().first, ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
@@ -261,8 +262,9 @@ private Q_SLOTS:
     void expiredTokenIsRefused()
     {
         const auto alice = PeerIdentity::generate();
-        const auto [event, value, reason] = closedHandshake(
-            alice, std::make_pair(pk(alice), issueAccessToken(m_lead.secretKey, RunId, pk(alice), "alice", Now - 7200, Now - 3600)));
+        const auto [event, value, reason] =
+            closedHandshake(alice, std::make_pair(pk(alice), issueAccessToken(m_lead.secretKey, RunId, pk(alice),
+                                                                              "alice", Now - 7200, Now - 3600)));
         QCOMPARE(event, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
         QCOMPARE(value, 400);
         QVERIFY2(reason.find("expired 3600 s ago") != std::string::npos, reason.c_str());
@@ -274,7 +276,8 @@ private Q_SLOTS:
         auto forger = ms::generateKeyPair();
         forger.secretKey.keyId = m_lead.secretKey.keyId; // claims to be the lead
         const auto [event, value, reason] = closedHandshake(
-            alice, std::make_pair(pk(alice), issueAccessToken(forger.secretKey, RunId, pk(alice), "alice", Now, Now + 3600)));
+            alice,
+            std::make_pair(pk(alice), issueAccessToken(forger.secretKey, RunId, pk(alice), "alice", Now, Now + 3600)));
         QCOMPARE(event, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
         QVERIFY2(reason.find("invalid signature") != std::string::npos, reason.c_str());
     }
@@ -284,8 +287,9 @@ private Q_SLOTS:
         // Mallory presents (and connects with) Alice's valid token.
         const auto alice = PeerIdentity::generate();
         const auto mallory = PeerIdentity::generate();
-        const auto [event, value, reason] = closedHandshake(
-            mallory, std::make_pair(pk(mallory), issueAccessToken(m_lead.secretKey, RunId, pk(alice), "alice", Now, Now + 3600)));
+        const auto [event, value, reason] =
+            closedHandshake(mallory, std::make_pair(pk(mallory), issueAccessToken(m_lead.secretKey, RunId, pk(alice),
+                                                                                  "alice", Now, Now + 3600)));
         QCOMPARE(event, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
         QVERIFY2(reason.find("not to the presenting peer") != std::string::npos, reason.c_str());
     }
@@ -296,8 +300,9 @@ private Q_SLOTS:
         auto [event, value, reason] = closedHandshake(alice, std::nullopt);
         QCOMPARE(event, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
         QVERIFY2(reason.find("no access token") != std::string::npos, reason.c_str());
-        std::tie(event, value, reason) = closedHandshake(
-            alice, std::make_pair(pk(alice), issueAccessToken(m_lead.secretKey, "other-run", pk(alice), "alice", Now, Now + 3600)));
+        std::tie(event, value, reason) =
+            closedHandshake(alice, std::make_pair(pk(alice), issueAccessToken(m_lead.secretKey, "other-run", pk(alice),
+                                                                              "alice", Now, Now + 3600)));
         QCOMPARE(event, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
         QVERIFY2(reason.find("is for run other-run") != std::string::npos, reason.c_str());
     }
@@ -365,12 +370,15 @@ private Q_SLOTS:
     {
         zmq::context_t context(1);
         ZapHandler first(context, {}, nullptr);
-        QVERIFY(test::errorOf([&] { ZapHandler second(context, {}, nullptr); })
-                    .contains(QLatin1String("another ZAP handler")));
+        QVERIFY(test::errorOf([&] {
+                    ZapHandler second(context, {}, nullptr);
+                }).contains(QLatin1String("another ZAP handler")));
         AccessPolicy closed;
         closed.closed = true;
         zmq::context_t other(1);
-        QVERIFY(test::errorOf([&] { ZapHandler h(other, closed, nullptr); }).contains(QLatin1String("needs an access token registry")));
+        QVERIFY(test::errorOf([&] {
+                    ZapHandler h(other, closed, nullptr);
+                }).contains(QLatin1String("needs an access token registry")));
     }
 };
 

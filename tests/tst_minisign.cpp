@@ -18,7 +18,10 @@ namespace ms = dedloc::minisign;
 
 namespace {
 
-std::filesystem::path p(const QTemporaryDir &d, const char *name) { return std::filesystem::path(d.path().toStdString()) / name; }
+std::filesystem::path p(const QTemporaryDir &d, const char *name)
+{
+    return std::filesystem::path(d.path().toStdString()) / name;
+}
 
 // Runs minisign with `input` on stdin; returns {exit code, stdout+stderr}.
 std::pair<int, QString> runMinisign(const QStringList &args, const QByteArray &input = {})
@@ -33,17 +36,20 @@ std::pair<int, QString> runMinisign(const QStringList &args, const QByteArray &i
     return {proc.exitStatus() == QProcess::NormalExit ? proc.exitCode() : -1, QString::fromUtf8(proc.readAll())};
 }
 
-QString q(const std::filesystem::path &path) { return QString::fromStdString(path.string()); }
+QString q(const std::filesystem::path &path)
+{
+    return QString::fromStdString(path.string());
+}
 
 } // namespace
 
 class TestMinisign final : public QObject {
     Q_OBJECT
 
-private:
+  private:
     bool m_haveMinisign = false;
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void initTestCase()
     {
         QVERIFY(sodium_init() >= 0);
@@ -79,8 +85,7 @@ private Q_SLOTS:
         crypto_generichash(digest, 64, reinterpret_cast<const unsigned char *>("abc"), 3, nullptr, 0);
         QCOMPARE(crypto_sign_verify_detached(s.signature.data(), digest, 64, pair.publicKey.key.data()), 0);
         QVERIFY(crypto_sign_verify_detached(s.signature.data(), reinterpret_cast<const unsigned char *>("abc"), 3,
-                                            pair.publicKey.key.data())
-                != 0);
+                                            pair.publicKey.key.data()) != 0);
     }
 
     void oneChangedByteIsRefused()
@@ -89,8 +94,9 @@ private Q_SLOTS:
         std::string content(1000, 'x');
         const auto sig = ms::sign(pair.secretKey, content, "t");
         content[500] = 'y';
-        QVERIFY(test::errorOf([&] { (void)ms::verify(pair.publicKey, content, sig, "m.minisig"); })
-                    .contains(QLatin1String("m.minisig: signature verification failed")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::verify(pair.publicKey, content, sig, "m.minisig");
+                }).contains(QLatin1String("m.minisig: signature verification failed")));
     }
 
     void anotherKeyIsRefused()
@@ -104,8 +110,9 @@ private Q_SLOTS:
         // Same key id, other key (an impostor copying the id): the signature itself fails.
         auto impostor = b.publicKey;
         impostor.keyId = a.publicKey.keyId;
-        QVERIFY(test::errorOf([&] { (void)ms::verify(impostor, "data", sig, "s"); })
-                    .contains(QLatin1String("signature verification failed")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::verify(impostor, "data", sig, "s");
+                }).contains(QLatin1String("signature verification failed")));
     }
 
     void tamperedTrustedCommentIsRefused()
@@ -114,8 +121,9 @@ private Q_SLOTS:
         auto sig = ms::sign(pair.secretKey, "data", "timestamp:1\tfile:a");
         const auto pos = sig.find("file:a");
         sig[pos + 5] = 'b';
-        QVERIFY(test::errorOf([&] { (void)ms::verify(pair.publicKey, "data", sig, "s"); })
-                    .contains(QLatin1String("trusted comment's signature is invalid")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::verify(pair.publicKey, "data", sig, "s");
+                }).contains(QLatin1String("trusted comment's signature is invalid")));
     }
 
     void legacyNonPrehashedVerifies()
@@ -140,8 +148,9 @@ private Q_SLOTS:
         const std::string text = std::string("untrusted comment: x\n") + b1 + "\ntrusted comment: tc\n" + b2 + "\n";
         const auto v = ms::verify(pair.publicKey, "legacy", text, "s");
         QVERIFY(!v.prehashed);
-        QVERIFY(test::errorOf([&] { (void)ms::verify(pair.publicKey, "legacz", text, "s"); })
-                    .contains(QLatin1String("signature verification failed")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::verify(pair.publicKey, "legacz", text, "s");
+                }).contains(QLatin1String("signature verification failed")));
     }
 
     void malformedFilesAreRefused_data()
@@ -149,8 +158,10 @@ private Q_SLOTS:
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expected");
         QTest::newRow("empty") << QString() << "it needs 4 lines";
-        QTest::newRow("no comment") << "RUR\nx\ntrusted comment: a\ny\n" << "first line must start";
-        QTest::newRow("no trusted") << "untrusted comment: a\nRUR\nhello\ny\n" << "third line must start";
+        QTest::newRow("no comment") << "RUR\nx\ntrusted comment: a\ny\n"
+                                    << "first line must start";
+        QTest::newRow("no trusted") << "untrusted comment: a\nRUR\nhello\ny\n"
+                                    << "third line must start";
         QTest::newRow("bad base64") << "untrusted comment: a\n!!!\ntrusted comment: a\nAAAA\n"
                                     << "signature line is not base64 of 74 bytes";
         QTest::newRow("short global")
@@ -177,23 +188,28 @@ private Q_SLOTS:
 
     void malformedKeysAreRefused()
     {
-        QVERIFY(test::errorOf([] { (void)ms::parsePublicKey("untrusted comment: x\nAAAA\n", "k.pub"); })
-                    .contains(QLatin1String("k.pub: the public key line is not base64 of 42 bytes")));
-        QVERIFY(test::errorOf([] { (void)ms::parsePublicKey("hello", "k.pub"); })
-                    .contains(QLatin1String("not base64")));
-        QVERIFY(test::errorOf([] { (void)ms::parseSecretKey("garbage\n", std::nullopt, "k.key"); })
-                    .contains(QLatin1String("k.key: not a minisign secret key file")));
+        QVERIFY(test::errorOf([] {
+                    (void)ms::parsePublicKey("untrusted comment: x\nAAAA\n", "k.pub");
+                }).contains(QLatin1String("k.pub: the public key line is not base64 of 42 bytes")));
+        QVERIFY(
+            test::errorOf([] { (void)ms::parsePublicKey("hello", "k.pub"); }).contains(QLatin1String("not base64")));
+        QVERIFY(test::errorOf([] {
+                    (void)ms::parseSecretKey("garbage\n", std::nullopt, "k.key");
+                }).contains(QLatin1String("k.key: not a minisign secret key file")));
         // A flipped byte inside an unencrypted secret key breaks its checksum.
         const auto pair = ms::generateKeyPair();
         auto text = ms::formatSecretKey(pair.secretKey, std::nullopt);
         const auto line = text.find('\n') + 1;
         text[line + 100] = text[line + 100] == 'A' ? 'B' : 'A';
-        QVERIFY(test::errorOf([&] { (void)ms::parseSecretKey(text, std::nullopt, "k.key"); })
-                    .contains(QLatin1String("corrupt")));
-        QVERIFY(test::errorOf([] { (void)ms::verifyFile(ms::generateKeyPair().publicKey, "/nonexistent/f"); })
-                    .contains(QLatin1String("is not signed")));
-        QVERIFY(test::errorOf([&] { (void)ms::sign(pair.secretKey, "x", "two\nlines"); })
-                    .contains(QLatin1String("one line")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::parseSecretKey(text, std::nullopt, "k.key");
+                }).contains(QLatin1String("corrupt")));
+        QVERIFY(test::errorOf([] {
+                    (void)ms::verifyFile(ms::generateKeyPair().publicKey, "/nonexistent/f");
+                }).contains(QLatin1String("is not signed")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::sign(pair.secretKey, "x", "two\nlines");
+                }).contains(QLatin1String("one line")));
     }
 
     void secretKeyFormsRoundTrip()
@@ -205,10 +221,12 @@ private Q_SLOTS:
         QVERIFY(ms::secretKeyIsEncrypted(enc, "k"));
         const auto back = ms::parseSecretKey(enc, std::string("correct horse"), "k");
         QVERIFY(back.key == pair.secretKey.key);
-        QVERIFY(test::errorOf([&] { (void)ms::parseSecretKey(enc, std::string("wrong"), "k"); })
-                    .contains(QLatin1String("wrong password")));
-        QVERIFY(test::errorOf([&] { (void)ms::parseSecretKey(enc, std::nullopt, "k"); })
-                    .contains(QLatin1String("password-protected")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::parseSecretKey(enc, std::string("wrong"), "k");
+                }).contains(QLatin1String("wrong password")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::parseSecretKey(enc, std::nullopt, "k");
+                }).contains(QLatin1String("password-protected")));
         const auto pub = ms::parsePublicKey(ms::formatPublicKey(pair.publicKey), "p");
         QVERIFY(pub == pair.publicKey);
         QVERIFY(ms::parsePublicKey(ms::publicKeyBase64(pair.publicKey), "p") == pair.publicKey);
@@ -222,8 +240,9 @@ private Q_SLOTS:
         const auto perms = std::filesystem::status(p(d, "k/lead.key")).permissions();
         QCOMPARE(perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all),
                  std::filesystem::perms::none);
-        QVERIFY(test::errorOf([&] { ms::writeKeyPair(ms::generateKeyPair(), p(d, "k/lead.pub"), p(d, "k/lead.key"), std::nullopt); })
-                    .contains(QLatin1String("already exists")));
+        QVERIFY(test::errorOf([&] {
+                    ms::writeKeyPair(ms::generateKeyPair(), p(d, "k/lead.pub"), p(d, "k/lead.key"), std::nullopt);
+                }).contains(QLatin1String("already exists")));
         QVERIFY(ms::loadPublicKey(p(d, "k/lead.pub")) == pair.publicKey);
     }
 
@@ -262,9 +281,9 @@ private Q_SLOTS:
         QVERIFY2(rc == 0, qPrintable(out));
         auto v = ms::verifyFile(pair.publicKey, p(d, "f"));
         QCOMPARE(v.trustedComment, std::string("by minisign"));
-        std::tie(rc, out) = runMinisign({"-S", "-s", q(p(d, "enc.key")), "-m", q(p(d, "f")), "-x", q(p(d, "f.sig2")),
-                                         "-t", "encrypted key"},
-                                        "pw123\n");
+        std::tie(rc, out) = runMinisign(
+            {"-S", "-s", q(p(d, "enc.key")), "-m", q(p(d, "f")), "-x", q(p(d, "f.sig2")), "-t", "encrypted key"},
+            "pw123\n");
         QVERIFY2(rc == 0, qPrintable(out));
         v = ms::verifyFile(pair.publicKey, p(d, "f"), p(d, "f.sig2"));
         QCOMPARE(v.trustedComment, std::string("encrypted key"));
@@ -291,8 +310,9 @@ private Q_SLOTS:
         QVERIFY2(rc == 0 && out.contains(QLatin1String("file:g\thashed")), qPrintable(out));
         // Their one-changed-byte file is refused by us.
         writeFileAtomically(p(d, "f"), "minisign signed thiS\n");
-        QVERIFY(test::errorOf([&] { (void)ms::verifyFile(pub, p(d, "f")); })
-                    .contains(QLatin1String("signature verification failed")));
+        QVERIFY(test::errorOf([&] {
+                    (void)ms::verifyFile(pub, p(d, "f"));
+                }).contains(QLatin1String("signature verification failed")));
     }
 
     void weReadMinisignEncryptedKeys()

@@ -30,7 +30,10 @@ struct Run {
         writeFileAtomically(manifest, content);
         writeFileAtomically(manifest.string() + ".minisig", ms::signFile(lead.secretKey, manifest, "run demo-run"));
     }
-    void ship(const ms::KeyPair &lead) { writeFileAtomically(runDir / "lead.pub", ms::formatPublicKey(lead.publicKey)); }
+    void ship(const ms::KeyPair &lead)
+    {
+        writeFileAtomically(runDir / "lead.pub", ms::formatPublicKey(lead.publicKey));
+    }
     ManifestTrust check(const std::optional<fs::path> &installed = std::nullopt) const
     {
         return verifyRunManifest(manifest, trust, installed);
@@ -46,7 +49,7 @@ struct Run {
 class TestRunTrust final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void pinsOnFirstUseThenRefusesAnotherKey()
     {
         Run run;
@@ -66,8 +69,8 @@ private Q_SLOTS:
         run.write(attacker, Manifest + " ");
         run.ship(attacker);
         const auto e = run.refusal();
-        QVERIFY2(e.contains(QString::fromStdString("signed by key " + attacker.publicKey.keyIdHex()))
-                     && e.contains(QLatin1String("refusing to join")),
+        QVERIFY2(e.contains(QString::fromStdString("signed by key " + attacker.publicKey.keyIdHex())) &&
+                     e.contains(QLatin1String("refusing to join")),
                  qPrintable(e));
         QVERIFY(ms::loadPublicKey(first.pinFile) == lead.publicKey); // pin unchanged
     }
@@ -82,7 +85,8 @@ private Q_SLOTS:
         text[text.find("Demo")] = 'd';
         writeFileAtomically(run.manifest, text);
         const auto e = run.refusal();
-        QVERIFY2(e.contains(QLatin1String("run demo-run refused")) && e.contains(QLatin1String("signature verification failed")),
+        QVERIFY2(e.contains(QLatin1String("run demo-run refused")) &&
+                     e.contains(QLatin1String("signature verification failed")),
                  qPrintable(e));
         QVERIFY(!fs::exists(run.trust / "demo-run.pub")); // nothing pinned from a refused run
     }
@@ -110,7 +114,8 @@ private Q_SLOTS:
         run.ship(lead);
         fs::remove(run.manifest.string() + ".minisig");
         const auto e = run.refusal();
-        QVERIFY2(e.contains(QLatin1String("is not signed")) && e.contains(QLatin1String("manifest.json.minisig is missing")),
+        QVERIFY2(e.contains(QLatin1String("is not signed")) &&
+                     e.contains(QLatin1String("manifest.json.minisig is missing")),
                  qPrintable(e));
         // No key known at all is refused too.
         run.write(lead);
@@ -159,9 +164,8 @@ private Q_SLOTS:
         const auto forgedPub = run.runDir / "rotations" / (k1.publicKey.keyIdHex() + ".pub");
         ms::KeyPair forger = stranger;
         forger.secretKey.keyId = k0.secretKey.keyId;
-        writeFileAtomically(forgedPub.string() + ".minisig",
-                            ms::sign(forger.secretKey, readWholeFile(forgedPub),
-                                     RotationCommentPrefix + k1.publicKey.keyIdHex()));
+        writeFileAtomically(forgedPub.string() + ".minisig", ms::sign(forger.secretKey, readWholeFile(forgedPub),
+                                                                      RotationCommentPrefix + k1.publicKey.keyIdHex()));
         const auto e = run.refusal();
         QVERIFY2(e.contains(QLatin1String("signature verification failed")), qPrintable(e));
 

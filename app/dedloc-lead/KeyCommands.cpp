@@ -91,15 +91,19 @@ int keygen(const QStringList &args)
     p.setApplicationDescription(QStringLiteral(
         "Generate a lead key pair in the minisign formats (usable by `minisign` too). Keep the secret key offline."));
     p.addHelpOption();
-    const QCommandLineOption out(QStringLiteral("out"), QStringLiteral("Directory for lead.pub and lead.key."), QStringLiteral("dir"));
+    const QCommandLineOption out(QStringLiteral("out"), QStringLiteral("Directory for lead.pub and lead.key."),
+                                 QStringLiteral("dir"));
     const QCommandLineOption pub(QStringLiteral("public"), QStringLiteral("Public key file."), QStringLiteral("file"));
-    const QCommandLineOption sec(QStringLiteral("secret"), QStringLiteral("Secret key file (written mode 0600)."), QStringLiteral("file"));
-    const QCommandLineOption noPassword(QStringLiteral("no-password"), QStringLiteral("Store the secret key unencrypted."));
+    const QCommandLineOption sec(QStringLiteral("secret"), QStringLiteral("Secret key file (written mode 0600)."),
+                                 QStringLiteral("file"));
+    const QCommandLineOption noPassword(QStringLiteral("no-password"),
+                                        QStringLiteral("Store the secret key unencrypted."));
     const QCommandLineOption force(QStringLiteral("force"), QStringLiteral("Overwrite existing key files."));
-    const QCommandLineOption kdf(QStringLiteral("kdf"),
-                                 QStringLiteral("scrypt cost of a password-protected key: sensitive (minisign's: 1 GiB, "
-                                                "seconds) or interactive (16 MiB; tests and throw-away keys only)."),
-                                 QStringLiteral("cost"), QStringLiteral("sensitive"));
+    const QCommandLineOption kdf(
+        QStringLiteral("kdf"),
+        QStringLiteral("scrypt cost of a password-protected key: sensitive (minisign's: 1 GiB, "
+                       "seconds) or interactive (16 MiB; tests and throw-away keys only)."),
+        QStringLiteral("cost"), QStringLiteral("sensitive"));
     PasswordOptions pw;
     p.addOptions({out, pub, sec, noPassword, force, kdf});
     pw.add(p);
@@ -146,8 +150,8 @@ int sign(const QStringList &args)
     const QCommandLineOption trusted(QStringLiteral("trusted-comment"),
                                      QStringLiteral("Signed one-line comment (default: timestamp and file name)."),
                                      QStringLiteral("text"));
-    const QCommandLineOption untrusted(QStringLiteral("untrusted-comment"), QStringLiteral("Unsigned one-line comment."),
-                                       QStringLiteral("text"));
+    const QCommandLineOption untrusted(QStringLiteral("untrusted-comment"),
+                                       QStringLiteral("Unsigned one-line comment."), QStringLiteral("text"));
     PasswordOptions pw;
     p.addOptions({sec, trusted, untrusted});
     pw.add(p);
@@ -163,12 +167,14 @@ int sign(const QStringList &args)
         const fs::path file = f.toStdString();
         if (!fs::is_regular_file(file))
             return badInput("sign", file.string() + " is not a regular file");
-        const std::string tc = p.isSet(trusted) ? p.value(trusted).toStdString() : minisign::defaultTrustedComment(file);
+        const std::string tc =
+            p.isSet(trusted) ? p.value(trusted).toStdString() : minisign::defaultTrustedComment(file);
         const std::string text = p.isSet(untrusted)
-            ? minisign::signFile(key, file, tc, p.value(untrusted).toStdString())
-            : minisign::signFile(key, file, tc);
+                                     ? minisign::signFile(key, file, tc, p.value(untrusted).toStdString())
+                                     : minisign::signFile(key, file, tc);
         writeFileAtomically(file.string() + ".minisig", text);
-        std::printf("signed %s -> %s.minisig (key %s)\n", file.c_str(), file.c_str(), key.publicKey().keyIdHex().c_str());
+        std::printf("signed %s -> %s.minisig (key %s)\n", file.c_str(), file.c_str(),
+                    key.publicKey().keyIdHex().c_str());
     }
     return 0;
 }
@@ -190,7 +196,8 @@ int verify(const QStringList &args)
     if (!p.isSet(pub) || p.positionalArguments().size() != 1)
         return badInput("verify", "give one FILE and --public KEY");
     const std::string keyArg = p.value(pub).toStdString();
-    const auto key = fs::exists(keyArg) ? minisign::loadPublicKey(keyArg) : minisign::parsePublicKey(keyArg, "--public");
+    const auto key =
+        fs::exists(keyArg) ? minisign::loadPublicKey(keyArg) : minisign::parsePublicKey(keyArg, "--public");
     const fs::path file = p.positionalArguments().front().toStdString();
     if (!fs::is_regular_file(file))
         return badInput("verify", file.string() + " is not a regular file");
@@ -215,9 +222,12 @@ int rotateKey(const QStringList &args)
         "Write a key rotation statement into a run: the new lead public key signed by the old secret key "
         "(RUN/rotations/<NEW KEY ID>.pub and .minisig). Re-sign the manifest with the new key afterwards."));
     p.addHelpOption();
-    const QCommandLineOption oldSec(QStringLiteral("old-secret"), QStringLiteral("The current lead secret key."), QStringLiteral("file"));
-    const QCommandLineOption newPub(QStringLiteral("new-public"), QStringLiteral("The new lead public key."), QStringLiteral("file"));
-    const QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Run directory (holds manifest.json)."), QStringLiteral("dir"));
+    const QCommandLineOption oldSec(QStringLiteral("old-secret"), QStringLiteral("The current lead secret key."),
+                                    QStringLiteral("file"));
+    const QCommandLineOption newPub(QStringLiteral("new-public"), QStringLiteral("The new lead public key."),
+                                    QStringLiteral("file"));
+    const QCommandLineOption run(QStringLiteral("run"), QStringLiteral("Run directory (holds manifest.json)."),
+                                 QStringLiteral("dir"));
     PasswordOptions pw;
     p.addOptions({oldSec, newPub, run});
     pw.add(p);
@@ -244,13 +254,16 @@ int issueToken(const QStringList &args)
         "Issue an access token for a closed run: binds a peer's Ed25519 public key, a display name and an "
         "expiry, signed by the lead key. Prints the token (one line)."));
     p.addHelpOption();
-    const QCommandLineOption sec(QStringLiteral("secret"), QStringLiteral("Lead secret key file."), QStringLiteral("file"));
-    const QCommandLineOption runId(QStringLiteral("run-id"), QStringLiteral("Run the token admits to."), QStringLiteral("id"));
-    const QCommandLineOption peerKey(QStringLiteral("peer-key"), QStringLiteral("Peer's Ed25519 public key, 64 hex digits."),
-                                     QStringLiteral("hex"));
-    const QCommandLineOption name(QStringLiteral("name"), QStringLiteral("Display name (1-64 bytes UTF-8)."), QStringLiteral("text"));
-    const QCommandLineOption expires(QStringLiteral("expires-in"), QStringLiteral("Validity in hours."), QStringLiteral("hours"),
-                                     QStringLiteral("720"));
+    const QCommandLineOption sec(QStringLiteral("secret"), QStringLiteral("Lead secret key file."),
+                                 QStringLiteral("file"));
+    const QCommandLineOption runId(QStringLiteral("run-id"), QStringLiteral("Run the token admits to."),
+                                   QStringLiteral("id"));
+    const QCommandLineOption peerKey(
+        QStringLiteral("peer-key"), QStringLiteral("Peer's Ed25519 public key, 64 hex digits."), QStringLiteral("hex"));
+    const QCommandLineOption name(QStringLiteral("name"), QStringLiteral("Display name (1-64 bytes UTF-8)."),
+                                  QStringLiteral("text"));
+    const QCommandLineOption expires(QStringLiteral("expires-in"), QStringLiteral("Validity in hours."),
+                                     QStringLiteral("hours"), QStringLiteral("720"));
     PasswordOptions pw;
     p.addOptions({sec, runId, peerKey, name, expires});
     pw.add(p);
@@ -265,7 +278,8 @@ int issueToken(const QStringList &args)
         return badInput("issue-token", "--expires-in takes a number of hours above 0 and at most ten years");
     const auto key = loadSecret(p.value(sec).toStdString(), pw, p);
     const auto peer = parsePeerKeyHex(p.value(peerKey).toStdString());
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     const auto token = issueAccessToken(key, p.value(runId).toStdString(), peer, p.value(name).toStdString(), now,
                                         now + static_cast<std::int64_t>(hours * 3600));
     std::printf("%s\n", token.c_str());

@@ -21,8 +21,8 @@ constexpr const char *ZapEndpoint = "inproc://zeromq.zap.01";
 void setKey(zmq::socket_t &socket, int option, const CurveKey &key)
 {
     if (zmq_setsockopt(socket.handle(), option, key.data(), key.size()) != 0)
-        throw Error(std::string("cannot set a CURVE key on a ZeroMQ socket: ") + zmq_strerror(zmq_errno())
-                    + " (is libzmq built with CURVE support?)");
+        throw Error(std::string("cannot set a CURVE key on a ZeroMQ socket: ") + zmq_strerror(zmq_errno()) +
+                    " (is libzmq built with CURVE support?)");
 }
 
 void setInt(zmq::socket_t &socket, int option, int value)
@@ -33,7 +33,8 @@ void setInt(zmq::socket_t &socket, int option, int value)
 
 std::int64_t systemNow()
 {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 std::string frameText(const zmq_msg_t &m)
@@ -44,15 +45,18 @@ std::string frameText(const zmq_msg_t &m)
 
 } // namespace
 
-CurveKeyPair::~CurveKeyPair() { sodium_memzero(secretKey.data(), secretKey.size()); }
+CurveKeyPair::~CurveKeyPair()
+{
+    sodium_memzero(secretKey.data(), secretKey.size());
+}
 
 CurveKeyPair curveKeyPairOf(const PeerIdentity &identity)
 {
     if (sodium_init() < 0)
         throw Error("libsodium failed to initialise");
     CurveKeyPair pair;
-    if (crypto_sign_ed25519_pk_to_curve25519(pair.publicKey.data(), identity.publicKey().data()) != 0
-        || crypto_sign_ed25519_sk_to_curve25519(pair.secretKey.data(), identity.secretKey().data()) != 0)
+    if (crypto_sign_ed25519_pk_to_curve25519(pair.publicKey.data(), identity.publicKey().data()) != 0 ||
+        crypto_sign_ed25519_sk_to_curve25519(pair.secretKey.data(), identity.secretKey().data()) != 0)
         throw Error("the peer identity key cannot be converted to a Curve25519 key");
     return pair;
 }
@@ -109,7 +113,8 @@ std::optional<AccessTokenRegistry::Entry> AccessTokenRegistry::find(const CurveK
 
 // --- ZAP handler ---------------------------------------------------------------------------
 
-ZapHandler::ZapHandler(zmq::context_t &context, AccessPolicy policy, std::shared_ptr<const AccessTokenRegistry> registry)
+ZapHandler::ZapHandler(zmq::context_t &context, AccessPolicy policy,
+                       std::shared_ptr<const AccessTokenRegistry> registry)
     : m_policy(std::move(policy)), m_registry(std::move(registry))
 {
     if (!m_policy.now)
@@ -131,7 +136,8 @@ ZapHandler::ZapHandler(zmq::context_t &context, AccessPolicy policy, std::shared
         if (zmq_bind(socket, ZapEndpoint) != 0) {
             const std::string why = zmq_strerror(zmq_errno());
             zmq_close(socket);
-            bound.set_value("cannot bind " + std::string(ZapEndpoint) + " (another ZAP handler in this context?): " + why);
+            bound.set_value("cannot bind " + std::string(ZapEndpoint) +
+                            " (another ZAP handler in this context?): " + why);
             return;
         }
         bound.set_value(std::string());
@@ -166,8 +172,8 @@ std::string ZapHandler::judge(const CurveKey &clientKey) const
     if (!entry)
         return "no access token for client key " + toHex(clientKey.data(), 8) + "... (closed run)";
     try {
-        const auto token = verifyAccessToken(entry->token, m_policy.lead, m_policy.runId, m_policy.now(),
-                                             m_policy.skewSeconds);
+        const auto token =
+            verifyAccessToken(entry->token, m_policy.lead, m_policy.runId, m_policy.now(), m_policy.skewSeconds);
         // Binding: the token's peer key must be the identity behind this Curve key.
         checkTokenBinding(token, entry->presenter);
         if (curvePublicKeyOf(token.peerKey) != clientKey)
@@ -234,8 +240,8 @@ void ZapHandler::loop(void *socket)
                 std::lock_guard lock(m_mutex);
                 m_lastRefusal = text;
             }
-            log::warning("zap", "refused a data-plane connection from " + (frames.size() > 3 ? frames[3] : "?")
-                                    + ": " + text);
+            log::warning("zap",
+                         "refused a data-plane connection from " + (frames.size() > 3 ? frames[3] : "?") + ": " + text);
         }
         const std::string requestId = frames.size() > 1 ? frames[1] : std::string();
         const std::string reply[] = {"1.0", requestId, status, text.substr(0, 255), userId, ""};

@@ -80,7 +80,7 @@ void configureCurveClient(zmq::socket_t &socket, const CurveKeyPair &own, const 
 
 // Tokens presented by peers, keyed by the Curve key of the presenting identity. Thread-safe.
 class AccessTokenRegistry final {
-public:
+  public:
     void offer(const Ed25519PublicKey &presenter, std::string token);
     void withdraw(const Ed25519PublicKey &presenter);
     struct Entry {
@@ -89,7 +89,7 @@ public:
     };
     [[nodiscard]] std::optional<Entry> find(const CurveKey &clientCurveKey) const;
 
-private:
+  private:
     mutable std::mutex m_mutex;
     std::map<CurveKey, Entry> m_entries;
 };
@@ -103,7 +103,7 @@ struct AccessPolicy {
 };
 
 class ZapHandler final {
-public:
+  public:
     // `registry` is shared with the code that fills it; required for closed runs, may be null for open runs.
     ZapHandler(zmq::context_t &context, AccessPolicy policy, std::shared_ptr<const AccessTokenRegistry> registry);
     ~ZapHandler();
@@ -117,7 +117,7 @@ public:
     // The decision for one client key ("" = accepted, else the reason); what the thread applies.
     [[nodiscard]] std::string judge(const CurveKey &clientKey) const;
 
-private:
+  private:
     void loop(void *socket);
 
     AccessPolicy m_policy;

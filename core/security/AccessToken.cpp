@@ -37,7 +37,8 @@ std::int64_t getI64(const unsigned char *p)
 void checkField(const std::string &value, const char *what)
 {
     if (value.empty() || value.size() > MaxField)
-        throw Error(std::string("access token ") + what + " must be 1 to 64 bytes, got " + std::to_string(value.size()));
+        throw Error(std::string("access token ") + what + " must be 1 to 64 bytes, got " +
+                    std::to_string(value.size()));
 }
 
 std::string body(const AccessToken &t)
@@ -54,7 +55,10 @@ std::string body(const AccessToken &t)
     return b;
 }
 
-std::string signedMessage(const std::string &b) { return std::string(Domain) + b; }
+std::string signedMessage(const std::string &b)
+{
+    return std::string(Domain) + b;
+}
 
 // Decodes into (token, body bytes, signature).
 AccessToken decode(std::string_view token, std::string &bodyOut, std::array<unsigned char, 64> &sig)
@@ -70,9 +74,8 @@ AccessToken decode(std::string_view token, std::string &bodyOut, std::array<unsi
     std::size_t size = 0;
     const char *end = nullptr;
     if (sodium_base642bin(raw.data(), raw.size(), token.data(), token.size(), nullptr, &size, &end,
-                          sodium_base64_VARIANT_URLSAFE_NO_PADDING)
-            != 0
-        || end != token.data() + token.size())
+                          sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
+        end != token.data() + token.size())
         throw Error("access token is not valid base64url");
     if (size < FixedBytes + 2 + 2 + 64)
         throw Error("access token is truncated (" + std::to_string(size) + " bytes)");
@@ -149,26 +152,23 @@ AccessToken verifyAccessToken(std::string_view token, const minisign::PublicKey 
         throw Error("access token for " + t.name + " was issued by another lead key");
     const std::string m = signedMessage(b);
     if (crypto_sign_verify_detached(sig.data(), reinterpret_cast<const unsigned char *>(m.data()), m.size(),
-                                    lead.key.data())
-        != 0)
+                                    lead.key.data()) != 0)
         throw Error("access token for " + t.name + " has an invalid signature (forged or altered)");
     if (t.runId != runId)
         throw Error("access token for " + t.name + " is for run " + t.runId + ", not " + runId);
     if (nowSeconds > t.expiresAt + skewSeconds)
-        throw Error("access token for " + t.name + " expired " + std::to_string(nowSeconds - t.expiresAt)
-                    + " s ago");
+        throw Error("access token for " + t.name + " expired " + std::to_string(nowSeconds - t.expiresAt) + " s ago");
     if (nowSeconds < t.issuedAt - skewSeconds)
-        throw Error("access token for " + t.name + " is not valid yet (issued " + std::to_string(t.issuedAt - nowSeconds)
-                    + " s in the future; check the clock)");
+        throw Error("access token for " + t.name + " is not valid yet (issued " +
+                    std::to_string(t.issuedAt - nowSeconds) + " s in the future; check the clock)");
     return t;
 }
 
 void checkTokenBinding(const AccessToken &token, const Ed25519PublicKey &presentedKey)
 {
     if (sodium_memcmp(token.peerKey.data(), presentedKey.data(), presentedKey.size()) != 0)
-        throw Error("access token for " + token.name + " was issued to peer key "
-                    + toHex(token.peerKey.data(), 8) + "..., not to the presenting peer "
-                    + toHex(presentedKey.data(), 8) + "...");
+        throw Error("access token for " + token.name + " was issued to peer key " + toHex(token.peerKey.data(), 8) +
+                    "..., not to the presenting peer " + toHex(presentedKey.data(), 8) + "...");
 }
 
 Ed25519PublicKey parsePeerKeyHex(const std::string &hex)
@@ -176,9 +176,8 @@ Ed25519PublicKey parsePeerKeyHex(const std::string &hex)
     Ed25519PublicKey key{};
     std::size_t size = 0;
     const char *end = nullptr;
-    if (hex.size() != 64
-        || sodium_hex2bin(key.data(), key.size(), hex.data(), hex.size(), nullptr, &size, &end) != 0
-        || size != key.size())
+    if (hex.size() != 64 || sodium_hex2bin(key.data(), key.size(), hex.data(), hex.size(), nullptr, &size, &end) != 0 ||
+        size != key.size())
         throw Error("a peer key is 64 hex digits (an Ed25519 public key), got \"" + hex.substr(0, 80) + "\"");
     return key;
 }

@@ -17,12 +17,12 @@ namespace {
 
 constexpr std::string_view CommentPrefix = "untrusted comment: ";
 constexpr std::string_view TrustedPrefix = "trusted comment: ";
-constexpr std::size_t PublicBlobBytes = 2 + KeyIdBytes + PublicKeyBytes;            // 42
-constexpr std::size_t SaltBytes = crypto_pwhash_scryptsalsa208sha256_SALTBYTES;    // 32
+constexpr std::size_t PublicBlobBytes = 2 + KeyIdBytes + PublicKeyBytes;        // 42
+constexpr std::size_t SaltBytes = crypto_pwhash_scryptsalsa208sha256_SALTBYTES; // 32
 constexpr std::size_t ChecksumBytes = 32;
 constexpr std::size_t KeyBlockBytes = KeyIdBytes + SecretKeyBytes + ChecksumBytes; // 104
 constexpr std::size_t SecretBlobBytes = 6 + SaltBytes + 8 + 8 + KeyBlockBytes;     // 158
-constexpr std::size_t SignatureBlobBytes = 2 + KeyIdBytes + SignatureBytes;         // 74
+constexpr std::size_t SignatureBlobBytes = 2 + KeyIdBytes + SignatureBytes;        // 74
 
 void initSodium()
 {
@@ -30,7 +30,10 @@ void initSodium()
         throw Error("libsodium failed to initialise");
 }
 
-const unsigned char *bytes(std::string_view s) { return reinterpret_cast<const unsigned char *>(s.data()); }
+const unsigned char *bytes(std::string_view s)
+{
+    return reinterpret_cast<const unsigned char *>(s.data());
+}
 
 std::string toBase64(const unsigned char *data, std::size_t size)
 {
@@ -48,11 +51,10 @@ std::vector<unsigned char> fromBase64(std::string_view text, std::size_t size, c
     std::size_t decoded = 0;
     const char *end = nullptr;
     if (sodium_base642bin(out.data(), out.size(), text.data(), text.size(), nullptr, &decoded, &end,
-                          sodium_base64_VARIANT_ORIGINAL)
-            != 0
-        || end != text.data() + text.size() || decoded != size)
-        throw Error(source + ": the " + what + " line is not base64 of " + std::to_string(size)
-                    + " bytes (was an actual minisign " + what + " given?)");
+                          sodium_base64_VARIANT_ORIGINAL) != 0 ||
+        end != text.data() + text.size() || decoded != size)
+        throw Error(source + ": the " + what + " line is not base64 of " + std::to_string(size) +
+                    " bytes (was an actual minisign " + what + " given?)");
     out.resize(size);
     return out;
 }
@@ -109,8 +111,8 @@ void checkOneLine(const std::string &comment, std::size_t max, const char *what)
     if (comment.find_first_of("\r\n") != std::string::npos)
         throw Error(std::string("the ") + what + " must be one line (it contains a line break)");
     if (comment.size() > max)
-        throw Error(std::string("the ") + what + " is " + std::to_string(comment.size()) + " bytes; at most "
-                    + std::to_string(max) + " are allowed");
+        throw Error(std::string("the ") + what + " is " + std::to_string(comment.size()) + " bytes; at most " +
+                    std::to_string(max) + " are allowed");
 }
 
 std::array<unsigned char, ChecksumBytes> checksum(const SecretKey &key)
@@ -129,10 +131,9 @@ void scryptStream(unsigned char *out, std::size_t size, const std::string &passw
                   std::uint64_t ops, std::uint64_t mem, const std::string &source)
 {
     if (crypto_pwhash_scryptsalsa208sha256(out, size, password.data(), password.size(), salt, ops,
-                                           static_cast<std::size_t>(mem))
-        != 0)
-        throw Error(source + ": scrypt failed (opslimit " + std::to_string(ops) + ", memlimit " + std::to_string(mem)
-                    + " bytes): out of memory or limits out of range");
+                                           static_cast<std::size_t>(mem)) != 0)
+        throw Error(source + ": scrypt failed (opslimit " + std::to_string(ops) + ", memlimit " + std::to_string(mem) +
+                    " bytes): out of memory or limits out of range");
 }
 
 std::string readFileOrThrow(const std::filesystem::path &file, const char *what)
@@ -148,16 +149,26 @@ std::string_view keyPayload(std::string_view text, const std::string &source, co
 {
     const auto lines = splitLines(text);
     if (lines.size() < 2 || lines[0].substr(0, CommentPrefix.size()) != CommentPrefix)
-        throw Error(source + ": not a minisign " + what + " file (the first line must start with \"untrusted comment: \")");
+        throw Error(source + ": not a minisign " + what +
+                    " file (the first line must start with \"untrusted comment: \")");
     return trimRight(lines[1]);
 }
 
 } // namespace
 
-std::string PublicKey::keyIdHex() const { return keyIdToHex(keyId); }
-std::string Signature::keyIdHex() const { return keyIdToHex(keyId); }
+std::string PublicKey::keyIdHex() const
+{
+    return keyIdToHex(keyId);
+}
+std::string Signature::keyIdHex() const
+{
+    return keyIdToHex(keyId);
+}
 
-SecretKey::~SecretKey() { sodium_memzero(key.data(), key.size()); }
+SecretKey::~SecretKey()
+{
+    sodium_memzero(key.data(), key.size());
+}
 
 PublicKey SecretKey::publicKey() const
 {
@@ -247,9 +258,9 @@ std::string formatSecretKey(const SecretKey &key, const std::optional<std::strin
             block[i] ^= stream[i];
         sodium_memzero(stream.data(), stream.size());
     }
-    std::string text = std::string(CommentPrefix)
-        + (password ? "minisign encrypted secret key" : "minisign unencrypted secret key") + "\n"
-        + toBase64(blob.data(), blob.size()) + "\n";
+    std::string text = std::string(CommentPrefix) +
+                       (password ? "minisign encrypted secret key" : "minisign unencrypted secret key") + "\n" +
+                       toBase64(blob.data(), blob.size()) + "\n";
     sodium_memzero(blob.data(), blob.size());
     return text;
 }
@@ -280,8 +291,8 @@ SecretKey parseSecretKey(std::string_view text, const std::optional<std::string>
         if (!password)
             throw Error(source + ": the secret key is password-protected and no password was given");
         std::array<unsigned char, KeyBlockBytes> stream{};
-        scryptStream(stream.data(), stream.size(), *password, salt, le64(salt + SaltBytes),
-                     le64(salt + SaltBytes + 8), source);
+        scryptStream(stream.data(), stream.size(), *password, salt, le64(salt + SaltBytes), le64(salt + SaltBytes + 8),
+                     source);
         for (std::size_t i = 0; i < KeyBlockBytes; ++i)
             block[i] ^= stream[i];
         sodium_memzero(stream.data(), stream.size());
@@ -391,8 +402,8 @@ std::string signDigest(const SecretKey &key, const std::array<unsigned char, 64>
     global += trustedComment;
     std::array<unsigned char, SignatureBytes> globalSig{};
     crypto_sign_detached(globalSig.data(), nullptr, bytes(global), global.size(), key.key.data());
-    return std::string(CommentPrefix) + untrustedComment + "\n" + toBase64(blob.data(), blob.size()) + "\n"
-        + std::string(TrustedPrefix) + trustedComment + "\n" + toBase64(globalSig.data(), globalSig.size()) + "\n";
+    return std::string(CommentPrefix) + untrustedComment + "\n" + toBase64(blob.data(), blob.size()) + "\n" +
+           std::string(TrustedPrefix) + trustedComment + "\n" + toBase64(globalSig.data(), globalSig.size()) + "\n";
 }
 
 } // namespace
@@ -411,8 +422,8 @@ std::string signFile(const SecretKey &key, const std::filesystem::path &file, co
 
 std::string defaultTrustedComment(const std::filesystem::path &file)
 {
-    return "timestamp:" + std::to_string(static_cast<long long>(std::time(nullptr))) + "\tfile:"
-        + file.filename().string() + "\thashed";
+    return "timestamp:" + std::to_string(static_cast<long long>(std::time(nullptr))) +
+           "\tfile:" + file.filename().string() + "\thashed";
 }
 
 Signature parseSignature(std::string_view text, const std::string &source)
@@ -420,7 +431,8 @@ Signature parseSignature(std::string_view text, const std::string &source)
     initSodium();
     const auto lines = splitLines(text);
     if (lines.size() < 4)
-        throw Error(source + ": not a minisign signature (it needs 4 lines, it has " + std::to_string(lines.size()) + ")");
+        throw Error(source + ": not a minisign signature (it needs 4 lines, it has " + std::to_string(lines.size()) +
+                    ")");
     if (lines[0].substr(0, CommentPrefix.size()) != CommentPrefix)
         throw Error(source + ": not a minisign signature (the first line must start with \"untrusted comment: \")");
     if (lines[2].substr(0, TrustedPrefix.size()) != TrustedPrefix)
@@ -448,11 +460,10 @@ Signature verifyParsed(const PublicKey &key, Signature s, const unsigned char *m
                        const std::string &source)
 {
     if (s.keyId != key.keyId)
-        throw Error(source + ": signed by key " + s.keyIdHex() + ", but the public key given is "
-                    + key.keyIdHex());
+        throw Error(source + ": signed by key " + s.keyIdHex() + ", but the public key given is " + key.keyIdHex());
     if (crypto_sign_verify_detached(s.signature.data(), message, size, key.key.data()) != 0)
-        throw Error(source + ": signature verification failed (the content was changed or was not signed by key "
-                    + key.keyIdHex() + ")");
+        throw Error(source + ": signature verification failed (the content was changed or was not signed by key " +
+                    key.keyIdHex() + ")");
     std::string global(s.signature.begin(), s.signature.end());
     global += s.trustedComment;
     if (crypto_sign_verify_detached(s.globalSignature.data(), bytes(global), global.size(), key.key.data()) != 0)

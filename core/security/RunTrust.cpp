@@ -74,10 +74,10 @@ std::filesystem::path writeRotationStatement(const minisign::SecretKey &oldKey, 
     const auto pub = dir / (newKey.keyIdHex() + ".pub");
     const std::string text = minisign::formatPublicKey(newKey);
     writeFileAtomically(pub, text);
-    writeFileAtomically(pub.string() + ".minisig",
-                        minisign::sign(oldKey, text, RotationCommentPrefix + newKey.keyIdHex(),
-                                       "dedloc lead key rotation " + oldKey.publicKey().keyIdHex() + " -> "
-                                           + newKey.keyIdHex()));
+    writeFileAtomically(
+        pub.string() + ".minisig",
+        minisign::sign(oldKey, text, RotationCommentPrefix + newKey.keyIdHex(),
+                       "dedloc lead key rotation " + oldKey.publicKey().keyIdHex() + " -> " + newKey.keyIdHex()));
     return pub;
 }
 
@@ -89,8 +89,8 @@ ManifestTrust verifyRunManifest(const std::filesystem::path &manifest, const std
         throw Error("run manifest " + manifest.string() + " does not exist");
     const std::filesystem::path sigFile(manifest.string() + ".minisig");
     if (!std::filesystem::exists(sigFile, ec))
-        throw Error("run manifest " + manifest.string() + " is not signed (" + sigFile.string()
-                    + " is missing); refusing to join a run whose lead cannot be verified");
+        throw Error("run manifest " + manifest.string() + " is not signed (" + sigFile.string() +
+                    " is missing); refusing to join a run whose lead cannot be verified");
     const std::string runId = readRunId(manifest);
     const auto runDir = manifest.parent_path();
 
@@ -106,8 +106,8 @@ ManifestTrust verifyRunManifest(const std::filesystem::path &manifest, const std
         result.key = minisign::loadPublicKey(runDir / "lead.pub");
         result.anchor = "first use";
     } else {
-        throw Error("run " + runId + ": no lead public key is known (none pinned in " + result.pinFile.string()
-                    + ", none installed, no lead.pub beside the manifest); refusing to join");
+        throw Error("run " + runId + ": no lead public key is known (none pinned in " + result.pinFile.string() +
+                    ", none installed, no lead.pub beside the manifest); refusing to join");
     }
 
     const std::string manifestText = readWholeFile(manifest);
@@ -128,12 +128,14 @@ ManifestTrust verifyRunManifest(const std::filesystem::path &manifest, const std
                 continue;
             try {
                 const std::string pubText = readWholeFile(s.pubFile);
-                const auto verified = minisign::verify(result.key, pubText, readWholeFile(s.pubFile.string() + ".minisig"),
-                                                       s.pubFile.string() + ".minisig");
+                const auto verified =
+                    minisign::verify(result.key, pubText, readWholeFile(s.pubFile.string() + ".minisig"),
+                                     s.pubFile.string() + ".minisig");
                 const auto candidate = minisign::parsePublicKey(pubText, s.pubFile.string());
                 if (verified.trustedComment != RotationCommentPrefix + candidate.keyIdHex())
-                    throw Error(s.pubFile.string() + " is signed but is not a key rotation statement (its trusted comment must be \""
-                                + RotationCommentPrefix + candidate.keyIdHex() + "\")");
+                    throw Error(s.pubFile.string() +
+                                " is signed but is not a key rotation statement (its trusted comment must be \"" +
+                                RotationCommentPrefix + candidate.keyIdHex() + "\")");
                 newKey = candidate;
                 break;
             } catch (const Error &e) {
@@ -141,11 +143,12 @@ ManifestTrust verifyRunManifest(const std::filesystem::path &manifest, const std
             }
         }
         if (!newKey)
-            throw Error("run " + runId + ": the manifest is signed by key " + signer.keyIdHex()
-                        + ", but the trusted lead key (" + result.anchor + ") is " + result.key.keyIdHex()
-                        + " and no valid rotation statement signed by it leads there"
-                        + (lastError.empty() ? std::string() : " (" + lastError + ")") + "; refusing to join");
-        log::info("trust", "run " + runId + ": lead key rotated " + result.key.keyIdHex() + " -> " + newKey->keyIdHex());
+            throw Error("run " + runId + ": the manifest is signed by key " + signer.keyIdHex() +
+                        ", but the trusted lead key (" + result.anchor + ") is " + result.key.keyIdHex() +
+                        " and no valid rotation statement signed by it leads there" +
+                        (lastError.empty() ? std::string() : " (" + lastError + ")") + "; refusing to join");
+        log::info("trust",
+                  "run " + runId + ": lead key rotated " + result.key.keyIdHex() + " -> " + newKey->keyIdHex());
         result.key = *newKey;
         ++result.rotations;
     }
@@ -156,13 +159,13 @@ ManifestTrust verifyRunManifest(const std::filesystem::path &manifest, const std
         throw Error("run " + runId + " refused: " + e.what());
     }
 
-    const bool pinChanged = !std::filesystem::exists(result.pinFile, ec)
-        || minisign::loadPublicKey(result.pinFile) != result.key;
+    const bool pinChanged =
+        !std::filesystem::exists(result.pinFile, ec) || minisign::loadPublicKey(result.pinFile) != result.key;
     if (pinChanged) {
         std::filesystem::create_directories(trustDir, ec);
         writeFileAtomically(result.pinFile, minisign::formatPublicKey(result.key));
-        log::info("trust", "run " + runId + ": lead key " + result.key.keyIdHex() + " pinned in "
-                               + result.pinFile.string());
+        log::info("trust",
+                  "run " + runId + ": lead key " + result.key.keyIdHex() + " pinned in " + result.pinFile.string());
     }
     return result;
 }

@@ -32,9 +32,9 @@ namespace dedloc {
 constexpr const char *RotationCommentPrefix = "dedloc-lead-key-rotation to:";
 
 struct ManifestTrust {
-    minisign::PublicKey key;   // the key that verified the manifest (now pinned)
-    std::string anchor;        // "pinned", "installed" or "first use"
-    int rotations = 0;         // rotation statements followed from the anchor
+    minisign::PublicKey key; // the key that verified the manifest (now pinned)
+    std::string anchor;      // "pinned", "installed" or "first use"
+    int rotations = 0;       // rotation statements followed from the anchor
     std::string trustedComment;
     std::filesystem::path pinFile;
 };
