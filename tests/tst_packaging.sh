@@ -33,6 +33,13 @@ done
 out=$("$usr/bin/dedloc" --version)
 [ "$out" = "dedloc $version" ] || fail "packaged dedloc --version printed '$out', expected 'dedloc $version'"
 
+# The packaged programs together: a peer key from dedloc, a token for it from dedloc-lead.
+peer=$("$usr/bin/dedloc" --print-peer-key --data-dir "$tmp/data" 2>/dev/null)
+[[ "$peer" =~ ^[0-9a-f]{64}$ ]] || fail "dedloc --print-peer-key printed '$peer'"
+"$usr/bin/dedloc-lead" keygen --out "$tmp/keys" --no-password > /dev/null
+token=$("$usr/bin/dedloc-lead" issue-token --secret "$tmp/keys/lead.key" --run-id bn-albert-demo --peer-key "$peer" --name test --expires-in 1)
+[[ "$token" == dlt1.* ]] || fail "issue-token printed '$token'"
+
 run="$usr/share/dedloc/default-run"
 out=$("$usr/bin/dedloc-lead" verify "$run/manifest.json" --public "$run/lead.pub") || fail "packaged manifest does not verify: $out"
 grep -q "^Trusted comment: dedloc default run" <<<"$out" || fail "unexpected trusted comment: $out"

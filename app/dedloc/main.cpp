@@ -1,8 +1,10 @@
 // dedloc: the volunteer's program. `dedloc --headless` trains without a window.
+#include "net/PeerIdentity.h"
 #include "run/RunPaths.h"
 #include "security/RunTrust.h"
 #include "train/TrainingSession.h"
 #include "util/Error.h"
+#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <QCommandLineParser>
@@ -52,7 +54,8 @@ int main(int argc, char *argv[])
     const QCommandLineOption fresh(QStringLiteral("fresh"), QStringLiteral("Start from step 0; existing checkpoints are left on disk but not loaded."));
     const QCommandLineOption leadKey(QStringLiteral("lead-key"), QStringLiteral("The run lead's public key (minisign format) to verify the manifest with (default: the installed key for the bundled run, else the key pinned on first join)."), QStringLiteral("file"));
     const QCommandLineOption allowUnsigned(QStringLiteral("allow-unsigned"), QStringLiteral("Development only: train on a run whose manifest is not signed or does not verify."));
-    parser.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, leadKey, allowUnsigned});
+    const QCommandLineOption printPeerKey(QStringLiteral("print-peer-key"), QStringLiteral("Print this peer's public key (64 hex digits, what a lead needs to issue an access token) and exit."));
+    parser.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, leadKey, allowUnsigned, printPeerKey});
     // parse() rather than process(): a bad option exits with 2 like every other bad input.
     if (!parser.parse(QCoreApplication::arguments())) {
         std::fprintf(stderr, "dedloc: %s (see --help)\n", qPrintable(parser.errorText()));
@@ -62,6 +65,20 @@ int main(int argc, char *argv[])
         parser.showHelp(0);
     if (parser.isSet(QStringLiteral("version")))
         parser.showVersion();
+
+    if (parser.isSet(printPeerKey)) {
+        const auto dir = parser.isSet(dataDir) ? std::filesystem::path(parser.value(dataDir).toStdString())
+                                               : dedloc::userDataDir();
+        try {
+            const auto identity = dedloc::PeerIdentity::loadOrCreate(dir / "identity.key");
+            std::printf("%s\n", dedloc::toHex(identity.publicKey().data(), identity.publicKey().size()).c_str());
+            dedloc::log::info("app", "peer id " + identity.peerId() + "; send the key above to the run's lead for an access token");
+            return 0;
+        } catch (const dedloc::Error &e) {
+            std::fprintf(stderr, "dedloc: %s\n", e.what());
+            return 2;
+        }
+    }
 
     dedloc::SessionOptions options;
     if (parser.isSet(manifest)) {
