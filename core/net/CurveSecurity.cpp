@@ -198,7 +198,7 @@ void ZapHandler::loop(void *socket)
             continue;
         // Request: version, request id, domain, address, identity, mechanism, credentials...
         std::vector<std::string> frames;
-        int more = 1;
+        bool more = true;
         while (more) {
             zmq_msg_t m;
             zmq_msg_init(&m);
@@ -209,7 +209,7 @@ void ZapHandler::loop(void *socket)
                 break;
             }
             frames.push_back(frameText(m));
-            more = zmq_msg_more(&m);
+            more = zmq_msg_more(&m) != 0;
             zmq_msg_close(&m);
         }
         std::string status = "200", text = "OK", userId;
@@ -244,9 +244,9 @@ void ZapHandler::loop(void *socket)
                          "refused a data-plane connection from " + (frames.size() > 3 ? frames[3] : "?") + ": " + text);
         }
         const std::string requestId = frames.size() > 1 ? frames[1] : std::string();
-        const std::string reply[] = {"1.0", requestId, status, text.substr(0, 255), userId, ""};
-        for (int i = 0; i < 6; ++i)
-            zmq_send(socket, reply[i].data(), reply[i].size(), i < 5 ? ZMQ_SNDMORE : 0);
+        const std::array<std::string, 6> reply = {"1.0", requestId, status, text.substr(0, 255), userId, ""};
+        for (std::size_t i = 0; i < reply.size(); ++i)
+            zmq_send(socket, reply[i].data(), reply[i].size(), i + 1 < reply.size() ? ZMQ_SNDMORE : 0);
     }
 }
 

@@ -124,10 +124,10 @@ std::string issueAccessToken(const minisign::SecretKey &lead, const std::string 
     t.name = name;
     const std::string b = body(t);
     const std::string m = signedMessage(b);
-    unsigned char sig[64];
-    crypto_sign_detached(sig, nullptr, reinterpret_cast<const unsigned char *>(m.data()), m.size(), lead.key.data());
+    std::array<unsigned char, 64> sig{};
+    crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const unsigned char *>(m.data()), m.size(), lead.key.data());
     std::string raw = b;
-    raw.append(reinterpret_cast<const char *>(sig), 64);
+    raw.append(reinterpret_cast<const char *>(sig.data()), sig.size());
     std::string out(sodium_base64_ENCODED_LEN(raw.size(), sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
     sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char *>(raw.data()), raw.size(),
                       sodium_base64_VARIANT_URLSAFE_NO_PADDING);

@@ -25,7 +25,7 @@ std::string readRunId(const std::filesystem::path &manifest)
     }
     if (!root.is_object() || !root.contains("run_id") || !root["run_id"].is_string())
         throw Error("run manifest " + manifest.string() + " has no string \"run_id\"");
-    const std::string id = root["run_id"].get<std::string>();
+    std::string id = root["run_id"].get<std::string>();
     // Same rule as RunManifest: the id names a file under the trust directory.
     static const std::regex valid("[A-Za-z0-9._-]{1,64}");
     if (!std::regex_match(id, valid) || id == "." || id == "..")
@@ -45,7 +45,7 @@ std::vector<Statement> readStatements(const std::filesystem::path &dir)
     if (!std::filesystem::is_directory(dir, ec))
         return out;
     for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
-        const auto path = entry.path();
+        const auto &path = entry.path();
         if (path.extension() != ".pub")
             continue;
         const std::filesystem::path sig(path.string() + ".minisig");
@@ -71,7 +71,7 @@ std::filesystem::path writeRotationStatement(const minisign::SecretKey &oldKey, 
         throw Error("the new lead key has the same key id as the old one; generate a new key pair");
     const auto dir = runDir / "rotations";
     std::filesystem::create_directories(dir);
-    const auto pub = dir / (newKey.keyIdHex() + ".pub");
+    auto pub = dir / (newKey.keyIdHex() + ".pub");
     const std::string text = minisign::formatPublicKey(newKey);
     writeFileAtomically(pub, text);
     writeFileAtomically(
