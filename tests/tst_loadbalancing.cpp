@@ -31,6 +31,7 @@ private Q_SLOTS:
         QTest::newRow("equal, 4 peers") << qint64(10) << Bandwidths{1, 1, 1, 1} << qint64(0) << Shards{3, 3, 2, 2};
         QTest::newRow("client mode reduces nothing") << qint64(90) << Bandwidths{1, 0, 1, 1} << qint64(0) << Shards{30, 0, 30, 30};
         QTest::newRow("one peer") << qint64(7) << Bandwidths{3} << qint64(0) << Shards{7};
+        QTest::newRow("client beside unknown peers") << qint64(100) << Bandwidths{-1, 0, -1} << qint64(0) << Shards{50, 0, 50};
         QTest::newRow("unknown takes the mean of known") << qint64(300) << Bandwidths{1, -1, 1} << qint64(0) << Shards{100, 100, 100};
     }
 

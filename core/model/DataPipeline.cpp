@@ -145,4 +145,11 @@ void DataPipeline::setPosition(DataPosition position)
     m_position = position;
 }
 
+void DataPipeline::reseed(std::uint64_t seed)
+{
+    m_seed = seed;
+    m_position = {};
+    m_permutationPass = ~0ULL;
+}
+
 } // namespace dedloc

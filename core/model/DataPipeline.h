@@ -47,6 +47,8 @@ public:
     [[nodiscard]] DataPosition position() const { return m_position; }
     void setPosition(DataPosition position);
     [[nodiscard]] std::uint64_t seed() const { return m_seed; }
+    // Restarts at position {0, 0} with the order of another seed (the corpus stays loaded).
+    void reseed(std::uint64_t seed);
 
 private:
     void preparePass();

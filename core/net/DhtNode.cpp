@@ -79,6 +79,7 @@ std::string runKey(const std::string &runId, const std::string &kind) { return "
 struct DhtNode::Impl {
     PeerIdentity identity;
     dht::DhtRunner runner;
+    std::mutex sequenceMutex;
     std::map<std::string, std::uint64_t> sequences;
     explicit Impl(const PeerIdentity &id) : identity(id) {}
 };
@@ -161,9 +162,14 @@ bool DhtNode::publish(const std::string &key, const std::string &payload, double
                     std::to_string(MaxPayloadBytes));
     const double now = unixNow();
     // Sequence: strictly increasing per key, and above any earlier process's (time-based start).
-    auto &seq = d->sequences[key];
-    seq = std::max(seq + 1, static_cast<std::uint64_t>(now * 1000.0));
-    const auto bytes = encodeRecord(key, payload, seq, now, now + ttlSeconds);
+    std::uint64_t sequence = 0;
+    {
+        std::lock_guard lock(d->sequenceMutex);
+        auto &seq = d->sequences[key];
+        seq = std::max(seq + 1, static_cast<std::uint64_t>(now * 1000.0));
+        sequence = seq;
+    }
+    const auto bytes = encodeRecord(key, payload, sequence, now, now + ttlSeconds);
     // One value id per (peer, key), so a re-put replaces this peer's value where it is stored.
     std::uint64_t id = 0;
     const auto h = dht::InfoHash::get(d->identity.peerId() + "|" + key);

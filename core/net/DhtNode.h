@@ -11,7 +11,8 @@
 // Payloads are limited to 60 KiB (OpenDHT values to 64 KiB).
 //
 // Threads: OpenDHT runs its own thread; publish() and fetch() block the caller until the DHT
-// answers or `timeout` passes (never forever). Safe to call from one thread at a time.
+// answers or `timeout` passes (never forever). Thread-safe: several threads may publish and
+// fetch at once (the swarm's control thread and its matchmaker do).
 // Binds UDP on 127.0.0.1 only; no bootstrap happens unless bootstrap() is called.
 #include "net/PeerIdentity.h"
 

@@ -96,6 +96,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
         shardOffset[j] = shardOffset[j - 1] + static_cast<std::uint64_t>(report.shardSizes[j - 1]);
     const auto myShard = static_cast<std::uint64_t>(report.shardSizes[me]);
     const bool iSend = members[me].weight > 0.0;
+    const double myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
     if (myShard > 0 && !d->router)
         throw Error("all-reduce: this member has a shard but no ROUTER (client mode)");
 
@@ -118,7 +119,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             for (std::uint32_t p = 0; p < parts.size(); ++p) {
                 ShardHeader h{MessageType::Part, groupId, static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(j),
                               p, static_cast<std::uint32_t>(parts.size()), parts[p].offset, parts[p].count,
-                              members[me].weight, options.codec};
+                              myWeight, options.codec};
                 // Encode straight into the message: one copy less per part.
                 zmq::message_t payload(encodedBytes(options.codec, parts[p].count));
                 encodeInto(options.codec, values.subspan(shardOffset[j] + parts[p].offset, parts[p].count),
@@ -140,6 +141,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     auto finishReduction = [&](bool timedOut) {
         std::vector<double> sum(myShard, 0.0);
         double total = 0.0;
+        std::vector<std::size_t> arrived;
         for (std::size_t i = 0; i < n; ++i) {
             const bool mine = i == me && iSend;
             const bool complete = senders[i].parts > 0 && senders[i].partsReceived == senders[i].parts;
@@ -148,20 +150,30 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
                     report.excludedSenders.push_back(static_cast<std::uint32_t>(i));
                 continue;
             }
-            const double w = mine ? members[me].weight : senders[i].weight;
+            arrived.push_back(i);
+            total += mine ? myWeight : senders[i].weight;
+        }
+        // Every sender with weight 0 (nobody accumulated anything): a plain mean, so that the
+        // members still end equal and nobody waits for a result that never comes.
+        const bool equalWeights = total <= 0.0;
+        total = 0.0;
+        for (std::size_t i : arrived) {
+            const bool mine = i == me && iSend;
+            const double w = equalWeights ? 1.0 : (mine ? myWeight : senders[i].weight);
             const float *x = mine ? values.data() + shardOffset[me] : senders[i].values.data();
             for (std::uint64_t k = 0; k < myShard; ++k)
                 sum[k] += w * static_cast<double>(x[k]);
             total += w;
         }
-        report.myShardWeight = total;
+        report.myShardWeight = equalWeights ? 0.0 : total;
+        report.groupWeight = std::max(report.groupWeight, report.myShardWeight);
         if (!report.excludedSenders.empty()) {
             report.complete = false;
             log::warning("allreduce", "group " + groupId + ": " + std::to_string(report.excludedSenders.size())
                                           + " sender(s) excluded from shard " + std::to_string(me)
                                           + (timedOut ? " (sender timeout)" : ""));
         }
-        if (total <= 0.0)
+        if (arrived.empty())
             return; // nobody to average: the shard keeps its local values
         std::vector<float> average(myShard);
         for (std::uint64_t k = 0; k < myShard; ++k)
@@ -173,7 +185,8 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             // Apply exactly what the others receive, so that every member ends bitwise equal.
             decode(options.codec, payload, values.subspan(shardOffset[me] + parts[p].offset, parts[p].count));
             ShardHeader h{MessageType::Result, groupId, static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(me),
-                          p, static_cast<std::uint32_t>(parts.size()), parts[p].offset, parts[p].count, total, options.codec};
+                          p, static_cast<std::uint32_t>(parts.size()), parts[p].offset, parts[p].count,
+                          report.myShardWeight, options.codec};
             const auto header = encodeShardHeader(h);
             for (std::size_t i = 0; i < n; ++i) {
                 if (i == me || senders[i].routingId.empty())
@@ -331,6 +344,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
                             throw ProtocolError("RESULT carries a non-finite value");
                     std::copy(piece.begin(), piece.end(), values.begin() + static_cast<std::ptrdiff_t>(shardOffset[j] + h.offset));
                     receivedBack[j] += h.count;
+                    report.groupWeight = std::max(report.groupWeight, h.weight);
                 } catch (const std::exception &e) {
                     log::warning("allreduce", std::string("dropped a result: ") + e.what());
                 }

@@ -46,12 +46,19 @@ struct AllReduceOptions {
     double senderTimeout = 15.0;           // seconds from the start of the round
     double reducerTimeout = 30.0;          // seconds from the start of the round
     std::int64_t minShardElements = 0;
+    // This member's weight in its PART headers. < 0: members[myIndex].weight. Lets a sender
+    // whose weight was not known at matchmaking (the leader lists senders with weight 1) send
+    // its real sample count, even 0 (a sender with nothing accumulated still takes part, so the
+    // reducers do not wait for it until the sender timeout).
+    double myWeight = -1.0;
 };
 
 struct AllReduceReport {
     std::vector<std::int64_t> shardSizes;       // elements, per member
     std::vector<std::uint32_t> excludedSenders; // for this member's shard
     double myShardWeight = 0.0;                 // sum of weights averaged into this member's shard
+    double groupWeight = 0.0;                   // largest shard weight seen (own or in RESULTs):
+                                                // the samples of the global batch when complete
     double receivedFraction = 1.0;              // of the elements this member expected back
     bool complete = true;                       // no exclusion here and every result received
 };

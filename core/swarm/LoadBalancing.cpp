@@ -14,8 +14,10 @@ std::vector<double> resolveUnknown(const std::vector<double> &bandwidths)
 {
     double sum = 0.0;
     int known = 0;
+    // 0 marks a peer that reduces nothing (client mode), not a measured bandwidth: it must not
+    // pull the unknown peers' estimate down to 0.
     for (double b : bandwidths)
-        if (b >= 0.0) {
+        if (b > 0.0) {
             sum += b;
             ++known;
         }

@@ -16,7 +16,8 @@
 // remainders so they sum to `elements` exactly.
 //
 // Bandwidth conventions: a negative value means unknown and is replaced by the mean of the known
-// ones (all unknown: equal shards); 0 means the peer reduces nothing (client mode).
+// positive ones (none known: equal shards); 0 means the peer reduces nothing (client mode) and
+// does not count as a known bandwidth.
 // Reference cases (hivemind's tests): 60 elements, [0.55, 0.44, 0.40], min 10 -> [41, 19, 0];
 // [0.32, 0.55, 0.44] -> [0, 40, 20]; 100 elements, two unknown -> [50, 50].
 // Pure function; throws dedloc::Error when no peer can reduce (all bandwidths 0) or n == 0.

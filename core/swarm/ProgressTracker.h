@@ -19,6 +19,8 @@
 // Times are seconds on the caller's clock (Unix time; records carry the sender's clock, and a
 // record more than `allowedClockSkew` in the future is refused). Pure logic, no I/O, no clock of
 // its own: tests inject `now`. Not thread-safe; owned by the swarm's control thread.
+#include "swarm/PeerStatus.h"
+
 #include <map>
 #include <string>
 
@@ -32,6 +34,8 @@ struct ProgressRecord {
     double time = 0.0;              // when the record was made (sender's clock, seconds)
     double expiresAt = 0.0;         // time + ~60 s: a silent peer drops out by itself
     bool clientMode = false;
+    PeerRole role = PeerRole::Trainer;
+    bool paused = false;            // a paused peer reports 0 samples and 0 samples/s
 };
 
 struct TrackerOptions {

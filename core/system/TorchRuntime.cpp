@@ -1,5 +1,9 @@
 #include "system/TorchRuntime.h"
 
+#if __has_include(<cuda_runtime_api.h>) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 #include "util/Log.h"
 
 #include <torch/torch.h>
@@ -76,6 +80,14 @@ void logRuntime(bool allowCuda)
                                 + " device(s)), bf16 mixed precision");
     else
         log::info("system", std::string("training on CPU") + (allowCuda ? " (no CUDA device or CUDA-less libtorch)" : " (--cpu)"));
+}
+
+void releaseAcceleratorMemory()
+{
+#if __has_include(<cuda_runtime_api.h>) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
+    if (cudaAvailable())
+        c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
 }
 
 } // namespace dedloc

@@ -19,5 +19,8 @@ int configureTorchThreads(int threads);
 // Logs (category "system") the thread count, the BLAS in use (a warning for the reference BLAS,
 // with the command that fixes it) and the device the trainer will use.
 void logRuntime(bool allowCuda);
+// Returns cached accelerator memory to the driver (a paused peer leaves the GPU to the user).
+// No-op without CUDA.
+void releaseAcceleratorMemory();
 
 } // namespace dedloc

@@ -162,6 +162,11 @@ MicroBatchResult Trainer::accumulateMicroBatch(int maxSamples)
 
 long Trainer::accumulatedSamples() const { return d->accumulated; }
 
+void Trainer::setMicroBatchSize(int samples)
+{
+    d->microBatch = std::clamp(samples, 1, d->manifest.training.microBatchSize);
+}
+
 StepResult Trainer::applyStep()
 {
     StepResult r;
@@ -377,6 +382,54 @@ std::vector<float> Trainer::parametersFlat() const
         flat.push_back(p.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
     auto all = torch::cat(flat);
     return {all.data_ptr<float>(), all.data_ptr<float>() + all.numel()};
+}
+
+long long Trainer::stateElements() const { return 3 * parameterCount(); }
+
+std::vector<float> Trainer::stateFlat() const
+{
+    std::vector<torch::Tensor> flat;
+    for (const auto &p : d->model->parameters())
+        flat.push_back(p.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
+    const auto optim = d->optimizer->state(); // exp_avg.0..n-1, exp_avg_sq.0..n-1
+    for (const auto &s : optim)
+        flat.push_back(s.tensor.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
+    auto all = torch::cat(flat);
+    return {all.data_ptr<float>(), all.data_ptr<float>() + all.numel()};
+}
+
+void Trainer::loadStateFlat(std::span<const float> state, long epoch)
+{
+    const auto p = static_cast<std::size_t>(parameterCount());
+    if (state.size() != 3 * p)
+        throw Error("state has " + std::to_string(state.size()) + " elements, this model needs " + std::to_string(3 * p));
+    if (epoch < 0)
+        throw Error("state epoch " + std::to_string(epoch) + " is negative");
+    auto all = torch::from_blob(const_cast<float *>(state.data()), {static_cast<std::int64_t>(state.size())}, torch::kFloat);
+    if (!torch::isfinite(all).all().item<bool>())
+        throw Error("state holds non-finite values");
+    torch::NoGradGuard noGrad;
+    std::int64_t offset = 0;
+    for (auto &param : d->model->parameters()) {
+        const auto n = param.numel();
+        param.copy_(all.slice(0, offset, offset + n).view(param.sizes()));
+        offset += n;
+    }
+    auto optim = d->optimizer->state();
+    for (auto &s : optim) {
+        const auto n = s.tensor.numel();
+        s.tensor = all.slice(0, offset, offset + n).view(s.tensor.sizes()).clone().to(d->device);
+        offset += n;
+    }
+    d->optimizer->loadState(optim, epoch);
+    d->clearGradients();
+}
+
+void Trainer::restartData(std::uint64_t seed)
+{
+    d->data.reseed(seed);
+    d->masker = DynamicMasker(d->manifest.model.vocabSize, d->manifest.training.maskProbability,
+                              splitMix64(seed ^ 0xA5A5A5A5ULL));
 }
 
 } // namespace dedloc

@@ -67,6 +67,8 @@ public:
     // One forward/backward pass over min(maxSamples, micro-batch size) samples.
     MicroBatchResult accumulateMicroBatch(int maxSamples);
     [[nodiscard]] long accumulatedSamples() const;
+    // Caps the micro-batch (volunteer setting); clamped to [1, the manifest's micro-batch size].
+    void setMicroBatchSize(int samples);
     // Divides the accumulated gradient by the sample count, clips, checks it is finite, applies
     // LAMB with the schedule's rate for the new epoch, clears the gradient.
     StepResult applyStep();
@@ -102,6 +104,21 @@ public:
 
     // Flattened parameters (fp32, CPU) for tests and state comparison.
     [[nodiscard]] std::vector<float> parametersFlat() const;
+
+    // The shareable training state for DeDLOC state sharing and state averaging (METHOD.md
+    // "State sharing"): the parameters in registration order, then the LAMB statistics in
+    // Lamb::state() order (exp_avg and exp_avg_sq of each parameter in turn); fp32, CPU,
+    // stateElements() = 3 * parameterCount() elements.
+    [[nodiscard]] long long stateElements() const;
+    [[nodiscard]] std::vector<float> stateFlat() const;
+    // Loads such a vector and sets the epoch (optimizer step; the schedule follows it). Drops any
+    // local accumulation. Throws dedloc::Error on a size mismatch or a non-finite element (the
+    // model is unchanged then).
+    void loadStateFlat(std::span<const float> state, long epoch);
+    // Continues accumulation with the data stream (order and masks) of a fresh trainer with
+    // `seed`, from its start. Lets one trainer replay the split batch of several peers, which is
+    // how the swarm's equivalence with single-peer training is checked.
+    void restartData(std::uint64_t seed);
 
 private:
     StepResult finishStep(StepResult partial);

@@ -1,0 +1,62 @@
+#pragma once
+// Multi-process swarm fixtures: each peer is a real `dedloc` process on loopback with its own
+// data directory, metrics file and log, inside one temporary directory. Used by tst_swarm.
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace dedloc::test {
+
+// A free UDP port on 127.0.0.1 (bound and released; good enough for tests).
+[[nodiscard]] quint16 freeUdpPort();
+
+struct SwarmPeerProcess {
+    QString name;
+    std::filesystem::path dataDir;
+    std::filesystem::path metrics;
+    std::filesystem::path log;
+    std::unique_ptr<QProcess> process;
+
+    // Lines of the metrics file with "event" == `event` (default "step"), in file order.
+    [[nodiscard]] std::vector<nlohmann::json> events(const char *event = "step") const;
+    [[nodiscard]] long lastStep() const; // 0 if none
+    [[nodiscard]] QString logText() const;
+    [[nodiscard]] bool running() const;
+    void kill9();
+    void stopGracefully(int waitMs = 30000);
+};
+
+class SwarmHarness final {
+public:
+    // `manifest`: the run; `app`: the dedloc executable; `root`: a scratch directory.
+    SwarmHarness(std::filesystem::path app, std::filesystem::path manifest, std::filesystem::path root);
+    ~SwarmHarness(); // kills what still runs
+
+    // Starts the monitor (the DHT bootstrap node) on a free port.
+    SwarmPeerProcess &startMonitor(const QStringList &extra = {});
+    // Starts a peer that bootstraps from the monitor. `extra` adds options (--role, ...).
+    SwarmPeerProcess &startPeer(const QString &name, const QStringList &extra = {});
+
+    // Polls `condition` every 100 ms for at most `seconds`; true if it held.
+    static bool waitFor(const std::function<bool()> &condition, double seconds);
+
+    [[nodiscard]] QStringList commonArguments() const;
+
+private:
+    SwarmPeerProcess &launch(const QString &name, QStringList arguments);
+
+    std::filesystem::path m_app;
+    std::filesystem::path m_manifest;
+    std::filesystem::path m_root;
+    quint16 m_dhtPort = 0;
+    std::vector<std::unique_ptr<SwarmPeerProcess>> m_peers;
+};
+
+} // namespace dedloc::test

@@ -1,0 +1,304 @@
+// The swarm end to end: real `dedloc` processes on loopback training the tiny run together
+// (issue 3 evidence (a)-(e)). Each case starts a monitor (the DHT bootstrap node) and peers,
+// and judges them by their metrics files (params_sha: SHA-256 of the parameters after a step).
+#include "SwarmHarness.h"
+#include "TestSupport.h"
+#include "model/Tokenizer.h"
+#include "run/RunManifest.h"
+#include "security/Minisign.h"
+#include "train/Trainer.h"
+#include "util/AtomicFile.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+
+using namespace dedloc;
+using namespace dedloc::test;
+
+namespace {
+
+std::filesystem::path writeTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32)
+{
+    auto m = tinyRun(dir);
+    m.training.targetBatchSize = targetBatchSize;
+    m.compression = Compression::None; // bitwise comparisons
+    m.training.validationEveryNSteps = 1000;
+    m.training.checkpointEveryNSteps = 1000;
+    const auto path = dir / "manifest.json";
+    std::ofstream(path) << toJson(m);
+    // Peers refuse unsigned runs (security/RunTrust.h): sign with a throw-away lead key; each peer
+    // pins it from lead.pub beside the manifest on its first join.
+    const auto lead = minisign::generateKeyPair();
+    writeFileAtomically(dir / "lead.pub", minisign::formatPublicKey(lead.publicKey));
+    writeFileAtomically(path.string() + ".minisig", minisign::signFile(lead.secretKey, path, "tiny swarm run"));
+    return path;
+}
+
+std::vector<float> readFloats(const std::filesystem::path &file)
+{
+    std::ifstream in(file, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<float> out(bytes.size() / sizeof(float));
+    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+    return out;
+}
+
+double distance(const std::vector<float> &a, const std::vector<float> &b)
+{
+    double s = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        s += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    return std::sqrt(s);
+}
+
+// step -> event of a peer
+std::map<long, nlohmann::json> byStep(const SwarmPeerProcess &p)
+{
+    std::map<long, nlohmann::json> out;
+    for (auto &e : p.events())
+        out[e.value("step", -1L)] = e;
+    return out;
+}
+
+bool finished(std::initializer_list<SwarmPeerProcess *> peers)
+{
+    for (auto *p : peers)
+        if (p->running())
+            return false;
+    return true;
+}
+
+QString failureReport(std::initializer_list<SwarmPeerProcess *> peers)
+{
+    QString out;
+    for (auto *p : peers)
+        out += QStringLiteral("\n--- %1 (last step %2, %3, exit code %4):\n%5")
+                   .arg(p->name)
+                   .arg(p->lastStep())
+                   .arg(p->running() ? QStringLiteral("running") : QStringLiteral("ended"))
+                   .arg(p->process ? p->process->exitCode() : -1)
+                   .arg(p->logText().right(3000));
+    return out;
+}
+
+} // namespace
+
+class TestSwarm : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_tmp;
+    std::filesystem::path m_app = DEDLOC_APP;
+
+    std::filesystem::path dir(const char *name)
+    {
+        auto d = std::filesystem::path(m_tmp.path().toStdString()) / name;
+        std::filesystem::create_directories(d);
+        return d;
+    }
+
+private Q_SLOTS:
+    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
+
+    // (a) 2 peers, split data, no compression: the same parameters after one step as one peer
+    // trained on the whole batch (the peers' exact samples replayed on one trainer).
+    void twoPeersEqualOnePeerOnTheWholeBatch()
+    {
+        const auto d = dir("a");
+        const auto manifest = writeTinyRun(d);
+        SwarmHarness h(m_app, manifest, d / "peers");
+        auto &monitor = h.startMonitor();
+        const auto paramsA = d / "a.f32", paramsB = d / "b.f32";
+        const QStringList common{QStringLiteral("--steps"), QStringLiteral("1"), QStringLiteral("--min-peers"),
+                                 QStringLiteral("2"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &a = h.startPeer(QStringLiteral("a"), QStringList(common) << QStringLiteral("--data-seed") << QStringLiteral("11")
+                                                     << QStringLiteral("--dump-parameters") << QString::fromStdString(paramsA.string()));
+        auto &b = h.startPeer(QStringLiteral("b"), QStringList(common) << QStringLiteral("--data-seed") << QStringLiteral("22")
+                                                     << QStringLiteral("--dump-parameters") << QString::fromStdString(paramsB.string()));
+        QVERIFY2(SwarmHarness::waitFor([&] { return finished({&a, &b}); }, 120), qPrintable(failureReport({&a, &b, &monitor})));
+        QCOMPARE(a.process->exitCode(), 0);
+        QCOMPARE(b.process->exitCode(), 0);
+        const auto ea = a.events(), eb = b.events();
+        QCOMPARE(ea.size(), std::size_t(1));
+        QCOMPARE(eb.size(), std::size_t(1));
+        QVERIFY2(ea[0].value("averaged", false) && eb[0].value("averaged", false), qPrintable(failureReport({&a, &b})));
+        QCOMPARE(ea[0].value("group_size", 0), 2);
+        const long nA = ea[0].value("samples", 0L), nB = eb[0].value("samples", 0L);
+        QVERIFY(nA > 0 && nB >= 0);
+        QCOMPARE(ea[0].value("batch_samples", 0L), nA + nB);
+        QVERIFY(nA + nB >= 32);
+
+        // One trainer replays both peers' samples (their data seeds, their micro-batches).
+        const auto run = loadRunManifest(manifest);
+        const Tokenizer tokenizer(run.resolve(run.tokenizer.path));
+        TrainerConfig config;
+        config.seed = 11;
+        config.allowCuda = false;
+        Trainer reference(run, tokenizer, config);
+        const auto initial = reference.parametersFlat();
+        while (reference.accumulatedSamples() < nA)
+            reference.accumulateMicroBatch(static_cast<int>(nA - reference.accumulatedSamples()));
+        reference.restartData(22);
+        while (reference.accumulatedSamples() < nA + nB)
+            reference.accumulateMicroBatch(static_cast<int>(nA + nB - reference.accumulatedSamples()));
+        QVERIFY(reference.applyStep().applied);
+        const auto expected = reference.parametersFlat();
+
+        const auto pa = readFloats(paramsA), pb = readFloats(paramsB);
+        QCOMPARE(pa.size(), expected.size());
+        QVERIFY(pa == pb); // both peers hold bitwise the same parameters
+        const double update = distance(expected, initial);
+        const double error = distance(pa, expected);
+        QVERIFY(update > 0);
+        qInfo("update norm %.6g, swarm vs single peer %.3g (relative to parameters %.3g, to the update %.3g)", update,
+              error, error / distance(expected, std::vector<float>(expected.size(), 0.0F)), error / update);
+        QVERIFY(error / distance(expected, std::vector<float>(expected.size(), 0.0F)) < 1e-5);
+        QVERIFY(error / update < 1e-3);
+    }
+
+    // (b) 3 peers, 5 global steps, bitwise identical parameters after each; the monitor records
+    // every peer's metrics.
+    void threePeersStayIdentical()
+    {
+        const auto d = dir("b");
+        SwarmHarness h(m_app, writeTinyRun(d), d / "peers");
+        auto &monitor = h.startMonitor();
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--min-peers"),
+                               QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("2")};
+        auto &p1 = h.startPeer(QStringLiteral("p1"), args);
+        auto &p2 = h.startPeer(QStringLiteral("p2"), args);
+        auto &p3 = h.startPeer(QStringLiteral("p3"), args);
+        QVERIFY2(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 180),
+                 qPrintable(failureReport({&p1, &p2, &p3, &monitor})));
+        const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
+        for (long step = 1; step <= 5; ++step) {
+            QVERIFY2(s1.count(step) && s2.count(step) && s3.count(step), qPrintable(failureReport({&p1, &p2, &p3})));
+            const auto sha = s1.at(step).value("params_sha", std::string());
+            QVERIFY(!sha.empty());
+            QCOMPARE(s2.at(step).value("params_sha", std::string()), sha);
+            QCOMPARE(s3.at(step).value("params_sha", std::string()), sha);
+            QCOMPARE(s1.at(step).value("group_size", 0), 3);
+            QVERIFY(s1.at(step).value("applied", false));
+        }
+        QVERIFY(s1.at(1).value("params_sha", std::string()) != s1.at(5).value("params_sha", std::string()));
+        // The monitor saw steps of all three peers.
+        QVERIFY(SwarmHarness::waitFor([&] {
+            std::ifstream in(d / "peers" / "swarm.jsonl");
+            std::set<std::string> peers;
+            std::string line;
+            while (std::getline(in, line))
+                peers.insert(nlohmann::json::parse(line).value("peer_id", std::string()));
+            return peers.size() == 3;
+        }, 10));
+    }
+
+    // (c) A peer stalls inside a round and is killed with SIGKILL: the others finish that round
+    // within the timeouts (partial), keep stepping, and agree again after state averaging.
+    void killedPeerDoesNotStopTheOthers()
+    {
+        const auto d = dir("c");
+        SwarmHarness h(m_app, writeTinyRun(d), d / "peers");
+        auto &monitor = h.startMonitor();
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("9"), QStringLiteral("--average-state-every"),
+                               QStringLiteral("2")};
+        auto &p1 = h.startPeer(QStringLiteral("p1"), QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2"));
+        auto &p2 = h.startPeer(QStringLiteral("p2"), QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2"));
+        // The victim freezes inside its first round at epoch 2 or later (fault injection), as a
+        // peer that hangs mid-round; then it is killed with SIGKILL.
+        qputenv("DEDLOC_FAULT_STALL_ROUND", "2");
+        auto &victim = h.startPeer(QStringLiteral("victim"), args);
+        qunsetenv("DEDLOC_FAULT_STALL_ROUND");
+        QVERIFY2(SwarmHarness::waitFor([&] { return victim.logText().contains(QStringLiteral("FAULT: stalling")); }, 120),
+                 qPrintable(failureReport({&p1, &p2, &victim, &monitor})));
+        victim.kill9();
+        QVERIFY2(SwarmHarness::waitFor([&] { return finished({&p1, &p2}); }, 120),
+                 qPrintable(failureReport({&p1, &p2, &monitor})));
+        const auto s1 = byStep(p1), s2 = byStep(p2);
+        QVERIFY2(s1.count(9) && s2.count(9), qPrintable(failureReport({&p1, &p2})));
+        // The round the victim left ended within the reducer timeout (6 s) plus slack, and the
+        // survivors stepped on with finite losses.
+        long failedStep = 0;
+        for (const auto &[step, e] : s1) {
+            QVERIFY(std::isfinite(e.value("loss", std::nan(""))));
+            if (e.value("averaged", false) && !e.value("complete", true) && !failedStep)
+                failedStep = step;
+        }
+        QVERIFY2(failedStep >= 2, qPrintable(failureReport({&p1, &p2})));
+        QVERIFY(s1.at(failedStep).value("round_s", 100.0) < 6.0 + 3.0);
+        QCOMPARE(s1.at(failedStep).value("group_size", 0), 3);
+        QVERIFY(failedStep < 9);
+        QCOMPARE(s1.at(9).value("group_size", 0), 2);
+        // Every second step averages the state: the survivors agree again.
+        QCOMPARE(s1.at(8).value("params_sha", std::string()), s2.at(8).value("params_sha", std::string()));
+        QCOMPARE(s1.at(9).value("params_sha", std::string()), s2.at(9).value("params_sha", std::string()));
+    }
+
+    // (d) A late joiner downloads the state from a donor and takes part in the next step.
+    void lateJoinerDownloadsStateAndTakesPart()
+    {
+        const auto d = dir("d");
+        // Steps of 1024 samples (seconds each): the swarm must not outrun the joiner's
+        // download, as real steps (minutes) never do.
+        SwarmHarness h(m_app, writeTinyRun(d, 1024), d / "peers");
+        auto &monitor = h.startMonitor();
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("60"), QStringLiteral("--average-state-every"),
+                               QStringLiteral("0")};
+        auto &p1 = h.startPeer(QStringLiteral("p1"), QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2"));
+        auto &p2 = h.startPeer(QStringLiteral("p2"), QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2"));
+        QVERIFY2(SwarmHarness::waitFor([&] { return p1.lastStep() >= 3 && p2.lastStep() >= 3; }, 120),
+                 qPrintable(failureReport({&p1, &p2, &monitor})));
+        auto &late = h.startPeer(QStringLiteral("late"), args);
+        QVERIFY2(SwarmHarness::waitFor([&] { return late.events().size() >= 2; }, 120),
+                 qPrintable(failureReport({&p1, &p2, &late, &monitor})));
+        for (auto *p : {&late, &p1, &p2})
+            p->stopGracefully();
+        QVERIFY2(late.logText().contains(QStringLiteral("downloaded state of epoch")), qPrintable(late.logText()));
+        const auto sl = byStep(late), s1 = byStep(p1);
+        const long first = sl.begin()->first;
+        QVERIFY2(first >= 4, qPrintable(late.logText())); // it never restarted the run from step 0
+        QVERIFY2(sl.begin()->second.value("averaged", false), qPrintable(failureReport({&p1, &p2, &late})));
+        QCOMPARE(sl.begin()->second.value("group_size", 0), 3);
+        QVERIFY(s1.count(first));
+        QCOMPARE(sl.begin()->second.value("params_sha", std::string()), s1.at(first).value("params_sha", std::string()));
+    }
+
+    // (e) A client-mode trainer and an auxiliary peer: the client reduces no shard, the
+    // auxiliary reduces one with weight 0 (sends no gradient), and the trainers stay identical.
+    void clientModeAndAuxiliaryPeers()
+    {
+        const auto d = dir("e");
+        SwarmHarness h(m_app, writeTinyRun(d), d / "peers");
+        auto &monitor = h.startMonitor();
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("4"), QStringLiteral("--min-peers"),
+                               QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &aux = h.startPeer(QStringLiteral("aux"), {QStringLiteral("--role"), QStringLiteral("auxiliary")});
+        auto &t = h.startPeer(QStringLiteral("trainer"), args);
+        auto &c = h.startPeer(QStringLiteral("client"), QStringList(args) << QStringLiteral("--client-mode"));
+        QVERIFY2(SwarmHarness::waitFor([&] { return finished({&t, &c}); }, 180),
+                 qPrintable(failureReport({&t, &c, &aux, &monitor})));
+        aux.stopGracefully();
+        const auto st = byStep(t), sc = byStep(c);
+        for (long step = 1; step <= 4; ++step) {
+            QVERIFY2(st.count(step) && sc.count(step), qPrintable(failureReport({&t, &c, &aux})));
+            QCOMPARE(st.at(step).value("group_size", 0), 3);
+            QCOMPARE(sc.at(step).value("params_sha", std::string()), st.at(step).value("params_sha", std::string()));
+            QCOMPARE(sc.at(step).value("shard_elements", -1L), 0L);
+            QVERIFY(st.at(step).value("shard_elements", 0L) > 0);
+        }
+        const auto rounds = aux.events("round");
+        QVERIFY2(rounds.size() >= 4, qPrintable(aux.logText()));
+        for (const auto &r : rounds) {
+            QVERIFY(r.value("shard_elements", 0L) > 0);
+            QVERIFY(r.value("complete", false));
+            QVERIFY(r.value("shard_weight", 0.0) >= 32.0); // the trainers' samples, none of its own
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSwarm)
+#include "tst_swarm.moc"
