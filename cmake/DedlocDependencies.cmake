@@ -18,3 +18,4 @@ pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 # cppzmq is header-only (zmq.hpp, zmq_addon.hpp from cppzmq-dev).
 pkg_check_modules(OPENDHT REQUIRED IMPORTED_TARGET opendht)
+find_package(Qt6 REQUIRED COMPONENTS Widgets Charts Svg)  # volunteer window (ui/)

@@ -1,33 +1,19 @@
 # Install layout beyond the executables (app/CMakeLists.txt installs dedloc, dedloc-lead and the
-# default run; core/CMakeLists.txt the SentencePiece shim) and CPack DEB + TGZ packages.
+# default run; core/CMakeLists.txt the SentencePiece shim; ui/CMakeLists.txt the .desktop and icon) and CPack DEB + TGZ packages.
 # installers/build-packages.sh drives it; docs/LEAD_GUIDE.md explains the whole release.
 #
 #   <prefix>/bin/dedloc, dedloc-lead
 #   <prefix>/lib/dedloc/libdedloc_sentencepiece.so
 #   <prefix>/share/dedloc/default-run/      manifest.json(.minisig), lead.pub, tokenizer, corpus
 #   <prefix>/share/metainfo/org.dedloc.Desktop.metainfo.xml
-#   <prefix>/share/applications/*.desktop, share/icons/hicolor/...   (when resources/ has them)
+#   <prefix>/share/applications/dedloc.desktop, share/icons/hicolor/scalable/apps/dedloc.svg
 #   <prefix>/lib/systemd/user/dedloc.service   (headless volunteers: systemctl --user enable --now dedloc)
 
 set(_res ${CMAKE_CURRENT_SOURCE_DIR}/resources)
 install(FILES ${_res}/packaging/org.dedloc.Desktop.metainfo.xml DESTINATION share/metainfo)
 install(FILES ${_res}/packaging/dedloc.service DESTINATION lib/systemd/user)
-file(GLOB _desktop_files ${_res}/*.desktop ${_res}/packaging/*.desktop)
-if(_desktop_files)
-  install(FILES ${_desktop_files} DESTINATION share/applications)
-endif()
-if(IS_DIRECTORY ${_res}/icons)
-  # resources/icons/<size>/<name>.png|svg or resources/icons/<name>.svg (scalable)
-  file(GLOB _scalable ${_res}/icons/*.svg)
-  if(_scalable)
-    install(FILES ${_scalable} DESTINATION share/icons/hicolor/scalable/apps)
-  endif()
-  file(GLOB _sized LIST_DIRECTORIES true ${_res}/icons/*x*)
-  foreach(_dir ${_sized})
-    get_filename_component(_size ${_dir} NAME)
-    install(DIRECTORY ${_dir}/ DESTINATION share/icons/hicolor/${_size}/apps)
-  endforeach()
-endif()
+# The menu entry and icon (resources/dedloc.desktop, resources/icons/dedloc.svg) are installed by
+# ui/CMakeLists.txt; the metainfo's launchable names that desktop file.
 
 set(CPACK_PACKAGE_NAME "dedloc-desktop")
 set(CPACK_PACKAGE_VENDOR "DeDLOC Desktop project")

@@ -15,6 +15,8 @@ PACKAGES=(
   libtorch-dev libopenblas0-openmp
   # Qt 6: Core/Gui/Widgets/Test + Charts + Svg
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev
+  # Qt6Charts' CMake package needs Qt6OpenGL's (and Qt6Gui looks for xkbcommon)
+  libqt6opengl6-dev libxkbcommon-dev
   # networking, crypto, tokenizer, JSON
   libzmq3-dev cppzmq-dev libopendht-dev libsodium-dev
   libsentencepiece-dev sentencepiece nlohmann-json3-dev

@@ -25,8 +25,8 @@ usr="$tmp/root/usr"
 for f in bin/dedloc bin/dedloc-lead lib/dedloc/libdedloc_sentencepiece.so \
          share/dedloc/default-run/manifest.json share/dedloc/default-run/manifest.json.minisig \
          share/dedloc/default-run/lead.pub share/dedloc/default-run/tokenizer.model \
-         share/metainfo/org.dedloc.Desktop.metainfo.xml share/applications/org.dedloc.Desktop.desktop \
-         share/icons/hicolor/scalable/apps/org.dedloc.Desktop.svg lib/systemd/user/dedloc.service; do
+         share/metainfo/org.dedloc.Desktop.metainfo.xml share/applications/dedloc.desktop \
+         share/icons/hicolor/scalable/apps/dedloc.svg lib/systemd/user/dedloc.service; do
   [ -e "$usr/$f" ] || fail "the package lacks /usr/$f"
 done
 

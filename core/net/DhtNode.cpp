@@ -134,6 +134,22 @@ std::string DhtNode::encodeRecord(const std::string &key, const std::string &pay
     return {bytes.begin(), bytes.end()};
 }
 
+unsigned DhtNode::knownNodes() const
+{
+    return d->runner.getNodesStats(AF_INET).getKnownNodes();
+}
+
+bool DhtNode::waitForNodes(unsigned count, double timeout)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+    while (knownNodes() < count) {
+        if (std::chrono::steady_clock::now() >= deadline)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
 bool DhtNode::publishRaw(const std::string &key, const std::string &bytes, std::uint64_t valueId, double timeout)
 {
     auto value = std::make_shared<dht::Value>(reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size());

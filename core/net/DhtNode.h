@@ -45,6 +45,11 @@ public:
     [[nodiscard]] std::uint16_t port() const;
     // "host:port"; returns immediately (OpenDHT connects in the background).
     void bootstrap(const std::string &hostPort);
+    // Nodes this node knows (good + dubious, IPv4).
+    [[nodiscard]] unsigned knownNodes() const;
+    // Waits until at least `count` nodes are known or `timeout` seconds pass; returns whether
+    // they are.
+    bool waitForNodes(unsigned count, double timeout);
 
     // Publishes `payload` under `key`, valid for `ttlSeconds`. Each call uses a higher sequence
     // number than the last for that key. Retries while the node has no neighbours yet; returns

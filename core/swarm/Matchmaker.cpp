@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
+#include <map>
 #include <thread>
 
 namespace dedloc {
@@ -148,10 +148,12 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
     Declaration mine{m_self.peerId, epoch, schema, reachable ? m_service->endpoint() : std::string(), deadline,
                      !reachable};
-    if (!m_dht.publish(key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 2.0))
+    if (!m_dht.publish(key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
         log::warning("match", "matchmaking declaration not confirmed by the DHT; looking for a group anyway");
 
-    std::set<std::string> tried;
+    // Candidates that refused or failed: permanently (another schema, full, banned) or until a
+    // short back-off passes (not leading right now: it may lead again after its own attempt).
+    std::map<std::string, double> retryAfter;
     std::string lastWhy = "no other peer declared itself for epoch " + std::to_string(epoch);
     double lastFetch = 0.0;
     std::vector<Declaration> declarations;
@@ -176,7 +178,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         if (now - lastFetch >= m_options.fetchInterval) {
             lastFetch = now;
             declarations.clear();
-            for (const auto &record : m_dht.fetch(key, 2.0)) {
+            for (const auto &record : m_dht.fetch(key, 0.5)) {
                 try {
                     declarations.push_back(parseDeclaration(record));
                 } catch (const std::exception &e) {
@@ -189,10 +191,14 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         const Declaration *best = nullptr;
         for (const auto &d : declarations) {
             if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
-                || d.expiresAt <= now || tried.count(d.peerId))
+                || d.expiresAt <= now || (retryAfter.count(d.peerId) && retryAfter[d.peerId] > now))
                 continue;
+            // In the second half of the window a peer that nobody joined also asks leaders
+            // ordered after it: its declaration may not have reached the others in time (DHT
+            // lag), and they may already follow a later leader. No deadlock: it closed its own
+            // gather first, so whoever asks it meanwhile is refused and retries.
             const bool ordersBefore = before(d.expiresAt, d.peerId, deadline, m_self.peerId);
-            if (reachable && !ordersBefore && now < deadline)
+            if (reachable && !ordersBefore && now < deadline - m_options.window / 2)
                 continue;
             if (!best || before(d.expiresAt, d.peerId, best->expiresAt, best->peerId))
                 best = &d;
@@ -204,15 +210,21 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         if (reachable && !m_service->closeGatherIfEmpty())
             continue; // someone joined me meanwhile: lead them (checked at the top)
         const Declaration leader = *best;
-        tried.insert(leader.peerId);
+        log::debug("match", m_self.peerId.substr(0, 8) + " asks " + leader.peerId.substr(0, 8) + " (" + std::to_string(declarations.size())
+                                + " declarations)");
         std::string followWhy;
         if (auto g = follow(leader, epoch, schema, stop, &followWhy))
             return g;
+        const bool permanent = followWhy.find("schema") != std::string::npos || followWhy.find("full") != std::string::npos
+                               || followWhy.find("banned") != std::string::npos
+                               || followWhy.find("unknown run") != std::string::npos;
+        retryAfter[leader.peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
-        log::info("match", followWhy);
+        log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);
         if (reachable && unixNow() < deadline)
             m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
     }
+    log::debug("match", m_self.peerId.substr(0, 8) + " gives up with " + std::to_string(declarations.size()) + " declarations seen");
     if (reachable) {
         const auto followers = m_service->followers();
         if (followers.size() + 1 >= m_options.minGroupSize && !stop.load())

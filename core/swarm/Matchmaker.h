@@ -10,7 +10,9 @@
 // A leader forms the group when it reaches the target group size, when every peer expected at
 // this epoch (from the progress records) has joined, or at its deadline if it has at least the
 // minimum group size; it draws a random group id, sorts members by peer id and sends BEGIN to
-// all. A leader without followers at its deadline, or a follower refused or left waiting past
+// all. A peer that nobody joined by half its window also asks leaders ordered after it (its
+// declaration may have reached the others late). A leader without followers at its deadline,
+// or a follower refused or left waiting past
 // the leader's deadline plus the request timeout, looks for any other leader until its own
 // deadline plus the request timeout, then gives up (the caller steps on local gradients).
 // Client-mode peers never lead: they have no service socket and only ask.

@@ -174,6 +174,8 @@ struct SwarmPeer::Impl {
             dht->bootstrap(b);
         for (const auto &b : manifest->bootstrapPeers)
             dht->bootstrap(b);
+        if ((!opt.bootstrap.empty() || !manifest->bootstrapPeers.empty()) && !dht->waitForNodes(1, 10.0))
+            log::warning("swarm", "no DHT node answered within 10 s; training alone until the swarm is reachable");
         if (reachable()) {
             service = std::make_unique<PeerService>(manifest->runId, "tcp://" + opt.host + ":*");
             service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));

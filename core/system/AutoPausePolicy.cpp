@@ -1,0 +1,192 @@
+#include "system/AutoPausePolicy.h"
+
+#include "util/Error.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace dedloc {
+namespace {
+
+std::string lower(std::string s)
+{
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return s;
+}
+
+std::string clockText(int secondsOfDay)
+{
+    char text[8];
+    std::snprintf(text, sizeof text, "%02d:%02d", secondsOfDay / 3600 % 24, secondsOfDay / 60 % 60);
+    return text;
+}
+
+bool insideWindow(int t, int start, int end)
+{
+    if (start == end)
+        return true;
+    if (start < end)
+        return t >= start && t < end;
+    return t >= start || t < end; // wraps past midnight
+}
+
+} // namespace
+
+LocalClock systemLocalClock()
+{
+    return [] {
+        const auto now = std::chrono::system_clock::now();
+        const auto secs = std::chrono::duration<double>(now.time_since_epoch()).count();
+        const std::time_t t = std::chrono::system_clock::to_time_t(now);
+        std::tm tm{};
+        localtime_r(&t, &tm);
+        return LocalClockReading{secs, tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec};
+    };
+}
+
+const char *pauseCauseName(PauseCause cause)
+{
+    switch (cause) {
+    case PauseCause::None:
+        return "none";
+    case PauseCause::Manual:
+        return "manual";
+    case PauseCause::Timed:
+        return "timed";
+    case PauseCause::Automatic:
+        return "automatic";
+    }
+    return "?";
+}
+
+AutoPausePolicy::AutoPausePolicy(AutoPauseRules rules, LocalClock clock)
+    : m_rules(std::move(rules)), m_clock(std::move(clock))
+{
+    if (!m_clock)
+        m_clock = systemLocalClock();
+    setRules(m_rules);
+}
+
+void AutoPausePolicy::setRules(AutoPauseRules rules)
+{
+    auto validDay = [](int s) { return s >= 0 && s < 86400; };
+    if (!validDay(rules.scheduleStartSeconds) || !validDay(rules.scheduleEndSeconds))
+        throw Error("auto-pause schedule: start and end must be local times of day (0..86399 s), got " +
+                    std::to_string(rules.scheduleStartSeconds) + " and " + std::to_string(rules.scheduleEndSeconds));
+    if (rules.quietPeriodSeconds < 0.0)
+        throw Error("auto-pause quiet period must not be negative");
+    m_rules = std::move(rules);
+}
+
+void AutoPausePolicy::pauseManually()
+{
+    m_manual = PauseCause::Manual;
+    m_manualUntil = -1.0;
+}
+
+void AutoPausePolicy::pauseFor(double seconds)
+{
+    if (!(seconds > 0.0))
+        throw Error("a timed pause needs a positive duration, got " + std::to_string(seconds) + " s");
+    m_manual = PauseCause::Timed;
+    m_manualUntil = m_clock().unixSeconds + seconds;
+}
+
+void AutoPausePolicy::pauseUntilLocalTime(int localSecondsOfDay)
+{
+    if (localSecondsOfDay < 0 || localSecondsOfDay >= 86400)
+        throw Error("pause until: the time of day must be 0..86399 s, got " + std::to_string(localSecondsOfDay));
+    const auto now = m_clock();
+    int ahead = (localSecondsOfDay - now.localSecondsOfDay + 86400) % 86400;
+    if (ahead == 0)
+        ahead = 86400; // "until 08:00" at 08:00 means tomorrow's
+    m_manual = PauseCause::Timed;
+    m_manualUntil = now.unixSeconds + ahead;
+}
+
+void AutoPausePolicy::resumeManually()
+{
+    m_manual = PauseCause::None;
+    m_manualUntil = -1.0;
+    m_clearSince = -1.0;
+    if (m_autoPaused)
+        m_autoPaused = false; // re-armed by evaluate() if a rule still holds
+}
+
+std::string AutoPausePolicy::automaticReason(const HostObservation &o, const LocalClockReading &now) const
+{
+    if (m_rules.pauseOnGpuGraphics && !o.gpuGraphicsProcesses.empty())
+        return o.gpuGraphicsProcesses.front() + " is using the GPU for graphics";
+    for (const auto &listed : m_rules.listedApplications) {
+        if (listed.empty())
+            continue;
+        const auto want = lower(listed);
+        for (const auto &running : o.runningProcesses)
+            // the kernel truncates comm to 15 characters
+            if (lower(running) == want || (running.size() == 15 && want.compare(0, 15, lower(running)) == 0))
+                return listed + " is running";
+    }
+    if (m_rules.pauseOnBattery && o.onBattery)
+        return "on battery power";
+    if (m_rules.scheduleEnabled &&
+        !insideWindow(now.localSecondsOfDay, m_rules.scheduleStartSeconds, m_rules.scheduleEndSeconds))
+        return "outside the scheduled hours (" + clockText(m_rules.scheduleStartSeconds) + "-" +
+               clockText(m_rules.scheduleEndSeconds) + ")";
+    if (m_rules.pauseWhenUserActive && o.userIdleSeconds >= 0.0 && o.userIdleSeconds < m_rules.userIdleThresholdSeconds)
+        return "you are using the computer";
+    return {};
+}
+
+PauseDecision AutoPausePolicy::evaluate(const HostObservation &observation)
+{
+    const auto now = m_clock();
+    if (m_manual == PauseCause::Timed && now.unixSeconds >= m_manualUntil) {
+        m_manual = PauseCause::None;
+        m_manualUntil = -1.0;
+    }
+
+    // Automatic state is tracked even under a manual pause, so that ending the manual pause
+    // resumes only when the rules are clear.
+    const std::string reason = automaticReason(observation, now);
+    double quietLeft = 0.0;
+    if (!reason.empty()) {
+        m_autoPaused = true;
+        m_autoReason = reason;
+        m_clearSince = -1.0;
+    } else if (m_autoPaused) {
+        if (m_clearSince < 0.0)
+            m_clearSince = now.unixSeconds;
+        const double clearFor = now.unixSeconds - m_clearSince;
+        if (clearFor >= m_rules.quietPeriodSeconds) {
+            m_autoPaused = false;
+            m_clearSince = -1.0;
+        } else {
+            quietLeft = m_rules.quietPeriodSeconds - clearFor;
+        }
+    }
+
+    PauseDecision d;
+    if (m_manual == PauseCause::Manual) {
+        d.paused = true;
+        d.cause = PauseCause::Manual;
+        d.reason = "paused by you";
+    } else if (m_manual == PauseCause::Timed) {
+        d.paused = true;
+        d.cause = PauseCause::Timed;
+        d.resumesAt = m_manualUntil;
+        d.reason = "paused by you for " + std::to_string(long(m_manualUntil - now.unixSeconds + 59) / 60) + " more min";
+    } else if (m_autoPaused) {
+        d.paused = true;
+        d.cause = PauseCause::Automatic;
+        d.reason = m_autoReason;
+        d.quietSecondsLeft = quietLeft;
+        if (quietLeft > 0.0)
+            d.reason += " (resuming after " + std::to_string(long(quietLeft + 0.999)) + " s of quiet)";
+    }
+    return d;
+}
+
+} // namespace dedloc

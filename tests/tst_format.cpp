@@ -1,0 +1,64 @@
+// Number formatting of the panels (ui/Format.h).
+#include "Format.h"
+
+#include <QtTest>
+
+using namespace dedloc;
+using namespace dedloc::ui;
+
+class TestFormat final : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void bytes()
+    {
+        QCOMPARE(formatBytes(17), QString("17 B"));
+        QCOMPARE(formatBytes(512 * 1024), QString("512.0 KiB"));
+        QCOMPARE(formatBytes(3ULL << 30), QString("3.0 GiB"));
+        QCOMPARE(formatBytes(1536ULL << 20), QString("1.5 GiB"));
+    }
+
+    void durations()
+    {
+        QCOMPARE(formatDuration(-1.0), QString("unknown"));
+        QCOMPARE(formatDuration(std::numeric_limits<double>::infinity()), QString("unknown"));
+        QCOMPARE(formatDuration(44.6), QString("45 s"));
+        QCOMPARE(formatDuration(720.0), QString("12 min"));
+        QCOMPARE(formatDuration(3 * 3600 + 5 * 60), QString("3 h 05 min"));
+        QCOMPARE(formatDuration(2 * 86400 + 4 * 3600), QString("2 d 4 h"));
+    }
+
+    void counts()
+    {
+        const QString thin(QChar(0x2009));
+        QCOMPARE(formatCount(0), QString("0"));
+        QCOMPARE(formatCount(999), QString("999"));
+        QCOMPARE(formatCount(1234567), "1" + thin + "234" + thin + "567");
+        QCOMPARE(formatCount(-1000), "-1" + thin + "000");
+    }
+
+    void stateTexts()
+    {
+        PeerSnapshot s;
+        s.state = PeerState::Paused;
+        s.stateDetail = "on battery power";
+        QCOMPARE(stateTitle(s.state), QString("Paused"));
+        QCOMPARE(stateExplanation(s), QString("Paused: on battery power."));
+        s.state = PeerState::Error;
+        s.stateDetail = "the corpus is missing; reinstall the run";
+        QCOMPARE(stateExplanation(s), QString("the corpus is missing; reinstall the run"));
+        s.stateDetail.clear();
+        QVERIFY(stateExplanation(s).contains("Resume tries again"));
+    }
+
+    void iconsAreCompiledIn()
+    {
+        for (auto state : {PeerState::Idle, PeerState::Connecting, PeerState::Syncing, PeerState::Training,
+                           PeerState::Averaging, PeerState::Paused, PeerState::Error, PeerState::Stopped})
+            QVERIFY2(!stateIcon(state).pixmap(32, 32).isNull(), peerStateName(state));
+        QVERIFY(!appIcon().pixmap(64, 64).isNull());
+    }
+};
+
+QTEST_MAIN(TestFormat)
+#include "tst_format.moc"

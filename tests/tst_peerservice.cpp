@@ -1,0 +1,209 @@
+// A peer's service socket (core/swarm/PeerService.h) against bad input, and state downloads
+// from it (core/swarm/StateDownload.h); the ban list (core/swarm/BanList.h).
+#include "swarm/BanList.h"
+#include "swarm/PeerService.h"
+#include "swarm/ServiceClient.h"
+#include "swarm/StateDownload.h"
+
+#include <QTest>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <chrono>
+
+using namespace dedloc;
+
+namespace {
+
+double now()
+{
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Sends raw frames on a fresh DEALER and returns the first reply header type, or "" if none
+// came within `timeout` seconds.
+std::string rawRequest(zmq::context_t &context, const std::string &endpoint, const std::vector<std::string> &frames,
+                       double timeout = 0.5)
+{
+    zmq::socket_t s(context, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.connect(endpoint);
+    for (std::size_t i = 0; i < frames.size(); ++i)
+        s.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(static_cast<int>(timeout * 1000)));
+    if (!(item.revents & ZMQ_POLLIN))
+        return {};
+    std::vector<zmq::message_t> reply;
+    (void)zmq::recv_multipart(s, std::back_inserter(reply));
+    return parseServiceMessage({reply[0].data<std::uint8_t>(), reply[0].size()}).at("t").get<std::string>();
+}
+
+std::string bytes(const std::vector<std::uint8_t> &v) { return {v.begin(), v.end()}; }
+
+JoinRequest join(const std::string &run, const std::string &schema = "s")
+{
+    return {run, 4, schema, "peer-a", "tcp://127.0.0.1:9", -1.0, false, true};
+}
+
+} // namespace
+
+class TestPeerService final : public QObject {
+    Q_OBJECT
+
+    zmq::context_t m_context{1};
+
+private Q_SLOTS:
+    void banListCountsStrikesWithinTheWindow()
+    {
+        BanList bans({3, 60.0, 300.0});
+        QVERIFY(!bans.strike("x", "bad", 0.0));
+        QVERIFY(!bans.strike("x", "bad", 10.0));
+        QVERIFY(!bans.isBanned("x", 10.0));
+        QVERIFY(bans.strike("x", "bad", 20.0));
+        QVERIFY(bans.isBanned("x", 319.0));
+        QVERIFY(!bans.isBanned("x", 321.0)); // bans end
+        QVERIFY(!bans.isBanned("y", 20.0));  // per sender
+        // Strikes older than the window are forgotten.
+        QVERIFY(!bans.strike("z", "bad", 0.0));
+        QVERIFY(!bans.strike("z", "bad", 1.0));
+        QVERIFY(!bans.strike("z", "bad", 100.0));
+        QCOMPARE(bans.strikes("z", 100.0), 1);
+    }
+
+    // Each kind of malformed request is refused or dropped, counted as a strike against the
+    // connection, and the third bans it: even a valid request then gets no answer. Another
+    // connection is still served.
+    void malformedRequestsAreRefusedAndBanned_data()
+    {
+        QTest::addColumn<std::vector<std::string>>("frames");
+        QTest::addColumn<QString>("reply"); // "" = dropped without an answer
+        QTest::newRow("not CBOR") << std::vector<std::string>{"\xff\xfe garbage"} << QString();
+        QTest::newRow("truncated CBOR") << std::vector<std::string>{bytes(encodeServiceMessage("state?", {{"run", "r"}})).substr(0, 5)} << QString();
+        QTest::newRow("oversized header") << std::vector<std::string>{std::string(MaxServiceHeaderBytes + 1, 'a')} << QString();
+        QTest::newRow("wrong version") << std::vector<std::string>{bytes(nlohmann::json::to_cbor({{"v", 9}, {"t", "state?"}}))} << QString();
+        QTest::newRow("unknown type") << std::vector<std::string>{bytes(nlohmann::json::to_cbor({{"v", 1}, {"t", "hello"}}))} << QString();
+        QTest::newRow("extra frame") << std::vector<std::string>{bytes(encodeServiceMessage("state?", {{"run", "r"}})), "x"} << QString();
+        QTest::newRow("join missing fields") << std::vector<std::string>{bytes(encodeServiceMessage("join", {{"run", "r"}}))}
+                                             << QStringLiteral("refuse");
+        QTest::newRow("join with a huge epoch") << std::vector<std::string>{bytes(encodeServiceMessage("join", [] {
+            auto j = joinToJson(join("r"));
+            j["e"] = -5;
+            return j;
+        }()))} << QStringLiteral("refuse");
+        QTest::newRow("part of a bad index") << std::vector<std::string>{bytes(encodeServiceMessage("part?", {{"i", "nope"}, {"k", "x"}}))}
+                                             << QStringLiteral("refuse");
+        QTest::newRow("a reply sent as a request") << std::vector<std::string>{bytes(encodeServiceMessage("accept", {{"d", 1.0}}))}
+                                                   << QStringLiteral("refuse");
+    }
+    void malformedRequestsAreRefusedAndBanned()
+    {
+        QFETCH(std::vector<std::string>, frames);
+        QFETCH(QString, reply);
+        PeerService service("r");
+        service.setState(std::make_shared<StateSnapshot>(StateSnapshot{3, std::vector<float>(10, 1.0F)}));
+        zmq::socket_t s(m_context, zmq::socket_type::dealer);
+        s.set(zmq::sockopt::linger, 0);
+        s.connect(service.endpoint());
+        auto sendAndWait = [&](const std::vector<std::string> &f) {
+            for (std::size_t i = 0; i < f.size(); ++i)
+                s.send(zmq::buffer(f[i]), i + 1 < f.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+            zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+            zmq::poll(&item, 1, std::chrono::milliseconds(400));
+            if (!(item.revents & ZMQ_POLLIN))
+                return std::string();
+            std::vector<zmq::message_t> r;
+            (void)zmq::recv_multipart(s, std::back_inserter(r));
+            return parseServiceMessage({r[0].data<std::uint8_t>(), r[0].size()}).at("t").get<std::string>();
+        };
+        for (int strike = 0; strike < 3; ++strike)
+            QCOMPARE(QString::fromStdString(sendAndWait(frames)), reply);
+        // Banned now: a valid request on the same connection is dropped unread.
+        QCOMPARE(sendAndWait({bytes(encodeServiceMessage("state?", {{"run", "r"}}))}), std::string());
+        // Another connection is served.
+        QCOMPARE(rawRequest(m_context, service.endpoint(), {bytes(encodeServiceMessage("state?", {{"run", "r"}}))}),
+                 std::string("state"));
+    }
+
+    // A join for an unknown run id is refused and counts against the claimed peer id.
+    void unknownRunIsRefused()
+    {
+        PeerService service("run-1");
+        service.openGather({4, "s", 3, now() + 10});
+        const auto request = bytes(encodeServiceMessage("join", joinToJson(join("run-2"))));
+        QCOMPARE(rawRequest(m_context, service.endpoint(), {request}), std::string("refuse"));
+        QCOMPARE(service.bans().strikes("peer-a", now()), 1);
+        QVERIFY(service.followers().empty());
+        // The right run, the wrong schema: refused, but not a strike (a normal mismatch).
+        QCOMPARE(rawRequest(m_context, service.endpoint(), {bytes(encodeServiceMessage("join", joinToJson(join("run-1", "t"))))}),
+                 std::string("refuse"));
+        QCOMPARE(service.bans().strikes("peer-a", now()), 1);
+        // Right run and schema: accepted.
+        QCOMPARE(rawRequest(m_context, service.endpoint(), {bytes(encodeServiceMessage("join", joinToJson(join("run-1"))))}),
+                 std::string("accept"));
+        QCOMPARE(service.followers().size(), std::size_t(1));
+    }
+
+    // State download: the whole vector arrives in parts, bit for bit.
+    void stateDownloadsInParts()
+    {
+        PeerService donor("r", "tcp://127.0.0.1:*", 1000);
+        std::vector<float> state(4321);
+        for (std::size_t i = 0; i < state.size(); ++i)
+            state[i] = static_cast<float>(i) * 0.5F - 7.0F;
+        donor.setState(std::make_shared<StateSnapshot>(StateSnapshot{12, state}));
+        std::atomic<bool> stop{false};
+        std::string why;
+        const auto s = downloadState({{"donor", donor.endpoint(), 12}}, "r", 10, state.size(), {}, stop, &why);
+        QVERIFY2(s.has_value(), why.c_str());
+        QCOMPARE(s->epoch, 12L);
+        QVERIFY(s->values == state);
+        QCOMPARE(donor.served("part?"), 5LL);
+    }
+
+    // A donor offering another layout is refused before anything is allocated; a donor behind
+    // the requested epoch is never used; a silent donor times out on lack of progress.
+    void badDonorsAreRefused()
+    {
+        PeerService donor("r");
+        donor.setState(std::make_shared<StateSnapshot>(StateSnapshot{5, std::vector<float>(100, 1.0F)}));
+        std::atomic<bool> stop{false};
+        std::string why;
+        QVERIFY(!downloadState({{"d", donor.endpoint(), 5}}, "r", 0, 99, {}, stop, &why));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("state elements")), why.c_str());
+        QVERIFY(!downloadState({{"d", donor.endpoint(), 5}}, "r", 6, 100, {}, stop, &why));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("behind")), why.c_str());
+        QVERIFY(!downloadState({{"d", donor.endpoint(), 5}}, "other-run", 0, 100, {}, stop, &why));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("unknown run")), why.c_str());
+
+        zmq::socket_t silent(m_context, zmq::socket_type::router);
+        silent.set(zmq::sockopt::linger, 0);
+        silent.bind("tcp://127.0.0.1:*");
+        StateDownloadOptions o;
+        o.partTimeout = 0.3;
+        const auto start = std::chrono::steady_clock::now();
+        QVERIFY(!downloadState({{"s", silent.get(zmq::sockopt::last_endpoint), 5}}, "r", 0, 100, o, stop, &why));
+        QVERIFY(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("did not answer")), why.c_str());
+    }
+
+    void donorsAreRankedByEpochAndNeverBehind()
+    {
+        std::vector<DonorAdvert> donors{{"a", "tcp://a:1", 3}, {"b", "tcp://b:1", 9}, {"c", "tcp://c:1", 7}, {"d", "tcp://d:1", 9}};
+        std::map<std::string, int> firstPick;
+        for (int i = 0; i < 200; ++i) {
+            const auto ranked = rankDonors(donors, 7);
+            QCOMPARE(ranked.size(), std::size_t(3)); // "a" is behind epoch 7
+            QCOMPARE(ranked[0].epoch, 9L);
+            QCOMPARE(ranked[1].epoch, 9L);
+            QCOMPARE(ranked[2].peerId, std::string("c"));
+            ++firstPick[ranked[0].peerId];
+        }
+        // Ties are broken at random, spreading joiners over donors.
+        QVERIFY(firstPick["b"] > 50 && firstPick["d"] > 50);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPeerService)
+#include "tst_peerservice.moc"

@@ -1,0 +1,101 @@
+// Settings (ui/Settings.h) in test mode: values round-trip through the INI file, changed() fires
+// once per real change, bad stored values are clamped.
+#include "Settings.h"
+
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace dedloc;
+using namespace dedloc::ui;
+
+class TestSettings final : public QObject {
+    Q_OBJECT
+
+  private Q_SLOTS:
+    void defaults()
+    {
+        QTemporaryDir dir;
+        auto s = Settings::forTesting(dir.filePath("s.ini"));
+        QCOMPARE(s->autoRejoin(), false);
+        QCOMPARE(s->caps().uploadBytesPerSecond, 0.0);
+        QCOMPARE(s->pauseRules().quietPeriodSeconds, 15.0);
+        QCOMPARE(s->pauseRules().pauseOnGpuGraphics, true);
+        QCOMPARE(s->resumeTomorrowAt(), 8 * 3600);
+    }
+
+    void roundTripAndChangeSignal()
+    {
+        QTemporaryDir dir;
+        const auto file = dir.filePath("s.ini");
+        {
+            auto s = Settings::forTesting(file);
+            QSignalSpy changed(s.get(), &Settings::changed);
+            s->setAutoRejoin(true);
+            s->setAutoRejoin(true); // same value: no signal
+            QCOMPARE(changed.count(), 1);
+            ResourceCaps c;
+            c.cpuThreads = 2;
+            c.gpuMemoryFraction = 0.5;
+            c.microBatchSize = 8;
+            c.uploadBytesPerSecond = 1.5e6;
+            c.downloadBytesPerSecond = 3e6;
+            s->setCaps(c);
+            QCOMPARE(changed.count(), 2); // one signal for the group
+            s->setCaps(c);
+            QCOMPARE(changed.count(), 2);
+            AutoPauseRules r;
+            r.listedApplications = {"blender", "steam"};
+            r.pauseOnBattery = false;
+            r.scheduleEnabled = true;
+            r.scheduleStartSeconds = 22 * 3600;
+            r.scheduleEndSeconds = 7 * 3600;
+            r.quietPeriodSeconds = 30.0;
+            s->setPauseRules(r);
+            QCOMPARE(changed.count(), 3);
+            s->setLastJoinedRun("bn-albert-demo");
+        }
+        auto s = Settings::forTesting(file); // a new instance reads the file
+        QSignalSpy changed(s.get(), &Settings::changed);
+        QCOMPARE(s->autoRejoin(), true);
+        QCOMPARE(s->lastJoinedRun(), QString("bn-albert-demo"));
+        const auto c = s->caps();
+        QCOMPARE(c.cpuThreads, 2);
+        QCOMPARE(c.gpuMemoryFraction, 0.5);
+        QCOMPARE(c.microBatchSize, 8);
+        QCOMPARE(c.uploadBytesPerSecond, 1.5e6);
+        QCOMPARE(c.downloadBytesPerSecond, 3e6);
+        const auto r = s->pauseRules();
+        QCOMPARE(r.listedApplications, (std::vector<std::string>{"blender", "steam"}));
+        QCOMPARE(r.pauseOnBattery, false);
+        QCOMPARE(r.scheduleEnabled, true);
+        QCOMPARE(r.scheduleStartSeconds, 22 * 3600);
+        QCOMPARE(r.scheduleEndSeconds, 7 * 3600);
+        QCOMPARE(r.quietPeriodSeconds, 30.0);
+        // Writing back what was read changes nothing (INI strings compare equal).
+        s->setCaps(c);
+        s->setPauseRules(r);
+        s->setAutoRejoin(true);
+        QCOMPARE(changed.count(), 0);
+    }
+
+    void badStoredValuesAreClamped()
+    {
+        QTemporaryDir dir;
+        const auto file = dir.filePath("s.ini");
+        {
+            QSettings raw(file, QSettings::IniFormat);
+            raw.setValue("caps/cpuThreads", -4);
+            raw.setValue("caps/gpuMemoryFraction", 7.0);
+            raw.setValue("pause/scheduleStart", 999999);
+            raw.setValue("pause/quietPeriod", -3);
+        }
+        auto s = Settings::forTesting(file);
+        QCOMPARE(s->caps().cpuThreads, 0);
+        QCOMPARE(s->caps().gpuMemoryFraction, 1.0);
+        QCOMPARE(s->pauseRules().scheduleStartSeconds, 86399);
+        QCOMPARE(s->pauseRules().quietPeriodSeconds, 0.0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSettings)
+#include "tst_settings.moc"

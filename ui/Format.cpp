@@ -1,0 +1,102 @@
+#include "Format.h"
+
+#include <QLocale>
+
+#include <cmath>
+
+static void initDedlocResources()
+{
+    Q_INIT_RESOURCE(dedloc);
+}
+
+namespace dedloc::ui {
+
+void initUiResources()
+{
+    static const bool done = [] {
+        initDedlocResources();
+        return true;
+    }();
+    (void)done;
+}
+
+QString formatBytes(std::uint64_t bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = double(bytes);
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        ++u;
+    }
+    return u == 0 ? QStringLiteral("%1 B").arg(bytes)
+                  : QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
+}
+
+QString formatDuration(double seconds)
+{
+    if (!(seconds >= 0.0) || !std::isfinite(seconds))
+        return QStringLiteral("unknown");
+    const auto s = static_cast<long long>(std::llround(seconds));
+    if (s < 60)
+        return QStringLiteral("%1 s").arg(s);
+    if (s < 3600)
+        return QStringLiteral("%1 min").arg(s / 60);
+    if (s < 86400)
+        return QStringLiteral("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1 d %2 h").arg(s / 86400).arg(s / 3600 % 24);
+}
+
+QString formatCount(long long n)
+{
+    QString digits = QString::number(std::llabs(n));
+    for (int i = int(digits.size()) - 3; i > 0; i -= 3)
+        digits.insert(i, QChar(0x2009)); // thin space: readable in every locale
+    return n < 0 ? QStringLiteral("-") + digits : digits;
+}
+
+QString stateTitle(PeerState state)
+{
+    return QString::fromLatin1(peerStateName(state));
+}
+
+QString stateExplanation(const PeerSnapshot &s)
+{
+    const auto detail = QString::fromStdString(s.stateDetail);
+    switch (s.state) {
+    case PeerState::Idle:
+        return QStringLiteral("Not joined yet.");
+    case PeerState::Connecting:
+        return QStringLiteral("Looking for the swarm...");
+    case PeerState::Syncing:
+        return QStringLiteral("Downloading the latest model state from another peer.");
+    case PeerState::Training:
+        return QStringLiteral("Computing gradients on %1.").arg(QString::fromStdString(s.deviceName));
+    case PeerState::Averaging:
+        return QStringLiteral("Averaging gradients with the other peers.");
+    case PeerState::Paused:
+        return detail.isEmpty() ? QStringLiteral("Paused.") : QStringLiteral("Paused: %1.").arg(detail);
+    case PeerState::Error:
+        return detail.isEmpty() ? QStringLiteral("Stopped by an error. See the log below; Resume tries again.")
+                                : detail;
+    case PeerState::Stopped:
+        return QStringLiteral("Left the swarm.");
+    }
+    return {};
+}
+
+QIcon stateIcon(PeerState state)
+{
+    initUiResources();
+    if (state == PeerState::Idle || state == PeerState::Stopped)
+        return appIcon();
+    return QIcon(QStringLiteral(":/dedloc/icons/state-%1.svg").arg(stateTitle(state).toLower()));
+}
+
+QIcon appIcon()
+{
+    initUiResources();
+    return QIcon(QStringLiteral(":/dedloc/icons/dedloc.svg"));
+}
+
+} // namespace dedloc::ui

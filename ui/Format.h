@@ -1,0 +1,24 @@
+#pragma once
+// Human-readable numbers for the panels: bytes (binary units), durations, counts, state names.
+#include "swarm/PeerStatus.h"
+
+#include <QIcon>
+#include <QString>
+
+#include <cstdint>
+
+namespace dedloc::ui {
+
+[[nodiscard]] QString formatBytes(std::uint64_t bytes); // "3.0 GiB", "512 KiB", "17 B"
+[[nodiscard]] QString formatDuration(double seconds);   // "45 s", "12 min", "3 h 05 min", "2 d 4 h"; < 0: "unknown"
+[[nodiscard]] QString formatCount(long long n);         // "1 234 567"
+// The state as the volunteer reads it ("Training", "Paused", ...), and one line of explanation.
+[[nodiscard]] QString stateTitle(PeerState state);
+[[nodiscard]] QString stateExplanation(const PeerSnapshot &s);
+// The icon of a state, from the compiled-in SVGs (resources/icons/state-*.svg); the app icon for Idle.
+[[nodiscard]] QIcon stateIcon(PeerState state);
+[[nodiscard]] QIcon appIcon();
+// Registers the compiled-in resources of the static library (Q_INIT_RESOURCE); idempotent.
+void initUiResources();
+
+} // namespace dedloc::ui

@@ -1,0 +1,138 @@
+#include "Settings.h"
+
+#include <algorithm>
+
+namespace dedloc::ui {
+
+Settings::Settings(QObject *parent)
+    : Settings(std::make_unique<QSettings>(QStringLiteral("dedloc"), QStringLiteral("dedloc")), parent)
+{
+}
+
+Settings::Settings(std::unique_ptr<QSettings> store, QObject *parent) : QObject(parent), m_store(std::move(store)) {}
+
+std::unique_ptr<Settings> Settings::forTesting(const QString &iniFile)
+{
+    return std::unique_ptr<Settings>(new Settings(std::make_unique<QSettings>(iniFile, QSettings::IniFormat), nullptr));
+}
+
+QString Settings::fileName() const
+{
+    return m_store->fileName();
+}
+
+bool Settings::store(const QString &key, const QVariant &value)
+{
+    // INI files give strings back: compare in text form, so a reread value equals the one set.
+    if (m_store->contains(key)) {
+        const QVariant old = m_store->value(key);
+        const bool same = value.typeId() == QMetaType::QStringList ? old.toStringList() == value.toStringList()
+                                                                   : old.toString() == value.toString();
+        if (same)
+            return false;
+    }
+    m_store->setValue(key, value);
+    return true;
+}
+
+void Settings::put(const QString &key, const QVariant &value)
+{
+    if (!store(key, value))
+        return;
+    m_store->sync();
+    Q_EMIT changed();
+}
+
+bool Settings::autoRejoin() const
+{
+    return m_store->value("join/autoRejoin", false).toBool();
+}
+void Settings::setAutoRejoin(bool on)
+{
+    put("join/autoRejoin", on);
+}
+QString Settings::lastJoinedRun() const
+{
+    return m_store->value("join/lastRun").toString();
+}
+void Settings::setLastJoinedRun(const QString &runId)
+{
+    put("join/lastRun", runId);
+}
+
+ResourceCaps Settings::caps() const
+{
+    ResourceCaps c;
+    c.cpuThreads = std::max(0, m_store->value("caps/cpuThreads", 0).toInt());
+    c.gpuMemoryFraction = std::clamp(m_store->value("caps/gpuMemoryFraction", 0.0).toDouble(), 0.0, 1.0);
+    c.microBatchSize = std::max(0, m_store->value("caps/microBatchSize", 0).toInt());
+    c.uploadBytesPerSecond = std::max(0.0, m_store->value("caps/uploadBytesPerSecond", 0.0).toDouble());
+    c.downloadBytesPerSecond = std::max(0.0, m_store->value("caps/downloadBytesPerSecond", 0.0).toDouble());
+    return c;
+}
+
+void Settings::setCaps(const ResourceCaps &c)
+{
+    bool any = false;
+    any |= store("caps/cpuThreads", c.cpuThreads);
+    any |= store("caps/gpuMemoryFraction", c.gpuMemoryFraction);
+    any |= store("caps/microBatchSize", c.microBatchSize);
+    any |= store("caps/uploadBytesPerSecond", c.uploadBytesPerSecond);
+    any |= store("caps/downloadBytesPerSecond", c.downloadBytesPerSecond);
+    if (any) {
+        m_store->sync();
+        Q_EMIT changed(); // one signal for the group
+    }
+}
+
+AutoPauseRules Settings::pauseRules() const
+{
+    AutoPauseRules r;
+    const auto &s = *m_store;
+    r.pauseOnGpuGraphics = s.value("pause/onGpuGraphics", r.pauseOnGpuGraphics).toBool();
+    for (const auto &app : s.value("pause/listedApplications").toStringList())
+        if (!app.trimmed().isEmpty())
+            r.listedApplications.push_back(app.trimmed().toStdString());
+    r.pauseOnBattery = s.value("pause/onBattery", r.pauseOnBattery).toBool();
+    r.scheduleEnabled = s.value("pause/scheduleEnabled", false).toBool();
+    r.scheduleStartSeconds = std::clamp(s.value("pause/scheduleStart", 0).toInt(), 0, 86399);
+    r.scheduleEndSeconds = std::clamp(s.value("pause/scheduleEnd", 0).toInt(), 0, 86399);
+    r.pauseWhenUserActive = s.value("pause/whenUserActive", false).toBool();
+    r.userIdleThresholdSeconds =
+        std::max(0.0, s.value("pause/userIdleThreshold", r.userIdleThresholdSeconds).toDouble());
+    r.quietPeriodSeconds = std::max(0.0, s.value("pause/quietPeriod", r.quietPeriodSeconds).toDouble());
+    return r;
+}
+
+void Settings::setPauseRules(const AutoPauseRules &r)
+{
+    QStringList apps;
+    for (const auto &a : r.listedApplications)
+        apps << QString::fromStdString(a);
+    bool any = false;
+    any |= store("pause/onGpuGraphics", r.pauseOnGpuGraphics);
+    any |= store("pause/listedApplications", apps);
+    any |= store("pause/onBattery", r.pauseOnBattery);
+    any |= store("pause/scheduleEnabled", r.scheduleEnabled);
+    any |= store("pause/scheduleStart", r.scheduleStartSeconds);
+    any |= store("pause/scheduleEnd", r.scheduleEndSeconds);
+    any |= store("pause/whenUserActive", r.pauseWhenUserActive);
+    any |= store("pause/userIdleThreshold", r.userIdleThresholdSeconds);
+    any |= store("pause/quietPeriod", r.quietPeriodSeconds);
+    if (any) {
+        m_store->sync();
+        Q_EMIT changed();
+    }
+}
+
+int Settings::resumeTomorrowAt() const
+{
+    return std::clamp(m_store->value("pause/resumeTomorrowAt", 8 * 3600).toInt(), 0, 86399);
+}
+
+void Settings::setResumeTomorrowAt(int localSecondsOfDay)
+{
+    put("pause/resumeTomorrowAt", std::clamp(localSecondsOfDay, 0, 86399));
+}
+
+} // namespace dedloc::ui

@@ -1,0 +1,146 @@
+#include "SettingsDialog.h"
+
+#include "Settings.h"
+
+#include <QCheckBox>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QPlainTextEdit>
+#include <QSpinBox>
+#include <QTimeEdit>
+#include <QVBoxLayout>
+
+namespace dedloc::ui {
+namespace {
+
+QTime timeOf(int secondsOfDay)
+{
+    return QTime(0, 0).addSecs(secondsOfDay);
+}
+int secondsOf(const QTime &t)
+{
+    return QTime(0, 0).secsTo(t);
+}
+
+} // namespace
+
+SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(parent), m_settings(settings)
+{
+    setObjectName("settingsDialog");
+    setWindowTitle(tr("DeDLOC settings"));
+    const auto caps = settings.caps();
+    const auto rules = settings.pauseRules();
+
+    auto *capsBox = new QGroupBox(tr("Limits (0 = no limit)"), this);
+    auto *capsForm = new QFormLayout(capsBox);
+    m_threads = new QSpinBox(capsBox);
+    m_threads->setRange(0, 1024);
+    m_threads->setValue(caps.cpuThreads);
+    m_gpuFraction = new QDoubleSpinBox(capsBox);
+    m_gpuFraction->setRange(0.0, 1.0);
+    m_gpuFraction->setSingleStep(0.05);
+    m_gpuFraction->setValue(caps.gpuMemoryFraction);
+    m_microBatch = new QSpinBox(capsBox);
+    m_microBatch->setRange(0, 4096);
+    m_microBatch->setValue(caps.microBatchSize);
+    m_upload = new QDoubleSpinBox(capsBox);
+    m_upload->setObjectName("upload");
+    m_upload->setRange(0.0, 1e7);
+    m_upload->setSuffix(tr(" KiB/s"));
+    m_upload->setValue(caps.uploadBytesPerSecond / 1024.0);
+    m_download = new QDoubleSpinBox(capsBox);
+    m_download->setRange(0.0, 1e7);
+    m_download->setSuffix(tr(" KiB/s"));
+    m_download->setValue(caps.downloadBytesPerSecond / 1024.0);
+    capsForm->addRow(tr("CPU threads"), m_threads);
+    capsForm->addRow(tr("Share of GPU memory"), m_gpuFraction);
+    capsForm->addRow(tr("Micro-batch size"), m_microBatch);
+    capsForm->addRow(tr("Upload"), m_upload);
+    capsForm->addRow(tr("Download"), m_download);
+
+    auto *pauseBox = new QGroupBox(tr("Pause by itself"), this);
+    auto *pauseForm = new QFormLayout(pauseBox);
+    m_onGraphics = new QCheckBox(tr("when another program uses the GPU for graphics (games)"), pauseBox);
+    m_onGraphics->setChecked(rules.pauseOnGpuGraphics);
+    m_apps = new QPlainTextEdit(pauseBox);
+    m_apps->setPlaceholderText(tr("one program name per line, e.g. blender"));
+    QStringList apps;
+    for (const auto &a : rules.listedApplications)
+        apps << QString::fromStdString(a);
+    m_apps->setPlainText(apps.join('\n'));
+    m_apps->setMaximumHeight(80);
+    m_onBattery = new QCheckBox(tr("on battery power"), pauseBox);
+    m_onBattery->setChecked(rules.pauseOnBattery);
+    m_schedule = new QCheckBox(tr("outside these hours:"), pauseBox);
+    m_schedule->setChecked(rules.scheduleEnabled);
+    m_start = new QTimeEdit(timeOf(rules.scheduleStartSeconds), pauseBox);
+    m_end = new QTimeEdit(timeOf(rules.scheduleEndSeconds), pauseBox);
+    m_userActive = new QCheckBox(tr("while I use the computer (where idle time is known)"), pauseBox);
+    m_userActive->setChecked(rules.pauseWhenUserActive);
+    m_idle = new QDoubleSpinBox(pauseBox);
+    m_idle->setRange(10.0, 86400.0);
+    m_idle->setSuffix(tr(" s without input"));
+    m_idle->setValue(rules.userIdleThresholdSeconds);
+    m_quiet = new QDoubleSpinBox(pauseBox);
+    m_quiet->setRange(0.0, 3600.0);
+    m_quiet->setSuffix(tr(" s"));
+    m_quiet->setValue(rules.quietPeriodSeconds);
+    m_tomorrow = new QTimeEdit(timeOf(settings.resumeTomorrowAt()), pauseBox);
+    pauseForm->addRow(m_onGraphics);
+    pauseForm->addRow(tr("when these run"), m_apps);
+    pauseForm->addRow(m_onBattery);
+    pauseForm->addRow(m_schedule);
+    pauseForm->addRow(tr("train from"), m_start);
+    pauseForm->addRow(tr("until"), m_end);
+    pauseForm->addRow(m_userActive);
+    pauseForm->addRow(tr("idle means"), m_idle);
+    pauseForm->addRow(tr("resume after quiet for"), m_quiet);
+    pauseForm->addRow(tr("\"Pause until tomorrow\" ends at"), m_tomorrow);
+
+    m_rejoin = new QCheckBox(tr("Join the run automatically when the app starts"), this);
+    m_rejoin->setChecked(settings.autoRejoin());
+
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    connect(buttons, &QDialogButtonBox::accepted, this, [this] {
+        apply();
+        accept();
+    });
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    auto *box = new QVBoxLayout(this);
+    box->addWidget(capsBox);
+    box->addWidget(pauseBox);
+    box->addWidget(m_rejoin);
+    box->addWidget(buttons);
+}
+
+void SettingsDialog::apply()
+{
+    ResourceCaps caps;
+    caps.cpuThreads = m_threads->value();
+    caps.gpuMemoryFraction = m_gpuFraction->value();
+    caps.microBatchSize = m_microBatch->value();
+    caps.uploadBytesPerSecond = m_upload->value() * 1024.0;
+    caps.downloadBytesPerSecond = m_download->value() * 1024.0;
+    m_settings.setCaps(caps);
+
+    AutoPauseRules rules = m_settings.pauseRules();
+    rules.pauseOnGpuGraphics = m_onGraphics->isChecked();
+    rules.listedApplications.clear();
+    for (const auto &line : m_apps->toPlainText().split('\n'))
+        if (!line.trimmed().isEmpty())
+            rules.listedApplications.push_back(line.trimmed().toStdString());
+    rules.pauseOnBattery = m_onBattery->isChecked();
+    rules.scheduleEnabled = m_schedule->isChecked();
+    rules.scheduleStartSeconds = secondsOf(m_start->time());
+    rules.scheduleEndSeconds = secondsOf(m_end->time());
+    rules.pauseWhenUserActive = m_userActive->isChecked();
+    rules.userIdleThresholdSeconds = m_idle->value();
+    rules.quietPeriodSeconds = m_quiet->value();
+    m_settings.setPauseRules(rules);
+    m_settings.setResumeTomorrowAt(secondsOf(m_tomorrow->time()));
+    m_settings.setAutoRejoin(m_rejoin->isChecked());
+}
+
+} // namespace dedloc::ui

@@ -1,0 +1,34 @@
+#pragma once
+// The settings dialog: caps (CPU threads, GPU memory share, micro-batch, upload/download),
+// auto-pause rules (GPU graphics, listed applications, battery, schedule, user active, quiet
+// period), "pause until tomorrow" time, auto-rejoin. Reads Settings when made; writes them on
+// OK (apply()); Cancel changes nothing. Bandwidth is entered in KiB/s (0 = no cap).
+#include <QDialog>
+
+class QCheckBox;
+class QDoubleSpinBox;
+class QPlainTextEdit;
+class QSpinBox;
+class QTimeEdit;
+
+namespace dedloc::ui {
+
+class Settings;
+
+class SettingsDialog final : public QDialog {
+    Q_OBJECT
+
+  public:
+    SettingsDialog(Settings &settings, QWidget *parent = nullptr);
+    void apply(); // writes the fields to Settings (OK does this)
+
+  private:
+    Settings &m_settings;
+    QSpinBox *m_threads, *m_microBatch;
+    QDoubleSpinBox *m_gpuFraction, *m_upload, *m_download, *m_quiet, *m_idle;
+    QCheckBox *m_onGraphics, *m_onBattery, *m_schedule, *m_userActive, *m_rejoin;
+    QPlainTextEdit *m_apps;
+    QTimeEdit *m_start, *m_end, *m_tomorrow;
+};
+
+} // namespace dedloc::ui

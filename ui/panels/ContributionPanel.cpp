@@ -1,0 +1,51 @@
+#include "ContributionPanel.h"
+
+#include "Format.h"
+
+#include <QGridLayout>
+#include <QLabel>
+
+namespace dedloc::ui {
+
+ContributionPanel::ContributionPanel(QWidget *parent)
+    : QGroupBox(tr("Your contribution"), parent), m_share(new QLabel(this)), m_rate(new QLabel(this))
+{
+    setObjectName("contributionPanel");
+    auto *grid = new QGridLayout(this);
+    grid->addWidget(new QLabel(tr("<b>This session</b>"), this), 0, 1, Qt::AlignRight);
+    grid->addWidget(new QLabel(tr("<b>All time</b>"), this), 0, 2, Qt::AlignRight);
+    const QString rows[] = {tr("Samples"), tr("Compute time"), tr("Global steps taken part in")};
+    for (int r = 0; r < 3; ++r) {
+        grid->addWidget(new QLabel(rows[r], this), r + 1, 0);
+        for (int c = 0; c < 2; ++c) {
+            m_cells[r][c] = new QLabel(this);
+            m_cells[r][c]->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            grid->addWidget(m_cells[r][c], r + 1, c + 1);
+        }
+    }
+    m_cells[0][0]->setObjectName("sessionSamples");
+    grid->addWidget(new QLabel(tr("Share of the swarm"), this), 4, 0);
+    grid->addWidget(m_share, 4, 1, 1, 2, Qt::AlignRight);
+    grid->addWidget(new QLabel(tr("Your speed"), this), 5, 0);
+    grid->addWidget(m_rate, 5, 1, 1, 2, Qt::AlignRight);
+    update(PeerSnapshot{});
+}
+
+void ContributionPanel::update(const PeerSnapshot &s)
+{
+    const ContributionTotals *totals[] = {&s.session, &s.allTime};
+    for (int c = 0; c < 2; ++c) {
+        m_cells[0][c]->setText(formatCount(totals[c]->samples));
+        m_cells[1][c]->setText(formatDuration(totals[c]->computeSeconds));
+        m_cells[2][c]->setText(formatCount(totals[c]->stepsTakenPart));
+    }
+    m_share->setText(QStringLiteral("%1 %").arg(100.0 * s.shareOfSwarm, 0, 'f', 1));
+    m_rate->setText(tr("%1 samples/s").arg(s.localSamplesPerSecond, 0, 'f', 1));
+}
+
+QString ContributionPanel::sessionSamplesText() const
+{
+    return m_cells[0][0]->text();
+}
+
+} // namespace dedloc::ui

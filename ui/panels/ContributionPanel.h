@@ -1,0 +1,26 @@
+#pragma once
+// What this volunteer gave: samples, compute time and global steps taken part in, for this
+// session and all time (kept across restarts by the core), and the share of the swarm's samples.
+#include "swarm/PeerStatus.h"
+
+#include <QGroupBox>
+
+class QLabel;
+
+namespace dedloc::ui {
+
+class ContributionPanel final : public QGroupBox {
+    Q_OBJECT
+
+  public:
+    explicit ContributionPanel(QWidget *parent = nullptr);
+    void update(const PeerSnapshot &snapshot);
+    [[nodiscard]] QString sessionSamplesText() const;
+
+  private:
+    QLabel *m_cells[3][2]; // rows: samples, compute time, steps; columns: session, all time
+    QLabel *m_share;
+    QLabel *m_rate;
+};
+
+} // namespace dedloc::ui
