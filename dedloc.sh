@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # dedloc.sh - the two set-up commands of the README, for a fresh Debian 12 machine.
 #
-#   ./dedloc.sh run [dedloc options...]   install what is missing, build, run the main job:
-#                                         training on the bundled Bengali corpus (headless)
+#   ./dedloc.sh run [dedloc options...]   install what is missing, build, run the main job: a
+#                                         local swarm (a monitor and 2 trainer processes) training
+#                                         the bundled Bengali run; the window when a display
+#                                         exists, status lines otherwise
+#   ./dedloc.sh join [dedloc options...]  add a trainer to a running swarm (default: the local
+#                                         swarm's bootstrap node 127.0.0.1:31340)
 #   ./dedloc.sh test                      install what is missing, build, run every test
 #   ./dedloc.sh build                     install what is missing, build only
 #
@@ -34,10 +38,17 @@ case "$cmd" in
     ;;
   run)
     build
-    exec "$BUILD_DIR/app/dedloc" --headless "$@"
+    exec "$BUILD_DIR/app/dedloc" --local-swarm 2 "$@"
+    ;;
+  join)
+    build
+    case " $* " in
+      *" --bootstrap "*) exec "$BUILD_DIR/app/dedloc" --join "$@" ;;
+      *) exec "$BUILD_DIR/app/dedloc" --join --bootstrap 127.0.0.1:31340 "$@" ;;
+    esac
     ;;
   *)
-    echo "usage: ./dedloc.sh run|test|build [options]" >&2
+    echo "usage: ./dedloc.sh run|join|test|build [options]" >&2
     exit 2
     ;;
 esac

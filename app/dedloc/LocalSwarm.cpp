@@ -2,24 +2,25 @@
 
 #include <QCoreApplication>
 #include <QDir>
-#include <QProcess>
 #include <QThread>
 
 #include <cstdio>
-#include <memory>
-#include <vector>
 
-namespace {
+LocalSwarm::LocalSwarm(LocalSwarmOptions options) : m_options(std::move(options)) {}
 
-std::unique_ptr<QProcess> startPeer(const QString &name, QStringList arguments, const LocalSwarmOptions &o)
+LocalSwarm::~LocalSwarm() { stopAll(); }
+
+QString LocalSwarm::bootstrap() const { return QStringLiteral("127.0.0.1:%1").arg(m_options.dhtPort); }
+
+std::unique_ptr<QProcess> LocalSwarm::startPeer(const QString &name, QStringList arguments)
 {
-    const QString dir = QDir(o.dataDir).filePath(QStringLiteral("local-swarm/") + name);
+    const QString dir = QDir(m_options.dataDir).filePath(QStringLiteral("local-swarm/") + name);
     QDir().mkpath(dir);
     arguments << QStringLiteral("--headless") << QStringLiteral("--name") << name << QStringLiteral("--data-dir") << dir
               << QStringLiteral("--threads") << QStringLiteral("1");
-    if (!o.metricsDir.isEmpty())
-        arguments << QStringLiteral("--metrics-out") << QDir(o.metricsDir).filePath(name + QStringLiteral(".jsonl"));
-    arguments << o.peerArguments;
+    if (!m_options.metricsDir.isEmpty())
+        arguments << QStringLiteral("--metrics-out") << QDir(m_options.metricsDir).filePath(name + QStringLiteral(".jsonl"));
+    arguments << m_options.peerArguments;
     auto p = std::make_unique<QProcess>();
     p->setProcessChannelMode(QProcess::ForwardedChannels);
     p->start(QCoreApplication::applicationFilePath(), arguments);
@@ -30,65 +31,73 @@ std::unique_ptr<QProcess> startPeer(const QString &name, QStringList arguments, 
     return p;
 }
 
-void stopAll(std::vector<std::unique_ptr<QProcess>> &peers)
+int LocalSwarm::start(int firstTrainerNumber)
 {
-    for (auto &p : peers)
-        if (p && p->state() != QProcess::NotRunning)
-            p->terminate(); // SIGTERM: the peer leaves after its micro-batch and checkpoints
-    for (auto &p : peers)
-        if (p && !p->waitForFinished(60000))
-            p->kill();
-}
-
-} // namespace
-
-int runLocalSwarm(const LocalSwarmOptions &o, const std::atomic<bool> &stop)
-{
-    if (!o.metricsDir.isEmpty() && !QDir().mkpath(o.metricsDir)) {
-        std::fprintf(stderr, "dedloc: cannot create the metrics directory %s\n", qPrintable(o.metricsDir));
+    if (!m_options.metricsDir.isEmpty() && !QDir().mkpath(m_options.metricsDir)) {
+        std::fprintf(stderr, "dedloc: cannot create the metrics directory %s\n", qPrintable(m_options.metricsDir));
         return 2;
     }
-    const QString bootstrap = QStringLiteral("127.0.0.1:%1").arg(o.dhtPort);
-    std::vector<std::unique_ptr<QProcess>> peers;
     QStringList monitorArgs{QStringLiteral("--role"), QStringLiteral("monitor"), QStringLiteral("--dht-port"),
-                            QString::number(o.dhtPort)};
-    if (!o.metricsDir.isEmpty())
-        monitorArgs << QStringLiteral("--swarm-metrics-out") << QDir(o.metricsDir).filePath(QStringLiteral("swarm.jsonl"));
-    peers.push_back(startPeer(QStringLiteral("monitor"), monitorArgs, o));
-    if (!peers.back())
+                            QString::number(m_options.dhtPort)};
+    if (!m_options.metricsDir.isEmpty())
+        monitorArgs << QStringLiteral("--swarm-metrics-out")
+                    << QDir(m_options.metricsDir).filePath(QStringLiteral("swarm.jsonl"));
+    auto monitor = startPeer(QStringLiteral("monitor"), monitorArgs);
+    if (!monitor)
         return 1;
+    m_peers.push_back(std::move(monitor));
     std::printf("local swarm: monitor and DHT bootstrap node on udp %s; add a peer from another terminal with\n"
                 "  ./dedloc.sh join --bootstrap %s\n",
-                qPrintable(bootstrap), qPrintable(bootstrap));
+                qPrintable(bootstrap()), qPrintable(bootstrap()));
     std::fflush(stdout);
     QThread::msleep(1500); // let the bootstrap node bind before the trainers ask it
-    if (peers.front()->state() == QProcess::NotRunning) {
+    m_peers.front()->waitForFinished(0);
+    if (m_peers.front()->state() == QProcess::NotRunning) {
         std::fprintf(stderr, "dedloc: the monitor exited at once (is udp port %d in use? choose another with --dht-port)\n",
-                     o.dhtPort);
+                     m_options.dhtPort);
         return 2;
     }
-    for (int i = 1; i <= o.trainers; ++i) {
-        peers.push_back(startPeer(QStringLiteral("trainer-%1").arg(i),
-                                  {QStringLiteral("--role"), QStringLiteral("trainer"), QStringLiteral("--bootstrap"), bootstrap},
-                                  o));
-        if (!peers.back()) {
-            stopAll(peers);
+    for (int i = 0; i < m_options.trainers; ++i) {
+        auto p = startPeer(QStringLiteral("trainer-%1").arg(firstTrainerNumber + i),
+                           {QStringLiteral("--role"), QStringLiteral("trainer"), QStringLiteral("--bootstrap"), bootstrap()});
+        if (!p) {
+            stopAll();
             return 1;
         }
+        m_peers.push_back(std::move(p));
     }
+    return 0;
+}
+
+int LocalSwarm::wait(const std::atomic<bool> &stop)
+{
     int code = 0;
     while (!stop.load()) {
         bool trainersRunning = false;
-        for (std::size_t i = 1; i < peers.size(); ++i) {
-            peers[i]->waitForFinished(i == 1 ? 200 : 0);
-            if (peers[i]->state() != QProcess::NotRunning)
+        for (std::size_t i = 1; i < m_peers.size(); ++i) {
+            m_peers[i]->waitForFinished(i == 1 ? 200 : 0);
+            if (m_peers[i]->state() != QProcess::NotRunning)
                 trainersRunning = true;
-            else if (peers[i]->exitCode() != 0)
-                code = peers[i]->exitCode();
+            else if (m_peers[i]->exitCode() != 0 && code == 0)
+                code = m_peers[i]->exitCode();
         }
-        if (!trainersRunning || peers.front()->state() == QProcess::NotRunning)
+        m_peers.front()->waitForFinished(0);
+        if (!trainersRunning || m_peers.front()->state() == QProcess::NotRunning)
             break;
     }
-    stopAll(peers);
+    stopAll();
     return code;
+}
+
+void LocalSwarm::stopAll()
+{
+    // SIGTERM: each peer leaves after its micro-batch and checkpoints. Trainers first, so the
+    // monitor (their bootstrap node and donor) goes last.
+    for (std::size_t i = m_peers.size(); i-- > 0;)
+        if (m_peers[i] && m_peers[i]->state() != QProcess::NotRunning)
+            m_peers[i]->terminate();
+    for (auto &p : m_peers)
+        if (p && !p->waitForFinished(60000))
+            p->kill();
+    m_peers.clear();
 }

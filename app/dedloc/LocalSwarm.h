@@ -1,20 +1,43 @@
 #pragma once
 // `dedloc --local-swarm N`: the main job as a swarm on this machine. Starts a monitor (the DHT
-// bootstrap node, on UDP `dhtPort`) and N trainers, each its own process of this executable on
+// bootstrap node, on UDP `dhtPort`) and trainers, each its own process of this executable on
 // loopback, forwards their output (status lines carry the peer's name), and stops them all on
 // Ctrl-C or when the trainers end (--duration). Each peer gets its own data directory
 // (<dataDir>/local-swarm/<name>) and, with a metrics directory, its own metrics file
 // (<metricsDir>/<name>.jsonl; the monitor also writes swarm.jsonl with every peer's steps).
+// With a window, the window's process is one of the trainers and the launcher starts the rest.
+#include <QProcess>
 #include <QStringList>
 
 #include <atomic>
+#include <memory>
+#include <vector>
 
 struct LocalSwarmOptions {
-    int trainers = 2;
+    int trainers = 2;          // trainer processes this launcher starts
     quint16 dhtPort = 31340;
     QString dataDir;
     QString metricsDir;        // empty: no metrics files
     QStringList peerArguments; // passed to every peer (manifest, duration, threads, ...)
 };
 
-int runLocalSwarm(const LocalSwarmOptions &options, const std::atomic<bool> &stop);
+class LocalSwarm final {
+public:
+    explicit LocalSwarm(LocalSwarmOptions options);
+    ~LocalSwarm(); // stops every peer still running
+
+    // Starts the monitor and the trainers; returns 0, or an exit code with the reason printed.
+    int start(int firstTrainerNumber = 1);
+    // "127.0.0.1:<dhtPort>"
+    [[nodiscard]] QString bootstrap() const;
+    // Blocks until the trainers end, the monitor dies or `stop` is set; returns the first
+    // non-zero trainer exit code.
+    int wait(const std::atomic<bool> &stop);
+    void stopAll();
+
+private:
+    std::unique_ptr<QProcess> startPeer(const QString &name, QStringList arguments);
+
+    LocalSwarmOptions m_options;
+    std::vector<std::unique_ptr<QProcess>> m_peers; // [0] is the monitor
+};

@@ -1,0 +1,190 @@
+#include "CommandLine.h"
+
+#include "run/RunPaths.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+
+#include <cstdio>
+
+namespace {
+
+QCommandLineOption option(const char *name, const char *help, const char *value = nullptr, const char *fallback = nullptr)
+{
+    if (!value)
+        return {QString::fromLatin1(name), QString::fromLatin1(help)};
+    return {QString::fromLatin1(name), QString::fromLatin1(help), QString::fromLatin1(value),
+            fallback ? QString::fromLatin1(fallback) : QString()};
+}
+
+int bad(const char *what)
+{
+    std::fprintf(stderr, "dedloc: %s (see --help)\n", what);
+    return 2;
+}
+
+} // namespace
+
+int CommandLine::parse(const QStringList &arguments)
+{
+    QCommandLineParser p;
+    p.setApplicationDescription(QStringLiteral("DeDLOC Desktop: donate idle GPU/CPU time to a collaborative training run."));
+    p.addHelpOption();
+    p.addVersionOption();
+    const auto headless = option("headless", "No window: status lines on the terminal.");
+    const auto manifest = option("manifest", "Run manifest to join (default: the bundled run).", "file");
+    const auto dataDir = option("data-dir", "Identity and checkpoints (default: ~/.local/share/dedloc).", "dir");
+    const auto metricsOut = option("metrics-out", "Append one JSON line per step to this file.", "file");
+    const auto threads = option("threads", "Torch CPU threads (default: all cores).", "n", "0");
+    const auto cpu = option("cpu", "Train on the CPU even if a GPU is present.");
+    const auto duration = option("duration", "Stop after this many seconds.", "seconds", "0");
+    const auto steps = option("steps", "Stop at this global step (default: the schedule's total).", "n", "0");
+    const auto fresh = option("fresh", "Start from step 0; existing checkpoints are left on disk but not loaded.");
+    const auto localSwarmOpt = option("local-swarm", "Run a local swarm: a monitor and N trainers, each its own process.", "n");
+    const auto metricsDir = option("metrics-dir", "With --local-swarm: every peer's metrics as <name>.jsonl here.", "dir");
+    const auto soloOpt = option("solo", "Train alone, without the swarm.");
+    const auto joinOpt = option("join", "With the window: join at once instead of waiting for the Join button.");
+    const auto role = option("role", "trainer, auxiliary or monitor.", "role", "trainer");
+    const auto name = option("name", "Name shown in status lines.", "name");
+    const auto bootstrap = option("bootstrap", "DHT node to join (host:port); repeatable.", "host:port");
+    const auto dhtPort = option("dht-port", "UDP port of this peer's DHT node (default: any; local swarm: 31340).", "port");
+    const auto host = option("host", "Address this peer listens on and advertises.", "address", "127.0.0.1");
+    const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard).");
+    const auto bandwidth = option("bandwidth", "Declared upload bandwidth in Mbit/s, for shard sizes.", "mbit");
+    const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
+    const auto dataSeed = option("data-seed", "Data order seed (default: from the peer key).", "n", "0");
+    const auto progressPeriod = option("progress-period", "Seconds between progress records.", "seconds", "1");
+    const auto matchmakingTime = option("matchmaking-time", "Seconds a group leader gathers at most.", "seconds", "5");
+    const auto averageStateEvery = option("average-state-every", "Average parameters and optimizer state every N steps (0: never).", "n", "10");
+    const auto swarmMetrics = option("swarm-metrics-out", "Monitor: every peer's step metrics as JSON lines.", "file");
+    const auto hashParameters = option("hash-parameters", "Add params_sha (SHA-256 of the parameters) to step metrics.");
+    const auto dumpParameters = option("dump-parameters", "At exit, write the parameters as raw fp32 to this file.", "file");
+    const auto senderTimeout = option("sender-timeout", "All-reduce sender timeout (seconds).", "seconds", "15");
+    const auto reducerTimeout = option("reducer-timeout", "All-reduce reducer timeout (seconds).", "seconds", "30");
+    const auto minPeers = option("min-peers", "Do not step before this many peers average at the step.", "n", "1");
+    const auto statusEvery = option("status-interval", "Headless: seconds between status lines (0: none).", "seconds", "10");
+    const auto screenshot = option("screenshot", "Save the window to this PNG after --screenshot-after seconds, then quit.", "file");
+    const auto screenshotAfterOpt = option("screenshot-after", "Seconds before the screenshot.", "seconds", "30");
+    const auto leadKeyOpt = option("lead-key", "The run lead's public key (minisign format) to verify the manifest with (default: the installed key for the bundled run, else the key pinned on first join).", "file");
+    const auto allowUnsignedOpt = option("allow-unsigned", "Development only: train on a run whose manifest is not signed or does not verify.");
+    const auto printPeerKeyOpt = option("print-peer-key", "Print this peer's public key (64 hex digits, what a lead needs to issue an access token) and exit.");
+    p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt});
+    p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
+                  soloOpt, joinOpt, role, name, bootstrap, dhtPort, host, clientMode, bandwidth, microBatch, dataSeed,
+                  progressPeriod, matchmakingTime, averageStateEvery, swarmMetrics, hashParameters, dumpParameters,
+                  senderTimeout, reducerTimeout, minPeers, statusEvery, screenshot, screenshotAfterOpt});
+    // parse() rather than process(): a bad option exits with 2 like every other bad input.
+    if (!p.parse(arguments)) {
+        std::fprintf(stderr, "dedloc: %s (see --help)\n", qPrintable(p.errorText()));
+        return 2;
+    }
+    if (p.isSet(QStringLiteral("help"))) {
+        std::printf("%s", qPrintable(p.helpText()));
+        return 0;
+    }
+    if (p.isSet(QStringLiteral("version"))) {
+        std::printf("dedloc %s\n", DEDLOC_VERSION);
+        return 0;
+    }
+
+    auto &s = session;
+    if (p.isSet(printPeerKeyOpt)) {
+        printPeerKey = true;
+        s.dataDir = p.isSet(dataDir) ? std::filesystem::path(p.value(dataDir).toStdString()) : dedloc::userDataDir();
+        return -1;
+    }
+    if (p.isSet(leadKeyOpt))
+        leadKey = p.value(leadKeyOpt).toStdString();
+    allowUnsigned = p.isSet(allowUnsignedOpt);
+    if (p.isSet(manifest)) {
+        s.manifest = p.value(manifest).toStdString();
+    } else if (auto found = dedloc::findDefaultManifest()) {
+        s.manifest = *found;
+    } else {
+        return bad("no run manifest given and the bundled default run was not found; use --manifest FILE");
+    }
+    s.dataDir = p.isSet(dataDir) ? std::filesystem::path(p.value(dataDir).toStdString()) : dedloc::userDataDir();
+    s.metricsOut = p.value(metricsOut).toStdString();
+    bool ok = true;
+    auto number = [&](const QCommandLineOption &o) {
+        bool good = false;
+        const double v = p.value(o).toDouble(&good);
+        ok = ok && good;
+        return v;
+    };
+    s.threads = static_cast<int>(number(threads));
+    s.durationSeconds = number(duration);
+    s.maxSteps = static_cast<long>(number(steps));
+    if (!ok || s.threads < 0 || s.durationSeconds < 0 || s.maxSteps < 0)
+        return bad("--threads, --duration and --steps take non-negative numbers");
+    s.allowCuda = !p.isSet(cpu);
+    s.resume = !p.isSet(fresh);
+    solo = p.isSet(soloOpt);
+    join = p.isSet(joinOpt);
+
+    auto &w = swarm;
+    w.manifest = s.manifest;
+    w.dataDir = s.dataDir;
+    w.metricsOut = s.metricsOut;
+    w.threads = s.threads;
+    w.allowCuda = s.allowCuda;
+    w.durationSeconds = s.durationSeconds;
+    w.maxEpoch = s.maxSteps;
+    w.resume = s.resume;
+    w.name = p.value(name).toStdString();
+    const auto roleName = p.value(role);
+    if (roleName == QLatin1String("trainer"))
+        w.role = dedloc::PeerRole::Trainer;
+    else if (roleName == QLatin1String("auxiliary"))
+        w.role = dedloc::PeerRole::Auxiliary;
+    else if (roleName == QLatin1String("monitor"))
+        w.role = dedloc::PeerRole::Monitor;
+    else
+        return bad("--role must be trainer, auxiliary or monitor");
+    for (const auto &b : p.values(bootstrap))
+        w.bootstrap.push_back(b.toStdString());
+    const double port = p.isSet(dhtPort) ? number(dhtPort) : 0;
+    if (!ok || port < 0 || port > 65535)
+        return bad("--dht-port takes a port number");
+    w.dhtPort = static_cast<std::uint16_t>(port);
+    w.host = p.value(host).toStdString();
+    w.clientMode = p.isSet(clientMode);
+    if (w.clientMode && w.role != dedloc::PeerRole::Trainer)
+        return bad("only trainers can run in client mode (auxiliary peers and monitors must be reachable)");
+    w.bandwidth = p.isSet(bandwidth) ? number(bandwidth) : -1.0;
+    w.microBatchSize = static_cast<int>(number(microBatch));
+    w.dataSeed = p.value(dataSeed).toULongLong(&ok);
+    w.progressPeriod = number(progressPeriod);
+    w.matchmaking.window = number(matchmakingTime);
+    w.averageStateEvery = static_cast<long>(number(averageStateEvery));
+    w.senderTimeout = number(senderTimeout);
+    w.reducerTimeout = number(reducerTimeout);
+    w.minPeers = static_cast<std::size_t>(std::max(1.0, number(minPeers)));
+    statusInterval = number(statusEvery);
+    screenshotAfter = number(screenshotAfterOpt);
+    if (!ok || w.microBatchSize < 0 || w.progressPeriod <= 0 || w.matchmaking.window <= 0 || w.averageStateEvery < 0
+        || w.senderTimeout <= 0 || w.reducerTimeout < w.senderTimeout || statusInterval < 0 || screenshotAfter < 0)
+        return bad("a swarm option has a bad value");
+    w.swarmMetricsOut = p.value(swarmMetrics).toStdString();
+    w.hashParameters = p.isSet(hashParameters);
+    w.dumpParameters = p.value(dumpParameters).toStdString();
+    screenshotPath = p.value(screenshot);
+
+    if (p.isSet(localSwarmOpt)) {
+        localSwarmTrainers = p.value(localSwarmOpt).toInt(&ok);
+        if (!ok || localSwarmTrainers < 1 || localSwarmTrainers > 16)
+            return bad("--local-swarm takes a number of trainers from 1 to 16");
+        localSwarm.trainers = localSwarmTrainers;
+        localSwarm.dhtPort = static_cast<quint16>(p.isSet(dhtPort) ? port : 31340);
+        localSwarm.dataDir = QString::fromStdString(s.dataDir.string());
+        localSwarm.metricsDir = p.value(metricsDir);
+        localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string());
+        for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt})
+            if (p.isSet(*o))
+                localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst() << p.value(*o);
+        for (const auto *o : {&cpu, &fresh, &hashParameters, &allowUnsignedOpt})
+            if (p.isSet(*o))
+                localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst();
+    }
+    return -1;
+}
