@@ -97,7 +97,7 @@ QStringList SwarmHarness::commonArguments() const
 {
     return {QStringLiteral("--headless"), QStringLiteral("--manifest"), QString::fromStdString(m_manifest.string()),
             QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--progress-period"), QStringLiteral("0.3"),
-            QStringLiteral("--matchmaking-time"), QStringLiteral("2"), QStringLiteral("--sender-timeout"),
+            QStringLiteral("--matchmaking-time"), QStringLiteral("4"), QStringLiteral("--sender-timeout"),
             QStringLiteral("3"), QStringLiteral("--reducer-timeout"), QStringLiteral("6"),
             QStringLiteral("--hash-parameters"), QStringLiteral("--fresh")};
 }
