@@ -5,7 +5,9 @@
 #include "TestSupport.h"
 #include "model/Tokenizer.h"
 #include "run/RunManifest.h"
+#include "security/Minisign.h"
 #include "train/Trainer.h"
+#include "util/AtomicFile.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -29,6 +31,11 @@ std::filesystem::path writeTinyRun(const std::filesystem::path &dir, long target
     m.training.checkpointEveryNSteps = 1000;
     const auto path = dir / "manifest.json";
     std::ofstream(path) << toJson(m);
+    // Peers refuse unsigned runs (security/RunTrust.h): sign with a throw-away lead key; each peer
+    // pins it from lead.pub beside the manifest on its first join.
+    const auto lead = minisign::generateKeyPair();
+    writeFileAtomically(dir / "lead.pub", minisign::formatPublicKey(lead.publicKey));
+    writeFileAtomically(path.string() + ".minisig", minisign::signFile(lead.secretKey, path, "tiny swarm run"));
     return path;
 }
 

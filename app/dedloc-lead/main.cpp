@@ -1,6 +1,8 @@
 // dedloc-lead: the project lead's tool.
 //   dedloc-lead make-run --corpus FILE [--corpus FILE...] --out DIR --run-id ID [options]
 //   dedloc-lead verify-run MANIFEST
+//   dedloc-lead keygen | sign | verify | rotate-key | issue-token   (KeyCommands.h)
+#include "KeyCommands.h"
 #include "run/RunMaker.h"
 #include "run/RunManifest.h"
 #include "util/Error.h"
@@ -20,6 +22,11 @@ int usage()
                  "commands:\n"
                  "  make-run     train a tokenizer on a corpus and write a run (manifest + files)\n"
                  "  verify-run   check a run manifest and the hashes of its files\n"
+                 "  keygen       make a lead key pair (minisign formats)\n"
+                 "  sign         sign files (FILE.minisig, minisign-compatible)\n"
+                 "  verify       verify a file against its .minisig and a public key\n"
+                 "  rotate-key   let a run's lead key be replaced: the new key signed by the old one\n"
+                 "  issue-token  admit a peer's key to a closed run (access token)\n"
                  "Run `dedloc-lead <command> --help` for the options of a command.\n");
     return 2;
 }
@@ -112,6 +119,16 @@ int main(int argc, char *argv[])
             return makeRun(args);
         if (command == QLatin1String("verify-run"))
             return verifyRun(args);
+        if (command == QLatin1String("keygen"))
+            return dedloc::lead::keygen(args);
+        if (command == QLatin1String("sign"))
+            return dedloc::lead::sign(args);
+        if (command == QLatin1String("verify"))
+            return dedloc::lead::verify(args);
+        if (command == QLatin1String("rotate-key"))
+            return dedloc::lead::rotateKey(args);
+        if (command == QLatin1String("issue-token"))
+            return dedloc::lead::issueToken(args);
         if (command == QLatin1String("--version")) {
             std::printf("dedloc-lead %s\n", DEDLOC_VERSION);
             return 0;

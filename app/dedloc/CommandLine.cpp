@@ -65,6 +65,10 @@ int CommandLine::parse(const QStringList &arguments)
     const auto statusEvery = option("status-interval", "Headless: seconds between status lines (0: none).", "seconds", "10");
     const auto screenshot = option("screenshot", "Save the window to this PNG after --screenshot-after seconds, then quit.", "file");
     const auto screenshotAfterOpt = option("screenshot-after", "Seconds before the screenshot.", "seconds", "30");
+    const auto leadKeyOpt = option("lead-key", "The run lead's public key (minisign format) to verify the manifest with (default: the installed key for the bundled run, else the key pinned on first join).", "file");
+    const auto allowUnsignedOpt = option("allow-unsigned", "Development only: train on a run whose manifest is not signed or does not verify.");
+    const auto printPeerKeyOpt = option("print-peer-key", "Print this peer's public key (64 hex digits, what a lead needs to issue an access token) and exit.");
+    p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt});
     p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
                   soloOpt, joinOpt, role, name, bootstrap, dhtPort, host, clientMode, bandwidth, microBatch, dataSeed,
                   progressPeriod, matchmakingTime, averageStateEvery, swarmMetrics, hashParameters, dumpParameters,
@@ -84,6 +88,14 @@ int CommandLine::parse(const QStringList &arguments)
     }
 
     auto &s = session;
+    if (p.isSet(printPeerKeyOpt)) {
+        printPeerKey = true;
+        s.dataDir = p.isSet(dataDir) ? std::filesystem::path(p.value(dataDir).toStdString()) : dedloc::userDataDir();
+        return -1;
+    }
+    if (p.isSet(leadKeyOpt))
+        leadKey = p.value(leadKeyOpt).toStdString();
+    allowUnsigned = p.isSet(allowUnsignedOpt);
     if (p.isSet(manifest)) {
         s.manifest = p.value(manifest).toStdString();
     } else if (auto found = dedloc::findDefaultManifest()) {
@@ -167,10 +179,10 @@ int CommandLine::parse(const QStringList &arguments)
         localSwarm.dataDir = QString::fromStdString(s.dataDir.string());
         localSwarm.metricsDir = p.value(metricsDir);
         localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string());
-        for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery})
+        for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst() << p.value(*o);
-        for (const auto *o : {&cpu, &fresh, &hashParameters})
+        for (const auto *o : {&cpu, &fresh, &hashParameters, &allowUnsignedOpt})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst();
     }

@@ -7,6 +7,9 @@
 #include <QString>
 #include <QStringList>
 
+#include <filesystem>
+#include <optional>
+
 struct CommandLine {
     dedloc::SessionOptions session;  // --solo: the single-peer session of the foundation
     dedloc::SwarmOptions swarm;
@@ -17,6 +20,11 @@ struct CommandLine {
     double statusInterval = 10.0;    // headless: seconds between status lines
     QString screenshotPath;
     double screenshotAfter = 30.0;
+    // Run trust (security/RunTrust.h): the lead key to verify the manifest with (else the
+    // installed or pinned one), and the development-only escape hatch.
+    std::optional<std::filesystem::path> leadKey;
+    bool allowUnsigned = false;
+    bool printPeerKey = false;       // --print-peer-key: print the identity's public key and exit
 
     // Returns -1 to go on, or an exit code (0 after --help/--version, 2 for bad input, with
     // the reason printed).

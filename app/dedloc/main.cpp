@@ -5,10 +5,15 @@
 #include "CommandLine.h"
 #include "DesktopApp.h"
 #include "LocalSwarm.h"
+#include "net/PeerIdentity.h"
+#include "run/RunPaths.h"
 #include "run/RunManifest.h"
 #include "swarm/StatusLine.h"
+#include "security/RunTrust.h"
 #include "swarm/SwarmPeer.h"
 #include "train/TrainingSession.h"
+#include "util/Error.h"
+#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <QApplication>
@@ -46,7 +51,8 @@ bool wantsWindow(int argc, char *argv[])
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (!std::strcmp(a, "--headless") || !std::strcmp(a, "--solo") || !std::strcmp(a, "--help")
-            || !std::strcmp(a, "-h") || !std::strcmp(a, "--version") || !std::strcmp(a, "-v"))
+            || !std::strcmp(a, "-h") || !std::strcmp(a, "--version") || !std::strcmp(a, "-v")
+            || !std::strcmp(a, "--print-peer-key"))
             return false;
         if (!std::strcmp(a, "--role") && i + 1 < argc && std::strcmp(argv[i + 1], "trainer") != 0)
             return false;
@@ -74,6 +80,45 @@ int runHeadless(dedloc::SwarmPeer &peer, double statusInterval)
     return peer.wait();
 }
 
+int printPeerKey(const std::filesystem::path &dataDir)
+{
+    try {
+        const auto identity = dedloc::PeerIdentity::loadOrCreate(dataDir / "identity.key");
+        std::printf("%s\n", dedloc::toHex(identity.publicKey().data(), identity.publicKey().size()).c_str());
+        dedloc::log::info("app", "peer id " + identity.peerId() + "; send the key above to the run's lead for an access token");
+        return 0;
+    } catch (const dedloc::Error &e) {
+        std::fprintf(stderr, "dedloc: %s\n", e.what());
+        return 2;
+    }
+}
+
+// Nothing is trained from a run whose manifest is not signed by its lead (security/RunTrust.h).
+// Returns -1 to go on, or the exit code.
+int verifyRun(const CommandLine &cli)
+{
+    const auto &manifest = cli.session.manifest;
+    std::optional<std::filesystem::path> installedKey = cli.leadKey;
+    std::error_code sameFileError;
+    if (!installedKey) {
+        if (const auto bundled = dedloc::findDefaultManifest(); bundled
+            && std::filesystem::equivalent(*bundled, manifest, sameFileError)
+            && std::filesystem::exists(bundled->parent_path() / "lead.pub"))
+            installedKey = bundled->parent_path() / "lead.pub";
+    }
+    try {
+        const auto trust = dedloc::verifyRunManifest(manifest, cli.session.dataDir / "trust", installedKey);
+        dedloc::log::info("app", "run manifest verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
+    } catch (const dedloc::Error &e) {
+        if (!cli.allowUnsigned) {
+            std::fprintf(stderr, "dedloc: %s\n", e.what());
+            return 2;
+        }
+        dedloc::log::warning("app", std::string("--allow-unsigned: training anyway although ") + e.what());
+    }
+    return -1;
+}
+
 } // namespace
 
 int main(int argc, char *argv[])
@@ -86,6 +131,10 @@ int main(int argc, char *argv[])
 
     CommandLine cli;
     if (const int code = cli.parse(QCoreApplication::arguments()); code >= 0)
+        return code;
+    if (cli.printPeerKey)
+        return printPeerKey(cli.session.dataDir);
+    if (const int code = verifyRun(cli); code >= 0)
         return code;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);

@@ -21,6 +21,9 @@ public:
 
     [[nodiscard]] const std::string &peerId() const { return m_peerId; }
     [[nodiscard]] const std::array<unsigned char, PublicKeyBytes> &publicKey() const { return m_public; }
+    // The Ed25519 secret key (seed | public key, 64 bytes). Only for deriving the CurveZMQ key
+    // pair (net/CurveSecurity.h); never logged, sent or written elsewhere.
+    [[nodiscard]] const std::array<unsigned char, SecretKeyBytes> &secretKey() const { return m_secret; }
     // Detached Ed25519 signature (64 bytes) of `message`.
     [[nodiscard]] std::string sign(const std::string &message) const;
     // The peer id that belongs to a public key (see above).

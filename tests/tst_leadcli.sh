@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# dedloc-lead's key commands end to end (app/dedloc-lead/KeyCommands.cpp): keygen with a
+# password from the environment, sign, verify, minisign interop, rotate-key, issue-token, and
+# exit code 2 with a message for bad input.
+set -euo pipefail
+lead=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# expect CODE TEXT -- command...: exit code and a stderr/stdout substring
+expect() {
+  local code=$1 text=$2; shift 3
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  [ "$rc" = "$code" ] || fail "'$*' exited $rc, expected $code: $out"
+  grep -qF -- "$text" <<<"$out" || fail "'$*' did not say '$text': $out"
+}
+
+export LEAD_PW='pass phrase 1'
+# --kdf interactive: 16 MiB scrypt instead of minisign's 1 GiB, to keep the test fast.
+expect 0 "password-protected" -- "$lead" keygen --out "$tmp/k" --password-env LEAD_PW --kdf interactive
+expect 2 "--kdf takes" -- "$lead" keygen --out "$tmp/k4" --password-env LEAD_PW --kdf cheap
+[ "$(stat -c %a "$tmp/k/lead.key")" = 600 ] || fail "secret key mode is not 0600"
+expect 2 "choose --password-env" -- "$lead" keygen --out "$tmp/k2"
+expect 2 "is not set or empty" -- "$lead" keygen --out "$tmp/k2" --password-env NO_SUCH_VARIABLE_SET
+expect 2 "already exists" -- "$lead" keygen --out "$tmp/k" --no-password
+expect 2 "give --out DIR" -- "$lead" keygen --no-password
+expect 2 "Unknown option" -- "$lead" keygen --out "$tmp/k3" --password hunter2
+
+echo "artifact" > "$tmp/a.bin"
+expect 2 "password-protected: give --password-env" -- "$lead" sign "$tmp/a.bin" --secret "$tmp/k/lead.key"
+expect 2 "wrong password" -- env LEAD_PW=nope "$lead" sign "$tmp/a.bin" --secret "$tmp/k/lead.key" --password-env LEAD_PW
+expect 0 "signed" -- "$lead" sign "$tmp/a.bin" --secret "$tmp/k/lead.key" --password-env LEAD_PW --trusted-comment "release 1"
+expect 0 "Trusted comment: release 1" -- "$lead" verify "$tmp/a.bin" --public "$tmp/k/lead.pub"
+printf 'pass phrase 1\n' | "$lead" sign "$tmp/a.bin" --secret "$tmp/k/lead.key" --password-stdin --trusted-comment "via stdin" > /dev/null
+expect 0 "Trusted comment: via stdin" -- "$lead" verify "$tmp/a.bin" --public "$tmp/k/lead.pub"
+if command -v minisign > /dev/null; then
+  expect 0 "Trusted comment: via stdin" -- minisign -V -p "$tmp/k/lead.pub" -m "$tmp/a.bin"
+fi
+echo "artifacT" > "$tmp/a.bin"
+expect 1 "signature verification failed" -- "$lead" verify "$tmp/a.bin" --public "$tmp/k/lead.pub"
+expect 2 "give one FILE and --public" -- "$lead" verify "$tmp/a.bin"
+expect 2 "is not a regular file" -- "$lead" sign "$tmp/missing" --secret "$tmp/k/lead.key" --password-env LEAD_PW
+
+# Rotation: old key signs the new one into a run directory.
+mkdir -p "$tmp/run"
+expect 0 "" -- "$lead" keygen --out "$tmp/new" --no-password
+expect 0 "wrote" -- "$lead" rotate-key --old-secret "$tmp/k/lead.key" --password-env LEAD_PW --new-public "$tmp/new/lead.pub" --run "$tmp/run"
+ls "$tmp"/run/rotations/*.pub.minisig > /dev/null || fail "no rotation statement written"
+expect 2 "is not a directory" -- "$lead" rotate-key --old-secret "$tmp/k/lead.key" --new-public "$tmp/new/lead.pub" --run "$tmp/nowhere"
+
+# Tokens.
+peer=$(printf '%064x' 7)
+peer=${peer//0/a}
+expect 0 "dlt1." -- "$lead" issue-token --secret "$tmp/new/lead.key" --run-id demo --peer-key "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" --name alice --expires-in 24
+expect 2 "64 hex digits" -- "$lead" issue-token --secret "$tmp/new/lead.key" --run-id demo --peer-key abc --name alice
+expect 2 "--expires-in takes" -- "$lead" issue-token --secret "$tmp/new/lead.key" --run-id demo --peer-key "$peer" --name alice --expires-in -1
+expect 2 "usage: dedloc-lead" -- "$lead" no-such-command
+echo "PASS: dedloc-lead keygen/sign/verify/rotate-key/issue-token and their refusals"
