@@ -13,6 +13,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -73,20 +74,33 @@ bool finished(std::initializer_list<SwarmPeerProcess *> peers)
     return true;
 }
 
+// The peers' logs, printed in full on stderr (a QVERIFY2 message is cut short); returns a
+// one-line summary for the assertion message.
 QString failureReport(std::initializer_list<SwarmPeerProcess *> peers)
 {
     QString out;
+    for (auto *p : peers)
+        std::fprintf(stderr, "\n===== %s log =====\n%s\n", qPrintable(p->name), qPrintable(p->logText()));
     for (auto *p : peers)
         out += QStringLiteral("\n--- %1 (last step %2, %3, exit code %4):\n%5")
                    .arg(p->name)
                    .arg(p->lastStep())
                    .arg(p->running() ? QStringLiteral("running") : QStringLiteral("ended"))
                    .arg(p->process ? p->process->exitCode() : -1)
-                   .arg(p->logText().right(3000));
+                   .arg(p->logText().right(400));
     return out;
 }
 
 } // namespace
+
+// Like QVERIFY2, but prints the peers' logs only when the condition fails.
+#define SWARM_VERIFY(condition, ...)                                                               \
+    do {                                                                                           \
+        if (!(condition)) {                                                                        \
+            const QString report = failureReport(__VA_ARGS__);                                     \
+            QVERIFY2(false, qPrintable(QStringLiteral(#condition " failed") + report));            \
+        }                                                                                          \
+    } while (false)
 
 class TestSwarm : public QObject {
     Q_OBJECT
@@ -120,13 +134,13 @@ private Q_SLOTS:
                                                      << QStringLiteral("--dump-parameters") << QString::fromStdString(paramsA.string()));
         auto &b = h.startPeer(QStringLiteral("b"), QStringList(common) << QStringLiteral("--data-seed") << QStringLiteral("22")
                                                      << QStringLiteral("--dump-parameters") << QString::fromStdString(paramsB.string()));
-        QVERIFY2(SwarmHarness::waitFor([&] { return finished({&a, &b}); }, 120), qPrintable(failureReport({&a, &b, &monitor})));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&a, &b}); }, 120), {&a, &b, &monitor});
         QCOMPARE(a.process->exitCode(), 0);
         QCOMPARE(b.process->exitCode(), 0);
         const auto ea = a.events(), eb = b.events();
         QCOMPARE(ea.size(), std::size_t(1));
         QCOMPARE(eb.size(), std::size_t(1));
-        QVERIFY2(ea[0].value("averaged", false) && eb[0].value("averaged", false), qPrintable(failureReport({&a, &b})));
+        SWARM_VERIFY(ea[0].value("averaged", false) && eb[0].value("averaged", false), {&a, &b});
         QCOMPARE(ea[0].value("group_size", 0), 2);
         const long nA = ea[0].value("samples", 0L), nB = eb[0].value("samples", 0L);
         QVERIFY(nA > 0 && nB >= 0);
@@ -173,11 +187,10 @@ private Q_SLOTS:
         auto &p1 = h.startPeer(QStringLiteral("p1"), args);
         auto &p2 = h.startPeer(QStringLiteral("p2"), args);
         auto &p3 = h.startPeer(QStringLiteral("p3"), args);
-        QVERIFY2(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 180),
-                 qPrintable(failureReport({&p1, &p2, &p3, &monitor})));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 180), {&p1, &p2, &p3, &monitor});
         const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
         for (long step = 1; step <= 5; ++step) {
-            QVERIFY2(s1.count(step) && s2.count(step) && s3.count(step), qPrintable(failureReport({&p1, &p2, &p3})));
+            SWARM_VERIFY(s1.count(step) && s2.count(step) && s3.count(step), {&p1, &p2, &p3});
             const auto sha = s1.at(step).value("params_sha", std::string());
             QVERIFY(!sha.empty());
             QCOMPARE(s2.at(step).value("params_sha", std::string()), sha);
@@ -213,13 +226,11 @@ private Q_SLOTS:
         qputenv("DEDLOC_FAULT_STALL_ROUND", "2");
         auto &victim = h.startPeer(QStringLiteral("victim"), args);
         qunsetenv("DEDLOC_FAULT_STALL_ROUND");
-        QVERIFY2(SwarmHarness::waitFor([&] { return victim.logText().contains(QStringLiteral("FAULT: stalling")); }, 120),
-                 qPrintable(failureReport({&p1, &p2, &victim, &monitor})));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return victim.logText().contains(QStringLiteral("FAULT: stalling")); }, 120), {&p1, &p2, &victim, &monitor});
         victim.kill9();
-        QVERIFY2(SwarmHarness::waitFor([&] { return finished({&p1, &p2}); }, 120),
-                 qPrintable(failureReport({&p1, &p2, &monitor})));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2}); }, 120), {&p1, &p2, &monitor});
         const auto s1 = byStep(p1), s2 = byStep(p2);
-        QVERIFY2(s1.count(9) && s2.count(9), qPrintable(failureReport({&p1, &p2})));
+        SWARM_VERIFY(s1.count(9) && s2.count(9), {&p1, &p2});
         // The round the victim left ended within the reducer timeout (6 s) plus slack, and the
         // survivors stepped on with finite losses.
         long failedStep = 0;
@@ -228,7 +239,7 @@ private Q_SLOTS:
             if (e.value("averaged", false) && !e.value("complete", true) && !failedStep)
                 failedStep = step;
         }
-        QVERIFY2(failedStep >= 2, qPrintable(failureReport({&p1, &p2})));
+        SWARM_VERIFY(failedStep >= 2, {&p1, &p2});
         QVERIFY(s1.at(failedStep).value("round_s", 100.0) < 6.0 + 3.0);
         QCOMPARE(s1.at(failedStep).value("group_size", 0), 3);
         QVERIFY(failedStep < 9);
@@ -250,18 +261,16 @@ private Q_SLOTS:
                                QStringLiteral("0")};
         auto &p1 = h.startPeer(QStringLiteral("p1"), QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2"));
         auto &p2 = h.startPeer(QStringLiteral("p2"), QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2"));
-        QVERIFY2(SwarmHarness::waitFor([&] { return p1.lastStep() >= 3 && p2.lastStep() >= 3; }, 120),
-                 qPrintable(failureReport({&p1, &p2, &monitor})));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return p1.lastStep() >= 3 && p2.lastStep() >= 3; }, 120), {&p1, &p2, &monitor});
         auto &late = h.startPeer(QStringLiteral("late"), args);
-        QVERIFY2(SwarmHarness::waitFor([&] { return late.events().size() >= 2; }, 120),
-                 qPrintable(failureReport({&p1, &p2, &late, &monitor})));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return late.events().size() >= 2; }, 120), {&p1, &p2, &late, &monitor});
         for (auto *p : {&late, &p1, &p2})
             p->stopGracefully();
-        QVERIFY2(late.logText().contains(QStringLiteral("downloaded state of epoch")), qPrintable(late.logText()));
+        SWARM_VERIFY(late.logText().contains(QStringLiteral("downloaded state of epoch")), {&late});
         const auto sl = byStep(late), s1 = byStep(p1);
         const long first = sl.begin()->first;
-        QVERIFY2(first >= 4, qPrintable(late.logText())); // it never restarted the run from step 0
-        QVERIFY2(sl.begin()->second.value("averaged", false), qPrintable(failureReport({&p1, &p2, &late})));
+        SWARM_VERIFY(first >= 4, {&late}); // it never restarted the run from step 0
+        SWARM_VERIFY(sl.begin()->second.value("averaged", false), {&p1, &p2, &late});
         QCOMPARE(sl.begin()->second.value("group_size", 0), 3);
         QVERIFY(s1.count(first));
         QCOMPARE(sl.begin()->second.value("params_sha", std::string()), s1.at(first).value("params_sha", std::string()));
@@ -279,12 +288,11 @@ private Q_SLOTS:
         auto &aux = h.startPeer(QStringLiteral("aux"), {QStringLiteral("--role"), QStringLiteral("auxiliary")});
         auto &t = h.startPeer(QStringLiteral("trainer"), args);
         auto &c = h.startPeer(QStringLiteral("client"), QStringList(args) << QStringLiteral("--client-mode"));
-        QVERIFY2(SwarmHarness::waitFor([&] { return finished({&t, &c}); }, 180),
-                 qPrintable(failureReport({&t, &c, &aux, &monitor})));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&t, &c}); }, 180), {&t, &c, &aux, &monitor});
         aux.stopGracefully();
         const auto st = byStep(t), sc = byStep(c);
         for (long step = 1; step <= 4; ++step) {
-            QVERIFY2(st.count(step) && sc.count(step), qPrintable(failureReport({&t, &c, &aux})));
+            SWARM_VERIFY(st.count(step) && sc.count(step), {&t, &c, &aux});
             QCOMPARE(st.at(step).value("group_size", 0), 3);
             QCOMPARE(sc.at(step).value("params_sha", std::string()), st.at(step).value("params_sha", std::string()));
             QCOMPARE(sc.at(step).value("shard_elements", -1L), 0L);

@@ -77,4 +77,13 @@ bool ProgressTracker::shouldStartMatchmaking(long localEpoch, double now) const
     return g.globalEpoch <= localEpoch && g.eta <= m_options.matchmakingTime;
 }
 
+std::vector<ProgressRecord> ProgressTracker::liveRecords(double now) const
+{
+    std::vector<ProgressRecord> out;
+    for (const auto &[id, r] : m_records)
+        if (r.expiresAt >= now)
+            out.push_back(r);
+    return out;
+}
+
 } // namespace dedloc

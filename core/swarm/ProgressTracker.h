@@ -23,6 +23,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace dedloc {
 
@@ -68,6 +69,8 @@ public:
     void remove(const std::string &peerId);
 
     [[nodiscard]] GlobalProgress global(double now) const;
+    // The stored records that have not expired at `now` (one per peer).
+    [[nodiscard]] std::vector<ProgressRecord> liveRecords(double now) const;
     [[nodiscard]] StepDecision decide(long localEpoch, double now) const;
     [[nodiscard]] bool shouldStartMatchmaking(long localEpoch, double now) const;
 

@@ -291,15 +291,13 @@ struct SwarmPeer::Impl {
             snap.peers.push_back({r.peerId, r.role, r.clientMode, r.paused, r.epoch, r.samplesAccumulated,
                                   r.samplesPerSecond, now - r.time});
         };
+        // From the tracker, not from this read alone: a DHT read may miss a record that is
+        // still live (OpenDHT answers with what it found in time).
         count(myRecord);
-        for (const auto &record : records) {
-            if (record.peerId == identity->peerId() || record.expiresAt < now)
-                continue;
-            try {
-                count(parseProgress(record));
-            } catch (const std::exception &) {
-            }
-        }
+        for (const auto &r : tracker.liveRecords(now))
+            if (r.peerId != identity->peerId())
+                count(r);
+        (void)records;
         ++snap.sequence;
     }
 
