@@ -25,19 +25,7 @@ namespace {
 
 std::filesystem::path writeTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32)
 {
-    auto m = tinyRun(dir);
-    m.training.targetBatchSize = targetBatchSize;
-    m.compression = Compression::None; // bitwise comparisons
-    m.training.validationEveryNSteps = 1000;
-    m.training.checkpointEveryNSteps = 1000;
-    const auto path = dir / "manifest.json";
-    std::ofstream(path) << toJson(m);
-    // Peers refuse unsigned runs (security/RunTrust.h): sign with a throw-away lead key; each peer
-    // pins it from lead.pub beside the manifest on its first join.
-    const auto lead = minisign::generateKeyPair();
-    writeFileAtomically(dir / "lead.pub", minisign::formatPublicKey(lead.publicKey));
-    writeFileAtomically(path.string() + ".minisig", minisign::signFile(lead.secretKey, path, "tiny swarm run"));
-    return path;
+    return writeSignedTinyRun(dir, targetBatchSize);
 }
 
 std::vector<float> readFloats(const std::filesystem::path &file)

@@ -1,5 +1,9 @@
 #include "SwarmHarness.h"
 
+#include "TestSupport.h"
+#include "security/Minisign.h"
+#include "util/AtomicFile.h"
+
 #include <QCoreApplication>
 #include <QFile>
 #include <QThread>
@@ -14,6 +18,21 @@
 #include <fstream>
 
 namespace dedloc::test {
+
+std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize)
+{
+    auto m = tinyRun(dir);
+    m.training.targetBatchSize = targetBatchSize;
+    m.compression = Compression::None;
+    m.training.validationEveryNSteps = 1000;
+    m.training.checkpointEveryNSteps = 1000;
+    const auto path = dir / "manifest.json";
+    std::ofstream(path) << toJson(m);
+    const auto lead = minisign::generateKeyPair();
+    writeFileAtomically(dir / "lead.pub", minisign::formatPublicKey(lead.publicKey));
+    writeFileAtomically(path.string() + ".minisig", minisign::signFile(lead.secretKey, path, "tiny swarm run"));
+    return path;
+}
 
 quint16 freeUdpPort()
 {

@@ -14,6 +14,11 @@
 
 namespace dedloc::test {
 
+// The tiny run of TestSupport.h with `targetBatchSize`, no compression (bitwise comparisons),
+// no validation or checkpoints in the way, written to <dir>/manifest.json and signed with a
+// throw-away lead key (lead.pub beside it: peers pin it on first join). Returns the manifest path.
+[[nodiscard]] std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32);
+
 // A free UDP port on 127.0.0.1 (bound and released; good enough for tests).
 [[nodiscard]] quint16 freeUdpPort();
 
@@ -48,6 +53,7 @@ public:
     static bool waitFor(const std::function<bool()> &condition, double seconds);
 
     [[nodiscard]] QStringList commonArguments() const;
+    [[nodiscard]] quint16 dhtPort() const { return m_dhtPort; }
 
 private:
     SwarmPeerProcess &launch(const QString &name, QStringList arguments);
