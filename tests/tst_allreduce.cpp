@@ -80,6 +80,34 @@ class TestAllReduce final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // The upload cap (issue 4 "Caps"): a member with a 2 MB/s token bucket sends its PARTs and
+    // RESULTs (4 MB here) at that rate, within 10%; the uncapped member is not held back more
+    // than waiting for it requires, and the average is still exact.
+    void uploadCapBoundsTheSendingRate()
+    {
+        Swarm s({true, true}, {1.0, 1.0}, 1'000'000);
+        const auto expected = s.expectedAverage({0, 1});
+        const double rate = 2e6;
+        TokenBucket bucket(rate, 64 * 1024);
+        (void)bucket.reserve(64 * 1024); // start empty: measure the rate, not the burst
+        AllReduceOptions capped, free;
+        capped.upload = &bucket;
+        capped.partElements = free.partElements = 32 * 1024;
+        const auto start = std::chrono::steady_clock::now();
+        std::thread t0([&] { s.reports[0] = s.endpoints[0]->run("group-1", s.members, 0, s.values[0], capped); });
+        std::thread t1([&] { s.reports[1] = s.endpoints[1]->run("group-1", s.members, 1, s.values[1], free); });
+        t0.join();
+        t1.join();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double sent = 2.0 * static_cast<double>(s.reports[0].shardSizes[1] * 4); // parts + results, bytes
+        const double measured = sent / seconds;
+        qInfo("capped member sent %.0f bytes in %.3f s: %.3f MB/s (cap %.3f MB/s)", sent, seconds, measured / 1e6, rate / 1e6);
+        QVERIFY(s.reports[0].complete && s.reports[1].complete);
+        QVERIFY(std::abs(measured - rate) <= 0.1 * rate);
+        for (std::size_t k = 0; k < expected.size(); k += 997)
+            QVERIFY(std::abs(s.values[0][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
+    }
+
     void weightedAverageWithoutCompression()
     {
         Swarm s({true, true, true}, {1.0, 2.0, 3.0}, 10007);

@@ -131,6 +131,8 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
                 zmq::message_t payload(encodedBytes(options.codec, parts[p].count));
                 encodeInto(options.codec, values.subspan(shardOffset[j] + parts[p].offset, parts[p].count),
                            {payload.data<std::uint8_t>(), payload.size()});
+                if (options.upload)
+                    options.upload->acquire(payload.size());
                 std::array<zmq::message_t, 2> frames{bytesMessage(encodeShardHeader(h)), std::move(payload)};
                 zmq::send_multipart(*s, frames);
             }
@@ -214,6 +216,8 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
         for (std::size_t i = 0; i < n; ++i) {
             if (i == me || senders[i].routingId.empty())
                 continue;
+            if (options.upload)
+                options.upload->acquire(payload.size());
             zmq::message_t shared;
             shared.copy(payload); // reference-counted: no copy of the bytes
             std::array<zmq::message_t, 3> frames{zmq::message_t(senders[i].routingId.data(), senders[i].routingId.size()),

@@ -24,6 +24,7 @@
 // Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
 // time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
 #include "compress/Compression.h"
+#include "net/TokenBucket.h"
 
 #include <cstdint>
 #include <memory>
@@ -51,6 +52,10 @@ struct AllReduceOptions {
     // its real sample count, even 0 (a sender with nothing accumulated still takes part, so the
     // reducers do not wait for it until the sender timeout).
     double myWeight = -1.0;
+    // Upload cap (issue 4 "Caps"): every PART and RESULT payload this member sends first takes
+    // its size in tokens from this bucket (core/net/TokenBucket.h), sleeping when the bucket is
+    // empty. nullptr: no cap. Shared by the rounds of a peer; must outlive run().
+    TokenBucket *upload = nullptr;
 };
 
 struct AllReduceReport {

@@ -72,6 +72,7 @@ struct SwarmPeer::Impl {
     std::thread control;
     ResourceCaps caps;
     bool capsChanged = false;
+    mutable TokenBucket upload;  // the upload cap of every round (rate 0: none)
 
     // --- owned by the worker thread (the control thread only uses dht, which is thread-safe)
     std::optional<RunManifest> manifest;
@@ -353,6 +354,7 @@ struct SwarmPeer::Impl {
         o.codec = manifest->compression;
         o.senderTimeout = opt.senderTimeout;
         o.reducerTimeout = opt.reducerTimeout;
+        o.upload = &upload;
         return o;
     }
 
@@ -647,6 +649,7 @@ struct SwarmPeer::Impl {
             configureTorchThreads(c.cpuThreads);
         if (c.microBatchSize > 0)
             trainer->setMicroBatchSize(c.microBatchSize);
+        upload.setRate(std::max(0.0, c.uploadBytesPerSecond));
     }
 
     void runAuxiliary()
