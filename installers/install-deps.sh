@@ -24,6 +24,8 @@ PACKAGES=(
   libgloo-dev
   # tests: minisign interop, a virtual display for window tests
   minisign xvfb xauth
+  # packaging: CPack's DEB generator runs `file` and dpkg-shlibdeps (dpkg-dev) on the binaries
+  file dpkg-dev
 )
 
 missing=()
