@@ -108,6 +108,34 @@ private Q_SLOTS:
             QVERIFY(std::abs(s.values[0][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
     }
 
+    // The download cap: a member with a 2 MB/s download bucket receives the other's PARTs and
+    // RESULTs (4 MB) at that rate, within 10%.
+    void downloadCapBoundsTheReceivingRate()
+    {
+        Swarm s({true, true}, {1.0, 1.0}, 1'000'000);
+        const auto expected = s.expectedAverage({0, 1});
+        const double rate = 2e6;
+        TokenBucket bucket(rate, 64 * 1024);
+        (void)bucket.reserve(64 * 1024);
+        AllReduceOptions capped, free;
+        capped.download = &bucket;
+        capped.partElements = free.partElements = 32 * 1024;
+        const auto start = std::chrono::steady_clock::now();
+        std::thread t0([&] { s.reports[0] = s.endpoints[0]->run("group-1", s.members, 0, s.values[0], capped); });
+        std::thread t1([&] { s.reports[1] = s.endpoints[1]->run("group-1", s.members, 1, s.values[1], free); });
+        t0.join();
+        t1.join();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double received = 2.0 * static_cast<double>(s.reports[0].shardSizes[0] * 4); // parts + results, bytes
+        const double measured = received / seconds;
+        qInfo("capped member received %.0f bytes in %.3f s: %.3f MB/s (cap %.3f MB/s)", received, seconds, measured / 1e6,
+              rate / 1e6);
+        QVERIFY(s.reports[0].complete && s.reports[1].complete);
+        QVERIFY(std::abs(measured - rate) <= 0.1 * rate);
+        for (std::size_t k = 0; k < expected.size(); k += 997)
+            QVERIFY(std::abs(s.values[0][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
+    }
+
     void weightedAverageWithoutCompression()
     {
         Swarm s({true, true, true}, {1.0, 2.0, 3.0}, 10007);

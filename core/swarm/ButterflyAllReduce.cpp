@@ -108,6 +108,10 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
 
     const auto start = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    const bool downloadCapped = options.download && options.download->rate() > 0.0;
+    const int receiveQueue = downloadCapped ? 8 : 0; // messages per connection; 0 = unbounded
+    if (d->router)
+        d->router->set(zmq::sockopt::rcvhwm, receiveQueue); // applies to this round's connections
 
     // --- Send my values for every other reducer's shard (on a DEALER to it).
     std::vector<std::unique_ptr<zmq::socket_t>> dealers(n);
@@ -120,7 +124,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             auto s = std::make_unique<zmq::socket_t>(d->context, zmq::socket_type::dealer);
             s->set(zmq::sockopt::linger, 0);
             s->set(zmq::sockopt::sndhwm, 0);
-            s->set(zmq::sockopt::rcvhwm, 0);
+            s->set(zmq::sockopt::rcvhwm, receiveQueue);
             s->connect(members[j].endpoint);
             const auto parts = pieces(static_cast<std::uint64_t>(report.shardSizes[j]), options.partElements);
             for (std::uint32_t p = 0; p < parts.size(); ++p) {
@@ -386,6 +390,12 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
                 std::vector<zmq::message_t> frames;
                 if (!zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait))
                     break;
+                if (downloadCapped) {
+                    std::size_t bytes = 0;
+                    for (const auto &f : frames)
+                        bytes += f.size();
+                    options.download->acquire(bytes);
+                }
                 if (owner[k] == n) {
                     dispatchRouterMessage(frames);
                 } else {

@@ -56,6 +56,11 @@ struct AllReduceOptions {
     // its size in tokens from this bucket (core/net/TokenBucket.h), sleeping when the bucket is
     // empty. nullptr: no cap. Shared by the rounds of a peer; must outlive run().
     TokenBucket *upload = nullptr;
+    // Download cap: every PART and RESULT this member receives takes its size from this bucket
+    // before the next is read; with a cap set, this round's connections queue at most 8
+    // messages (ZeroMQ high-water mark), so TCP flow control slows the senders to the cap
+    // instead of memory filling up. nullptr or rate 0: no cap.
+    TokenBucket *download = nullptr;
 };
 
 struct AllReduceReport {

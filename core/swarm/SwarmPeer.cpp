@@ -72,7 +72,8 @@ struct SwarmPeer::Impl {
     std::thread control;
     ResourceCaps caps;
     bool capsChanged = false;
-    mutable TokenBucket upload;  // the upload cap of every round (rate 0: none)
+    mutable TokenBucket upload;    // the upload cap of every round (rate 0: none)
+    mutable TokenBucket download;  // the download cap of every round (rate 0: none)
 
     // --- owned by the worker thread (the control thread only uses dht, which is thread-safe)
     std::optional<RunManifest> manifest;
@@ -355,6 +356,7 @@ struct SwarmPeer::Impl {
         o.senderTimeout = opt.senderTimeout;
         o.reducerTimeout = opt.reducerTimeout;
         o.upload = &upload;
+        o.download = &download;
         return o;
     }
 
@@ -650,6 +652,9 @@ struct SwarmPeer::Impl {
         if (c.microBatchSize > 0)
             trainer->setMicroBatchSize(c.microBatchSize);
         upload.setRate(std::max(0.0, c.uploadBytesPerSecond));
+        download.setRate(std::max(0.0, c.downloadBytesPerSecond));
+        if (c.gpuMemoryFraction > 0.0)
+            setAcceleratorMemoryFraction(std::min(1.0, c.gpuMemoryFraction));
     }
 
     void runAuxiliary()

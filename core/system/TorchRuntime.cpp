@@ -90,4 +90,14 @@ void releaseAcceleratorMemory()
 #endif
 }
 
+void setAcceleratorMemoryFraction(double fraction)
+{
+#if __has_include(<cuda_runtime_api.h>) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
+    if (cudaAvailable() && fraction > 0.0 && fraction <= 1.0)
+        c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, 0);
+#else
+    (void)fraction;
+#endif
+}
+
 } // namespace dedloc

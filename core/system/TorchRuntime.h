@@ -22,5 +22,9 @@ void logRuntime(bool allowCuda);
 // Returns cached accelerator memory to the driver (a paused peer leaves the GPU to the user).
 // No-op without CUDA.
 void releaseAcceleratorMemory();
+// Caps the accelerator memory the trainer's allocator may take, as a fraction (0, 1] of the
+// device's memory (issue 4 "Caps"); allocations beyond it fail as out-of-memory. No-op without
+// CUDA.
+void setAcceleratorMemoryFraction(double fraction);
 
 } // namespace dedloc
