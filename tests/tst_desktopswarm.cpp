@@ -3,6 +3,7 @@
 // PeerControl). Join reaches Training and takes part in averaged global steps; the tray's Pause
 // gives Paused within 2 s and the samples counter stays frozen; Resume trains again.
 #include "DesktopApp.h"
+#include "EventLoopProbe.h"
 #include "MainWindow.h"
 #include "Settings.h"
 #include "SwarmHarness.h"
@@ -60,6 +61,17 @@ private Q_SLOTS:
         QVERIFY2(QString::fromStdString(peer.snapshot().lastRoundStatus).startsWith(QStringLiteral("averaged with 1")),
                  peer.snapshot().lastRoundStatus.c_str());
         QVERIFY(monitor.running() && other.running());
+
+        // The GUI thread stays responsive while the real peer trains and averages in this process.
+        const auto latency = measureEventLoop(5000);
+        QVERIFY(latency.lateness.size() > 100);
+        const double worstBlocked = percentile(latency.blocked, 1.0);
+        qInfo("event-loop latency over %zu ticks while the real peer trains: p50 %.2f ms, p99 %.2f ms, max %.2f ms; "
+              "without run-queue waits: p99 %.2f ms, max %.2f ms (schedstat %s)",
+              latency.lateness.size(), percentile(latency.lateness, 0.5), percentile(latency.lateness, 0.99),
+              percentile(latency.lateness, 1.0), percentile(latency.blocked, 0.99), worstBlocked,
+              latency.schedstat ? "available" : "missing: raw figures");
+        QVERIFY2(worstBlocked <= 250.0, qPrintable(QStringLiteral("the GUI thread was blocked for %1 ms").arg(worstBlocked)));
 
         app->tray().pauseAction()->trigger();
         QTRY_COMPARE_WITH_TIMEOUT(state(), QStringLiteral("Paused"), 2000); // the 2 s promise

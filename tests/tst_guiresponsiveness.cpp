@@ -9,6 +9,7 @@
 // for 300 ms; that is the machine being busy, not the GUI thread being blocked. Both figures are
 // printed; where schedstat is missing the raw lateness is used.
 #include "DesktopApp.h"
+#include "EventLoopProbe.h"
 #include "FakePeer.h"
 #include "LogModel.h"
 #include "MainWindow.h"
@@ -30,22 +31,8 @@ using namespace dedloc::ui;
 
 namespace {
 
-// Nanoseconds this thread has spent runnable but not running; -1 if unknown.
-long long runQueueWaitNs()
-{
-    std::ifstream in("/proc/thread-self/schedstat");
-    long long onCpu = 0;
-    long long waiting = -1;
-    if (!(in >> onCpu >> waiting))
-        return -1;
-    return waiting;
-}
-
-double percentile(std::vector<double> v, double p)
-{
-    std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1, std::size_t(p * double(v.size())))];
-}
+using dedloc::test::percentile;
+using dedloc::test::runQueueWaitNs;
 
 } // namespace
 
