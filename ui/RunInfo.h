@@ -16,10 +16,10 @@ struct RunInfo {
     std::string description;
     std::string model;                          // "ALBERT default (H256, L4, vocab 8000)"
     std::string data;                           // "bn_pd_literature.txt (5.5 MB)"
-    std::string signatureStatus = "not signed"; // until manifest signing exists
+    std::string signatureStatus = "not checked"; // the app sets the result of its signature check
 };
 
-// Fills a RunInfo from a parsed manifest (model shape, corpus file names; "not signed").
+// Fills a RunInfo from a parsed manifest (model shape, corpus file names; signature "not checked").
 [[nodiscard]] RunInfo runInfoFromManifest(const RunManifest &manifest);
 
 } // namespace dedloc::ui

@@ -94,8 +94,8 @@ int printPeerKey(const std::filesystem::path &dataDir)
 }
 
 // Nothing is trained from a run whose manifest is not signed by its lead (security/RunTrust.h).
-// Returns -1 to go on, or the exit code.
-int verifyRun(const CommandLine &cli)
+// Returns -1 to go on, or the exit code. `status` gets what the join page shows.
+int verifyRun(const CommandLine &cli, std::string &status)
 {
     const auto &manifest = cli.session.manifest;
     std::optional<std::filesystem::path> installedKey = cli.leadKey;
@@ -109,12 +109,14 @@ int verifyRun(const CommandLine &cli)
     try {
         const auto trust = dedloc::verifyRunManifest(manifest, cli.session.dataDir / "trust", installedKey);
         dedloc::log::info("app", "run manifest verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
+        status = "verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")";
     } catch (const dedloc::Error &e) {
         if (!cli.allowUnsigned) {
             std::fprintf(stderr, "dedloc: %s\n", e.what());
             return 2;
         }
         dedloc::log::warning("app", std::string("--allow-unsigned: training anyway although ") + e.what());
+        status = std::string("NOT verified (--allow-unsigned): ") + e.what();
     }
     return -1;
 }
@@ -134,7 +136,8 @@ int main(int argc, char *argv[])
         return code;
     if (cli.printPeerKey)
         return printPeerKey(cli.session.dataDir);
-    if (const int code = verifyRun(cli); code >= 0)
+    std::string signatureStatus = "not checked";
+    if (const int code = verifyRun(cli, signatureStatus); code >= 0)
         return code;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
@@ -191,7 +194,9 @@ int main(int argc, char *argv[])
             QCoreApplication::quit();
     });
     signalWatch.start(200);
-    const int code = dedloc::ui::runDesktopApp(static_cast<QApplication &>(*app), peer, dedloc::ui::runInfoFromManifest(manifest), ui);
+    auto runInfo = dedloc::ui::runInfoFromManifest(manifest);
+    runInfo.signatureStatus = signatureStatus;
+    const int code = dedloc::ui::runDesktopApp(static_cast<QApplication &>(*app), peer, runInfo, ui);
     if (local)
         local->stopAll();
     return code;

@@ -109,9 +109,10 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     const auto start = Clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     const bool downloadCapped = options.download && options.download->rate() > 0.0;
+    // Results arrive on this round's own DEALERs: bounded queues there let TCP flow control slow
+    // the reducers to the cap. (The ROUTER's limit is left alone: changing it while connections
+    // exist crashed libzmq 4.3.4's I/O thread.)
     const int receiveQueue = downloadCapped ? 8 : 0; // messages per connection; 0 = unbounded
-    if (d->router)
-        d->router->set(zmq::sockopt::rcvhwm, receiveQueue); // applies to this round's connections
 
     // --- Send my values for every other reducer's shard (on a DEALER to it).
     std::vector<std::unique_ptr<zmq::socket_t>> dealers(n);

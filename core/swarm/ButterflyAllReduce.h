@@ -57,9 +57,9 @@ struct AllReduceOptions {
     // empty. nullptr: no cap. Shared by the rounds of a peer; must outlive run().
     TokenBucket *upload = nullptr;
     // Download cap: every PART and RESULT this member receives takes its size from this bucket
-    // before the next is read; with a cap set, this round's connections queue at most 8
-    // messages (ZeroMQ high-water mark), so TCP flow control slows the senders to the cap
-    // instead of memory filling up. nullptr or rate 0: no cap.
+    // before the next is read. With a cap set, the DEALERs on which results arrive queue at most
+    // 8 messages, so TCP flow control slows the reducers to the cap; PARTs arriving on the
+    // ROUTER are paced as they are read (ZeroMQ may buffer them). nullptr or rate 0: no cap.
     TokenBucket *download = nullptr;
 };
 
