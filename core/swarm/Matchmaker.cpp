@@ -1,6 +1,7 @@
 #include "swarm/Matchmaker.h"
 
 #include "swarm/ServiceClient.h"
+#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <sodium.h>
@@ -23,13 +24,7 @@ std::string randomGroupId(long epoch)
 {
     unsigned char bytes[8];
     randombytes_buf(bytes, sizeof bytes);
-    static const char *digits = "0123456789abcdef";
-    std::string id = "e" + std::to_string(epoch) + "-";
-    for (unsigned char c : bytes) {
-        id += digits[c >> 4];
-        id += digits[c & 15];
-    }
-    return id;
+    return "e" + std::to_string(epoch) + "-" + toHex(bytes, sizeof bytes);
 }
 
 bool before(double deadlineA, const std::string &idA, double deadlineB, const std::string &idB)

@@ -1,6 +1,7 @@
 #include "swarm/PeerService.h"
 
 #include "util/Error.h"
+#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <nlohmann/json.hpp>
@@ -67,7 +68,7 @@ struct PeerService::Impl {
     void handle(std::vector<zmq::message_t> &frames)
     {
         const std::string routingId(frames[0].data<char>(), frames[0].size());
-        const std::string connection = "connection " + toHexId(routingId);
+        const std::string connection = "connection " + toHex(reinterpret_cast<const unsigned char *>(routingId.data()), routingId.size());
         const double now = unixNow();
         if (bans.isBanned(connection, now))
             return;
@@ -137,17 +138,6 @@ struct PeerService::Impl {
             bans.strike(connection, e.what(), now);
             reply(routingId, "refuse", {{"why", std::string("bad request: ") + e.what()}});
         }
-    }
-
-    static std::string toHexId(const std::string &bytes)
-    {
-        static const char *digits = "0123456789abcdef";
-        std::string out;
-        for (unsigned char c : bytes) {
-            out += digits[c >> 4];
-            out += digits[c & 15];
-        }
-        return out;
     }
 
     void loop()

@@ -273,11 +273,11 @@ struct SwarmPeer::Impl {
                 log::warning("swarm", "ignored a progress record of " + record.peerId.substr(0, 8) + ": " + e.what());
             }
         }
-        refreshSwarmView(now, records);
+        refreshSwarmView(now);
     }
 
     // Under `mutex`.
-    void refreshSwarmView(double now, const std::vector<SignedRecord> &records)
+    void refreshSwarmView(double now)
     {
         const auto g = tracker.global(now);
         snap.globalEpoch = g.globalEpoch;
@@ -299,7 +299,6 @@ struct SwarmPeer::Impl {
         for (const auto &r : tracker.liveRecords(now))
             if (r.peerId != identity->peerId())
                 count(r);
-        (void)records;
         ++snap.sequence;
     }
 
