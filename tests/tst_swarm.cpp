@@ -168,7 +168,9 @@ private Q_SLOTS:
     void threePeersStayIdentical()
     {
         const auto d = dir("b");
-        SwarmHarness h(m_app, writeTinyRun(d), d / "peers");
+        // Steps of 64 samples: a step still takes a second or two, far below real steps
+        // (minutes), yet longer than a progress record takes to spread.
+        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
         auto &monitor = h.startMonitor();
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--min-peers"),
                                QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("2")};
@@ -223,7 +225,8 @@ private Q_SLOTS:
         // survivors stepped on with finite losses.
         long failedStep = 0;
         for (const auto &[step, e] : s1) {
-            QVERIFY(std::isfinite(e.value("loss", std::nan(""))));
+            if (e.value("samples", 0L) > 0) // no samples of its own (just resynchronised): no loss
+                QVERIFY(std::isfinite(e.value("loss", std::nan(""))));
             if (e.value("averaged", false) && !e.value("complete", true) && !failedStep)
                 failedStep = step;
         }
@@ -269,7 +272,7 @@ private Q_SLOTS:
     void clientModeAndAuxiliaryPeers()
     {
         const auto d = dir("e");
-        SwarmHarness h(m_app, writeTinyRun(d), d / "peers");
+        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
         auto &monitor = h.startMonitor();
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("4"), QStringLiteral("--min-peers"),
                                QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
@@ -291,7 +294,7 @@ private Q_SLOTS:
         for (const auto &r : rounds) {
             QVERIFY(r.value("shard_elements", 0L) > 0);
             QVERIFY(r.value("complete", false));
-            QVERIFY(r.value("shard_weight", 0.0) >= 32.0); // the trainers' samples, none of its own
+            QVERIFY(r.value("shard_weight", 0.0) >= 64.0); // the trainers' samples, none of its own
         }
     }
 };

@@ -303,15 +303,20 @@ struct SwarmPeer::Impl {
     }
 
     // Peers (this one included) that will average at `epoch`: live, unpaused trainers at that
-    // epoch or one behind it (about to step there), and live auxiliaries (they follow the
-    // global epoch, which they may observe a progress period late).
+    // epoch or up to ExpectedLag behind it, and live auxiliaries (they follow the global epoch,
+    // which they may observe a progress period late). A leader forms its group early once all
+    // of them joined (swarm/Matchmaker.h), so counting one too few drops a peer from the step
+    // (it must resync), while counting one too many only costs waiting to the deadline: the
+    // count errs on the high side. Records lag by a progress period plus DHT latency, which
+    // may span several steps when steps take a second (tests) rather than minutes (real runs).
+    static constexpr long ExpectedLag = 3;
     std::size_t expectedPeers(long epoch)
     {
         std::lock_guard lock(mutex);
         std::size_t n = 1;
         for (const auto &p : snap.peers)
             if (p.peerId != identity->peerId() && !p.paused && p.role != PeerRole::Monitor
-                && (p.epoch == epoch || p.epoch == epoch - 1 || p.role == PeerRole::Auxiliary)
+                && ((p.epoch <= epoch && p.epoch >= epoch - ExpectedLag) || p.role == PeerRole::Auxiliary)
                 && p.secondsSinceReport < 3 * opt.progressPeriod + 5)
                 ++n;
         return n;
@@ -578,12 +583,17 @@ struct SwarmPeer::Impl {
             globalEpoch = std::max(snap.globalEpoch, r.step);
             peers = static_cast<int>(snap.peers.size());
         }
+        // A peer that computed nothing for this step (it just downloaded the state and the
+        // group formed before its first micro-batch) has no loss of its own to report.
+        const bool hasLoss = localSamples > 0;
         nlohmann::json fields = {{"step", r.step}, {"samples", localSamples}, {"batch_samples", r.samples},
-                                 {"loss", r.loss}, {"samples_per_s", emaSamplesPerSecond}, {"lr", r.learningRate},
+                                 {"samples_per_s", emaSamplesPerSecond}, {"lr", r.learningRate},
                                  {"grad_norm", std::isfinite(r.gradNorm) ? r.gradNorm : -1.0}, {"applied", r.applied},
                                  {"global_epoch", globalEpoch}, {"peers", peers}, {"group_size", groupSize},
                                  {"averaged", averaged}, {"round_s", roundSeconds}, {"shard_elements", shardElements},
                                  {"complete", complete}};
+        if (hasLoss)
+            fields["loss"] = r.loss;
         if (opt.hashParameters) {
             const auto p = trainer->parametersFlat();
             fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
@@ -597,10 +607,12 @@ struct SwarmPeer::Impl {
         const auto c = trainer->contribution();
         update([&](PeerSnapshot &s) {
             s.localEpoch = r.step;
-            s.lastLoss = r.loss;
-            s.lossHistory.push_back({r.step, r.loss});
-            if (s.lossHistory.size() > LossHistoryLength)
-                s.lossHistory.erase(s.lossHistory.begin());
+            if (hasLoss) {
+                s.lastLoss = r.loss;
+                s.lossHistory.push_back({r.step, r.loss});
+                if (s.lossHistory.size() > LossHistoryLength)
+                    s.lossHistory.erase(s.lossHistory.begin());
+            }
             s.lastRoundStatus = status;
             s.session = {c.samples - sessionSamplesStart, c.computeSeconds - sessionComputeStart,
                          c.stepsTakenPart - sessionStepsStart};
@@ -609,8 +621,11 @@ struct SwarmPeer::Impl {
             pendingMetrics = published.dump();
         });
         if (opt.statusOut) {
-            std::fprintf(opt.statusOut, "%s step %5ld | loss %.4f | %6.1f samples/s | peers %d | %s%s\n",
-                         opt.name.empty() ? "" : ("[" + opt.name + "]").c_str(), r.step, r.loss, emaSamplesPerSecond, peers,
+            char loss[32] = "  none";
+            if (hasLoss)
+                std::snprintf(loss, sizeof loss, "%.4f", r.loss);
+            std::fprintf(opt.statusOut, "%s step %5ld | loss %s | %6.1f samples/s | peers %d | %s%s\n",
+                         opt.name.empty() ? "" : ("[" + opt.name + "]").c_str(), r.step, loss, emaSamplesPerSecond, peers,
                          status.c_str(), r.applied ? "" : " | SKIPPED (non-finite)");
             std::fflush(opt.statusOut);
         }
@@ -680,9 +695,20 @@ struct SwarmPeer::Impl {
                 continue;
             }
             setState(PeerState::Averaging, "helping global step " + std::to_string(global + 1));
+            // Looking for a group of an epoch the swarm has already left is pointless: stop
+            // as soon as the global epoch moves on, and look for the current one instead.
             std::string why;
-            auto group = matchmaker->formGroup(global, gradientSchema, [this, global] { return expectedPeers(global); },
-                                               stopFlag, &why);
+            std::atomic<bool> cancel{false};
+            auto search = std::async(std::launch::async, [&] {
+                return matchmaker->formGroup(global, gradientSchema, [this, global] { return expectedPeers(global); },
+                                             cancel, &why);
+            });
+            while (search.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+                std::lock_guard lock(mutex);
+                if (stopFlag.load() || tracker.global(unixNow()).globalEpoch > global)
+                    cancel = true;
+            }
+            auto group = search.get();
             if (group) {
                 std::vector<float> values(static_cast<std::size_t>(trainer->parameterCount()));
                 auto o = roundOptions();
