@@ -4,9 +4,15 @@
 // bound 2 (N-1)/N * bytes on the wire / link rate when --link-mbit is given.
 //
 //   bench_allreduce [--n 2,4,8] [--elements 25000000] [--rounds 3] [--impls ours-none,ours-fp16,ours-8bit,gloo]
-//                   [--host 127.0.0.1] [--link-mbit 0]
+//                   [--host 127.0.0.1] [--link-mbit 0] [--netns-mbit 0]
 // Each measurement spawns N member processes of this executable (--member), which meet through
 // files in a temporary directory (gloo: c10d::FileStore). Loopback on 2 cores is CPU-bound.
+//
+// --netns-mbit R (root only): every member runs in its own network namespace, linked to a
+// bridge in a "switch" namespace by a veth pair whose two ends are each limited to R Mbit/s with
+// `tc tbf` (the member's upload and download), as a home link would be; members bind
+// 10.213.0.<rank+1>. The namespaces are removed on exit (and stale ones from an interrupted run
+// on start). Implies --link-mbit R for the bound.
 #include "swarm/ButterflyAllReduce.h"
 #include "system/TorchRuntime.h"
 #include "util/Log.h"
@@ -21,7 +27,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <stdexcept>
 #include <sstream>
+#include <csignal>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <thread>
@@ -49,6 +58,57 @@ std::string readFile(const fs::path &p)
     s << in.rdbuf();
     return s.str();
 }
+
+bool sh(const std::string &command)
+{
+    const int rc = std::system((command + " >/dev/null 2>&1").c_str());
+    return rc == 0;
+}
+
+// Namespaces "dlbench-sw" (bridge) and "dlbench-<rank>" (one member each); see the header.
+class NetnsLinks final {
+public:
+    NetnsLinks(int n, double mbit)
+    {
+        removeAll();
+        const std::string rate = std::to_string(static_cast<long>(mbit)) + "mbit";
+        const std::string tbf = " root tbf rate " + rate + " burst 128kb latency 50ms";
+        bool ok = sh("ip netns add dlbench-sw") && sh("ip -n dlbench-sw link add br0 type bridge")
+                  && sh("ip -n dlbench-sw link set br0 up") && sh("ip -n dlbench-sw link set lo up");
+        for (int r = 0; ok && r < n; ++r) {
+            const std::string ns = nameOf(r), peer = "p" + std::to_string(r);
+            ok = sh("ip netns add " + ns) && sh("ip link add eth0 netns " + ns + " type veth peer name " + peer + " netns dlbench-sw")
+                 && sh("ip -n " + ns + " addr add " + hostOf(r) + "/24 dev eth0") && sh("ip -n " + ns + " link set eth0 up")
+                 && sh("ip -n " + ns + " link set lo up") && sh("ip -n dlbench-sw link set " + peer + " master br0")
+                 && sh("ip -n dlbench-sw link set " + peer + " up") && sh("tc -n " + ns + " qdisc add dev eth0" + tbf)
+                 && sh("tc -n dlbench-sw qdisc add dev " + peer + tbf);
+        }
+        if (!ok) {
+            removeAll();
+            throw std::runtime_error("could not create the network namespaces (root, iproute2 and the veth/bridge/tbf "
+                                     "kernel features are needed)");
+        }
+        m_n = n;
+    }
+    ~NetnsLinks() { removeAll(); }
+    NetnsLinks(const NetnsLinks &) = delete;
+    NetnsLinks &operator=(const NetnsLinks &) = delete;
+
+    static std::string nameOf(int rank) { return "dlbench-" + std::to_string(rank); }
+    static std::string hostOf(int rank) { return "10.213.0." + std::to_string(rank + 1); }
+
+    static void removeAll()
+    {
+        for (int r = 0; r < 64; ++r)
+            if (fs::exists("/run/netns/" + nameOf(r)))
+                sh("ip netns del " + nameOf(r));
+        if (fs::exists("/run/netns/dlbench-sw"))
+            sh("ip netns del dlbench-sw");
+    }
+
+private:
+    int m_n = 0;
+};
 
 // Every member writes <name>.<rank> and waits for all N.
 void barrier(const fs::path &dir, const std::string &name, int rank, int n, const std::string &content = "x")
@@ -110,7 +170,8 @@ int member(const std::string &impl, int rank, int n, long elements, int rounds, 
     return 0;
 }
 
-double measure(const std::string &self, const std::string &impl, int n, long elements, int rounds, const std::string &host)
+double measure(const std::string &self, const std::string &impl, int n, long elements, int rounds, const std::string &host,
+               bool netns)
 {
     const fs::path dir = fs::temp_directory_path() / ("dedloc-bench-" + std::to_string(::getpid()) + "-" + impl + "-" + std::to_string(n));
     fs::remove_all(dir);
@@ -118,13 +179,16 @@ double measure(const std::string &self, const std::string &impl, int n, long ele
     std::vector<pid_t> children;
     for (int r = 0; r < n; ++r) {
         std::vector<std::string> args = {self, "--member", impl, std::to_string(r), std::to_string(n),
-                                         std::to_string(elements), std::to_string(rounds), dir.string(), host};
+                                         std::to_string(elements), std::to_string(rounds), dir.string(),
+                                         netns ? NetnsLinks::hostOf(r) : host};
+        if (netns)
+            args.insert(args.begin(), {"/usr/sbin/ip", "netns", "exec", NetnsLinks::nameOf(r)});
         std::vector<char *> argv;
         for (auto &a : args)
             argv.push_back(a.data());
         argv.push_back(nullptr);
         pid_t pid = 0;
-        if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv.data(), environ) == 0)
+        if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0)
             children.push_back(pid);
     }
     bool ok = children.size() == static_cast<std::size_t>(n);
@@ -175,7 +239,7 @@ int main(int argc, char **argv)
     std::string ns = "2,4,8", impls = "ours-none,ours-fp16,ours-8bit,gloo", host = "127.0.0.1";
     long elements = 25'000'000;
     int rounds = 3;
-    double linkMbit = 0.0;
+    double linkMbit = 0.0, netnsMbit = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--n") ns = argv[i + 1];
@@ -184,6 +248,31 @@ int main(int argc, char **argv)
         else if (a == "--impls") impls = argv[i + 1];
         else if (a == "--host") host = argv[i + 1];
         else if (a == "--link-mbit") linkMbit = std::stod(argv[i + 1]);
+        else if (a == "--netns-mbit") netnsMbit = std::stod(argv[i + 1]);
+    }
+    std::unique_ptr<NetnsLinks> links;
+    if (netnsMbit > 0) {
+        if (::geteuid() != 0) {
+            std::fprintf(stderr, "bench_allreduce: --netns-mbit needs root (network namespaces, tc)\n");
+            return 2;
+        }
+        int most = 0;
+        std::stringstream nl(ns);
+        for (std::string nText; std::getline(nl, nText, ',');)
+            most = std::max(most, std::stoi(nText));
+        try {
+            links = std::make_unique<NetnsLinks>(most, netnsMbit);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
+            return 2;
+        }
+        // Ctrl-C still removes the namespaces (the destructor runs on a normal return only).
+        std::signal(SIGINT, [](int) {
+            NetnsLinks::removeAll();
+            std::_Exit(130);
+        });
+        linkMbit = netnsMbit;
+        host = "10.213.0.x (one namespace per member)";
     }
     const std::string self = fs::read_symlink("/proc/self/exe");
     std::printf("bench_allreduce: %ld floats, median of %d rounds of the slowest member, host %s%s\n", elements, rounds,
@@ -195,7 +284,7 @@ int main(int argc, char **argv)
         std::vector<std::pair<std::string, double>> results;
         std::stringstream il(impls);
         for (std::string impl; std::getline(il, impl, ',');)
-            results.emplace_back(impl, measure(self, impl, n, elements, rounds, host));
+            results.emplace_back(impl, measure(self, impl, n, elements, rounds, host, links != nullptr));
         double gloo = -1;
         for (auto &[impl, t] : results)
             if (impl == "gloo")
