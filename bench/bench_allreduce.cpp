@@ -17,6 +17,8 @@
 #include "system/TorchRuntime.h"
 #include "util/Log.h"
 
+#include "NetnsLinks.h" // tests/support
+
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/torch.h>
@@ -41,6 +43,7 @@ extern char **environ;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace dedloc;
+using dedloc::test::NetnsLinks;
 
 namespace {
 
@@ -58,57 +61,6 @@ std::string readFile(const fs::path &p)
     s << in.rdbuf();
     return s.str();
 }
-
-bool sh(const std::string &command)
-{
-    const int rc = std::system((command + " >/dev/null 2>&1").c_str());
-    return rc == 0;
-}
-
-// Namespaces "dlbench-sw" (bridge) and "dlbench-<rank>" (one member each); see the header.
-class NetnsLinks final {
-public:
-    NetnsLinks(int n, double mbit)
-    {
-        removeAll();
-        const std::string rate = std::to_string(static_cast<long>(mbit)) + "mbit";
-        const std::string tbf = " root tbf rate " + rate + " burst 128kb latency 50ms";
-        bool ok = sh("ip netns add dlbench-sw") && sh("ip -n dlbench-sw link add br0 type bridge")
-                  && sh("ip -n dlbench-sw link set br0 up") && sh("ip -n dlbench-sw link set lo up");
-        for (int r = 0; ok && r < n; ++r) {
-            const std::string ns = nameOf(r), peer = "p" + std::to_string(r);
-            ok = sh("ip netns add " + ns) && sh("ip link add eth0 netns " + ns + " type veth peer name " + peer + " netns dlbench-sw")
-                 && sh("ip -n " + ns + " addr add " + hostOf(r) + "/24 dev eth0") && sh("ip -n " + ns + " link set eth0 up")
-                 && sh("ip -n " + ns + " link set lo up") && sh("ip -n dlbench-sw link set " + peer + " master br0")
-                 && sh("ip -n dlbench-sw link set " + peer + " up") && sh("tc -n " + ns + " qdisc add dev eth0" + tbf)
-                 && sh("tc -n dlbench-sw qdisc add dev " + peer + tbf);
-        }
-        if (!ok) {
-            removeAll();
-            throw std::runtime_error("could not create the network namespaces (root, iproute2 and the veth/bridge/tbf "
-                                     "kernel features are needed)");
-        }
-        m_n = n;
-    }
-    ~NetnsLinks() { removeAll(); }
-    NetnsLinks(const NetnsLinks &) = delete;
-    NetnsLinks &operator=(const NetnsLinks &) = delete;
-
-    static std::string nameOf(int rank) { return "dlbench-" + std::to_string(rank); }
-    static std::string hostOf(int rank) { return "10.213.0." + std::to_string(rank + 1); }
-
-    static void removeAll()
-    {
-        for (int r = 0; r < 64; ++r)
-            if (fs::exists("/run/netns/" + nameOf(r)))
-                sh("ip netns del " + nameOf(r));
-        if (fs::exists("/run/netns/dlbench-sw"))
-            sh("ip netns del dlbench-sw");
-    }
-
-private:
-    int m_n = 0;
-};
 
 // Every member writes <name>.<rank> and waits for all N.
 void barrier(const fs::path &dir, const std::string &name, int rank, int n, const std::string &content = "x")
@@ -171,7 +123,7 @@ int member(const std::string &impl, int rank, int n, long elements, int rounds, 
 }
 
 double measure(const std::string &self, const std::string &impl, int n, long elements, int rounds, const std::string &host,
-               bool netns)
+               const NetnsLinks *links)
 {
     const fs::path dir = fs::temp_directory_path() / ("dedloc-bench-" + std::to_string(::getpid()) + "-" + impl + "-" + std::to_string(n));
     fs::remove_all(dir);
@@ -180,9 +132,9 @@ double measure(const std::string &self, const std::string &impl, int n, long ele
     for (int r = 0; r < n; ++r) {
         std::vector<std::string> args = {self, "--member", impl, std::to_string(r), std::to_string(n),
                                          std::to_string(elements), std::to_string(rounds), dir.string(),
-                                         netns ? NetnsLinks::hostOf(r) : host};
-        if (netns)
-            args.insert(args.begin(), {"/usr/sbin/ip", "netns", "exec", NetnsLinks::nameOf(r)});
+                                         links ? links->hostOf(r) : host};
+        if (links)
+            args.insert(args.begin(), {NetnsLinks::ipProgram(), "netns", "exec", links->nameOf(r)});
         std::vector<char *> argv;
         for (auto &a : args)
             argv.push_back(a.data());
@@ -252,8 +204,9 @@ int main(int argc, char **argv)
     }
     std::unique_ptr<NetnsLinks> links;
     if (netnsMbit > 0) {
-        if (::geteuid() != 0) {
-            std::fprintf(stderr, "bench_allreduce: --netns-mbit needs root (network namespaces, tc)\n");
+        std::string why;
+        if (!NetnsLinks::available(&why)) {
+            std::fprintf(stderr, "bench_allreduce: --netns-mbit %s\n", why.c_str());
             return 2;
         }
         int most = 0;
@@ -261,14 +214,14 @@ int main(int argc, char **argv)
         for (std::string nText; std::getline(nl, nText, ',');)
             most = std::max(most, std::stoi(nText));
         try {
-            links = std::make_unique<NetnsLinks>(most, netnsMbit);
+            links = std::make_unique<NetnsLinks>("dlbench", most, netnsMbit);
         } catch (const std::exception &e) {
             std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
             return 2;
         }
         // Ctrl-C still removes the namespaces (the destructor runs on a normal return only).
         std::signal(SIGINT, [](int) {
-            NetnsLinks::removeAll();
+            NetnsLinks::removeAll("dlbench");
             std::_Exit(130);
         });
         linkMbit = netnsMbit;
@@ -284,7 +237,7 @@ int main(int argc, char **argv)
         std::vector<std::pair<std::string, double>> results;
         std::stringstream il(impls);
         for (std::string impl; std::getline(il, impl, ',');)
-            results.emplace_back(impl, measure(self, impl, n, elements, rounds, host, links != nullptr));
+            results.emplace_back(impl, measure(self, impl, n, elements, rounds, host, links.get()));
         double gloo = -1;
         for (auto &[impl, t] : results)
             if (impl == "gloo")

@@ -13,7 +13,10 @@
 // Threads: OpenDHT runs its own thread; publish() and fetch() block the caller until the DHT
 // answers or `timeout` passes (never forever). Thread-safe: several threads may publish and
 // fetch at once (the swarm's control thread and its matchmaker do).
-// Binds UDP on 127.0.0.1 only; no bootstrap happens unless bootstrap() is called.
+// Binds UDP (IPv4) on the given address, 127.0.0.1 by default (tests, local swarms); a peer that
+// other machines must reach binds the address it advertises (`dedloc --host`), or 0.0.0.0.
+// OpenDHT learns other nodes' addresses from the packets they send. No bootstrap happens unless
+// bootstrap() is called.
 #include "net/PeerIdentity.h"
 
 #include <cstdint>
@@ -36,8 +39,9 @@ struct SignedRecord {
 
 class DhtNode final {
 public:
-    // port 0: an ephemeral port. Throws dedloc::Error if the node cannot start.
-    DhtNode(const PeerIdentity &identity, std::uint16_t port = 0);
+    // port 0: an ephemeral port. `bindAddress`: an IPv4 address of this machine, or 0.0.0.0.
+    // Throws dedloc::Error if the node cannot start (address not local, port taken).
+    DhtNode(const PeerIdentity &identity, std::uint16_t port = 0, const std::string &bindAddress = "127.0.0.1");
     ~DhtNode(); // shuts the node down and joins its thread
     DhtNode(const DhtNode &) = delete;
     DhtNode &operator=(const DhtNode &) = delete;

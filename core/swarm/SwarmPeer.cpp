@@ -170,7 +170,10 @@ struct SwarmPeer::Impl {
             tracker = ProgressTracker(trackerOptions);
         }
 
-        dht = std::make_unique<DhtNode>(*identity, opt.dhtPort);
+        if (reachable() && (opt.host == "0.0.0.0" || opt.host == "*"))
+            throw Error("--host " + opt.host + " cannot be advertised to other peers: give an address of this machine "
+                        "that they can reach (0.0.0.0 is fine in client mode, which binds no socket but the DHT's)");
+        dht = std::make_unique<DhtNode>(*identity, opt.dhtPort, opt.host);
         dhtPort = dht->port();
         for (const auto &b : opt.bootstrap)
             dht->bootstrap(b);
