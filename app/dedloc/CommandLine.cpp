@@ -178,7 +178,9 @@ int CommandLine::parse(const QStringList &arguments)
         localSwarm.dhtPort = static_cast<quint16>(p.isSet(dhtPort) ? port : 31340);
         localSwarm.dataDir = QString::fromStdString(s.dataDir.string());
         localSwarm.metricsDir = p.value(metricsDir);
-        localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string());
+        localSwarm.host = p.value(host);
+        localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string())
+                                 << QStringLiteral("--host") << localSwarm.host;
         for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst() << p.value(*o);
