@@ -9,9 +9,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include <fstream>
 #include <memory>
-#include <set>
 #include <unistd.h>
 
 using namespace dedloc::test;
@@ -76,14 +74,7 @@ private Q_SLOTS:
             QCOMPARE(s2.at(step).value("params_sha", std::string()), sha);
         }
         // The monitor, on a third host, recorded both trainers' steps through the DHT.
-        QVERIFY(SwarmHarness::waitFor([&] {
-            std::ifstream in(root / "peers" / "swarm.jsonl");
-            std::set<std::string> peers;
-            std::string line;
-            while (std::getline(in, line))
-                peers.insert(nlohmann::json::parse(line).value("peer_id", std::string()));
-            return peers.size() == 2;
-        }, 15));
+        QVERIFY(SwarmHarness::waitFor([&] { return h.recordedPeers().size() == 2; }, 15));
         monitor.stopGracefully();
     }
 };

@@ -89,4 +89,22 @@ torch::Tensor AlbertMlmImpl::mlmLoss(const torch::Tensor &inputIds, const torch:
     return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), flatLabels.index_select(0, positions));
 }
 
+torch::Tensor AlbertMlmImpl::mlmSampleLosses(const torch::Tensor &inputIds, const torch::Tensor &labels)
+{
+    const auto rows = inputIds.size(0), columns = inputIds.size(1);
+    auto hidden = encode(inputIds);                            // [B, T, H]
+    auto flatLabels = labels.reshape({-1});
+    auto positions = flatLabels.ne(-100).nonzero().squeeze(1); // [M]
+    auto selected = hidden.reshape({-1, m_shape.hiddenSize}).index_select(0, positions);
+    auto h = m_headNorm->forward(torch::gelu(m_headTransform->forward(selected)));
+    auto logits = torch::matmul(h, m_tokenEmbedding->weight.t()) + m_decoderBias; // [M, V]
+    auto perToken = torch::nn::functional::cross_entropy(
+        logits.to(torch::kFloat), flatLabels.index_select(0, positions),
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone)); // [M]
+    auto row = torch::div(positions, columns, "floor");       // the sequence of each position
+    auto sums = torch::zeros({rows}, perToken.options()).index_add(0, row, perToken);
+    auto counts = torch::zeros({rows}, perToken.options()).index_add(0, row, torch::ones_like(perToken));
+    return sums / counts.clamp_min(1.0);
+}
+
 } // namespace dedloc

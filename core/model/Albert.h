@@ -24,6 +24,12 @@ public:
     // Mean cross-entropy over positions whose label != -100 (nats per masked token).
     // labels: [B, T] int64. Returns a scalar.
     torch::Tensor mlmLoss(const torch::Tensor &inputIds, const torch::Tensor &labels);
+    // Per sequence, the mean cross-entropy over its positions whose label != -100: [B] (nats per
+    // masked token; a row without such a position gives 0). Training sums these over the
+    // samples and divides by the sample count at the step, so a batch's gradient does not
+    // depend on how it is cut into micro-batches or shared among peers (a token mean per
+    // micro-batch would weight tokens by their micro-batch's masked count).
+    torch::Tensor mlmSampleLosses(const torch::Tensor &inputIds, const torch::Tensor &labels);
 
     [[nodiscard]] const ModelShape &shape() const { return m_shape; }
     [[nodiscard]] std::int64_t parameterCount() const;

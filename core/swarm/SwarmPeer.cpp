@@ -463,8 +463,10 @@ struct SwarmPeer::Impl {
                     setState(PeerState::Training);
                 continue;
             }
-            if (decision == StepDecision::Step && expected < opt.minPeers) {
-                sleepFor(0.05); // the batch is complete; wait for the peers this run asks for
+            if (expected < opt.minPeers) {
+                // Neither compute nor step before the peers this run asks for are here: samples
+                // computed alone would make up the whole batch before the others arrive.
+                sleepFor(0.05);
                 continue;
             }
             const bool alone = expected <= 1;

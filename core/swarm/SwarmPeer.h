@@ -59,8 +59,9 @@ struct SwarmOptions {
     double senderTimeout = 15.0;              // seconds (reference default)
     double reducerTimeout = 30.0;             // seconds (reference default)
     long averageStateEvery = 10;              // epochs; 0: never
-    std::size_t minPeers = 1;                 // do not step before this many peers (trainers and
-                                              // auxiliaries, this one included) average at the epoch
+    std::size_t minPeers = 1;                 // neither compute nor step before this many peers
+                                              // (trainers and auxiliaries, this one included) are
+                                              // at the epoch
     long monitorStateEvery = 5;               // epochs between the monitor's state downloads
     long checkpointEvery = 0;                 // epochs; 0: the manifest's checkpoint interval
     bool hashParameters = false;              // "params_sha" in step metrics (tests, audits)

@@ -107,18 +107,20 @@ struct Trainer::Impl {
         return {ids.to(device), labels.to(device)};
     }
 
-    torch::Tensor loss(const torch::Tensor &ids, const torch::Tensor &labels)
+    // perSample: [B] per-sequence mean losses (training); else the token mean (validation).
+    torch::Tensor loss(const torch::Tensor &ids, const torch::Tensor &labels, bool perSample = false)
     {
+        auto compute = [&] { return perSample ? model->mlmSampleLosses(ids, labels) : model->mlmLoss(ids, labels); };
         if (device.is_cuda()) {
             // Mixed precision on the GPU: bf16 autocast needs no loss scaling.
             at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
             at::autocast::set_enabled(true);
-            auto l = model->mlmLoss(ids, labels);
+            auto l = compute();
             at::autocast::set_enabled(false);
             at::autocast::clear_cache();
             return l;
         }
-        return model->mlmLoss(ids, labels);
+        return compute();
     }
 
     void clearGradients()
@@ -147,11 +149,13 @@ MicroBatchResult Trainer::accumulateMicroBatch(int maxSamples)
     auto tokens = d->data.nextTrainBatch(samples);
     auto batch = d->masker.mask(tokens, d->manifest.training.sequenceLength);
     auto [ids, labels] = d->toTensors(batch, samples);
-    auto loss = d->loss(ids, labels);
-    (loss * static_cast<double>(samples)).backward();
+    // The sum over samples of each one's mean masked-token loss (Albert.h mlmSampleLosses):
+    // divided by the batch's sample count at the step, whatever the micro-batches were.
+    auto lossSum = d->loss(ids, labels, true).sum();
+    lossSum.backward();
     MicroBatchResult r;
     r.samples = samples;
-    r.loss = loss.item<double>();
+    r.loss = lossSum.item<double>() / static_cast<double>(samples);
     r.seconds = secondsSince(start);
     d->accumulated += samples;
     d->accumulatedLossTimesSamples += r.loss * samples;

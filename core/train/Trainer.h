@@ -3,10 +3,12 @@
 // LAMB with a linear warm-up/decay schedule, gradient clipping, a non-finite guard, checkpoints.
 // This header is torch-free (pimpl) so that apps and the UI never compile libtorch.
 //
-// Accumulation semantics (METHOD.md "Global batch"): each micro-batch's mean masked-LM loss is
-// back-propagated scaled by its sample count, so the accumulated gradient is a SUM over samples;
-// applyStep() divides by the samples accumulated. The result is the sample-weighted mean of the
-// micro-batch gradients, which is also what the swarm's weighted all-reduce produces.
+// Accumulation semantics (METHOD.md "Global batch"): each sample's loss is the mean masked-LM
+// loss over its own masked positions; a micro-batch back-propagates the SUM of its samples'
+// losses, and applyStep() divides by the samples accumulated. The gradient is the mean over the
+// batch's samples, whatever the micro-batches were (the swarm cuts the last one to fit the step,
+// swarm/ProgressTracker.h fitMicroBatch) and however the samples were shared among peers: the
+// swarm's sample-weighted all-reduce gives the same mean.
 //
 // Threads: a Trainer is used from one thread (the trainer thread). Not copyable.
 // Errors: dedloc::Error for bad input (corpus, tokenizer/manifest mismatch, checkpoints).
@@ -33,14 +35,14 @@ struct TrainerConfig {
 
 struct MicroBatchResult {
     int samples = 0;
-    double loss = 0.0;             // mean cross-entropy per masked token (nats)
+    double loss = 0.0;             // mean over the samples of each one's mean masked-token loss (nats)
     double seconds = 0.0;          // wall time of forward + backward
 };
 
 struct StepResult {
     long step = 0;                 // optimizer steps applied after this call (the epoch)
     long samples = 0;              // samples in this step's batch
-    double loss = 0.0;             // sample-weighted mean of the micro-batch losses (nats)
+    double loss = 0.0;             // mean over the batch's samples of their losses (nats)
     double learningRate = 0.0;
     double gradNorm = 0.0;         // global L2 norm before clipping
     bool applied = false;          // false: skipped (non-finite gradient) or interrupted

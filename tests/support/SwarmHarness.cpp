@@ -165,6 +165,19 @@ SwarmPeerProcess &SwarmHarness::startPeer(const QString &name, const QStringList
     return launch(name, args);
 }
 
+std::set<std::string> SwarmHarness::recordedPeers() const
+{
+    std::set<std::string> peers;
+    std::ifstream in(m_root / "swarm.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line, nullptr, false); // a line being written
+        if (j.is_object())
+            peers.insert(j.value("peer_id", std::string()));
+    }
+    return peers;
+}
+
 bool SwarmHarness::waitFor(const std::function<bool()> &condition, double seconds)
 {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);

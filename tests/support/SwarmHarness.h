@@ -12,6 +12,8 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace dedloc::test {
@@ -53,6 +55,9 @@ public:
 
     // Polls `condition` every 100 ms for at most `seconds`; true if it held.
     static bool waitFor(const std::function<bool()> &condition, double seconds);
+
+    // Peer ids with at least one line in the monitor's swarm.jsonl (its record of the swarm).
+    [[nodiscard]] std::set<std::string> recordedPeers() const;
 
     [[nodiscard]] QStringList commonArguments() const;
     [[nodiscard]] quint16 dhtPort() const { return m_dhtPort; }
