@@ -84,19 +84,23 @@ struct DhtNode::Impl {
     explicit Impl(const PeerIdentity &id) : identity(id) {}
 };
 
-DhtNode::DhtNode(const PeerIdentity &identity, std::uint16_t port) : d(std::make_unique<Impl>(identity))
+DhtNode::DhtNode(const PeerIdentity &identity, std::uint16_t port, const std::string &host)
+    : d(std::make_unique<Impl>(identity))
 {
     try {
         dht::DhtRunner::Config config;
         config.threaded = true;
-        const auto addresses = dht::SockAddr::resolve("127.0.0.1", std::to_string(port));
-        if (addresses.empty())
-            throw Error("cannot resolve 127.0.0.1");
+        const auto addresses = dht::SockAddr::resolve(host, std::to_string(port));
+        if (addresses.empty() || addresses.front().getFamily() != AF_INET)
+            throw Error("cannot resolve " + host + " to an IPv4 address");
         config.bind4 = addresses.front();
         d->runner.run(config, dht::DhtRunner::Context{});
     } catch (const std::exception &e) {
-        throw Error(std::string("cannot start the DHT node: ") + e.what());
+        throw Error(std::string("cannot start the DHT node on ") + host + ":" + std::to_string(port) + ": " + e.what());
     }
+    // A bootstrap node must hold the port volunteers were told: a node on another port is a failure.
+    if (port != 0 && d->runner.getBoundPort(AF_INET) != port)
+        throw Error("cannot start the DHT node on " + host + ":" + std::to_string(port) + ": the port is in use or not bindable");
 }
 
 DhtNode::~DhtNode()

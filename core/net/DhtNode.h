@@ -13,7 +13,8 @@
 // Threads: OpenDHT runs its own thread; publish() and fetch() block the caller until the DHT
 // answers or `timeout` passes (never forever). Thread-safe: several threads may publish and
 // fetch at once (the swarm's control thread and its matchmaker do).
-// Binds UDP on 127.0.0.1 only; no bootstrap happens unless bootstrap() is called.
+// Binds UDP on the given IPv4 address (127.0.0.1 unless told otherwise); no bootstrap happens
+// unless bootstrap() is called.
 #include "net/PeerIdentity.h"
 
 #include <cstdint>
@@ -36,8 +37,9 @@ struct SignedRecord {
 
 class DhtNode final {
 public:
-    // port 0: an ephemeral port. Throws dedloc::Error if the node cannot start.
-    DhtNode(const PeerIdentity &identity, std::uint16_t port = 0);
+    // port 0: an ephemeral port; host: the address to bind ("0.0.0.0": every interface).
+    // Throws dedloc::Error if the node cannot start (port in use, address not on this machine).
+    DhtNode(const PeerIdentity &identity, std::uint16_t port = 0, const std::string &host = "127.0.0.1");
     ~DhtNode(); // shuts the node down and joins its thread
     DhtNode(const DhtNode &) = delete;
     DhtNode &operator=(const DhtNode &) = delete;

@@ -170,7 +170,7 @@ struct SwarmPeer::Impl {
             tracker = ProgressTracker(trackerOptions);
         }
 
-        dht = std::make_unique<DhtNode>(*identity, opt.dhtPort);
+        dht = std::make_unique<DhtNode>(*identity, opt.dhtPort, opt.host);
         dhtPort = dht->port();
         for (const auto &b : opt.bootstrap)
             dht->bootstrap(b);

@@ -41,7 +41,8 @@ struct SwarmOptions {
     PeerRole role = PeerRole::Trainer;
     std::vector<std::string> bootstrap;       // "host:port" of DHT nodes (the monitor's)
     std::uint16_t dhtPort = 0;                // 0: ephemeral
-    std::string host = "127.0.0.1";           // address the ROUTERs bind and advertise
+    std::string host = "127.0.0.1";           // address the ROUTERs and the DHT node bind; the
+                                              // ROUTERs advertise it
     bool clientMode = false;                  // behind NAT: connect out only
     double bandwidth = -1.0;                  // declared for shard sizes; < 0 unknown
     int threads = 0;                          // torch threads; 0: all cores
