@@ -2,7 +2,9 @@
 //   dedloc-lead make-run --corpus FILE [--corpus FILE...] --out DIR --run-id ID [options]
 //   dedloc-lead verify-run MANIFEST
 //   dedloc-lead keygen | sign | verify | rotate-key | issue-token   (KeyCommands.h)
+//   dedloc-lead serve [options]   the bootstrap node and monitor (ServeCommand.h)
 #include "KeyCommands.h"
+#include "ServeCommand.h"
 #include "run/RunMaker.h"
 #include "run/RunManifest.h"
 #include "util/Error.h"
@@ -27,6 +29,7 @@ int usage()
                  "  verify       verify a file against its .minisig and a public key\n"
                  "  rotate-key   let a run's lead key be replaced: the new key signed by the old one\n"
                  "  issue-token  admit a peer's key to a closed run (access token)\n"
+                 "  serve        bootstrap node and monitor: metrics, kept states, JSON status over HTTP\n"
                  "Run `dedloc-lead <command> --help` for the options of a command.\n");
     return 2;
 }
@@ -129,6 +132,8 @@ int main(int argc, char *argv[])
             return dedloc::lead::rotateKey(args);
         if (command == QLatin1String("issue-token"))
             return dedloc::lead::issueToken(args);
+        if (command == QLatin1String("serve"))
+            return dedloc::lead::serve(args);
         if (command == QLatin1String("--version")) {
             std::printf("dedloc-lead %s\n", DEDLOC_VERSION);
             return 0;
