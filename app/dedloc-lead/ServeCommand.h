@@ -5,6 +5,7 @@
 // states it downloaded (monitor/CheckpointArchive.h) and serving as the state donor of last
 // resort, plus a read-only JSON status over HTTP (monitor/StatusHttpServer.h,
 // monitor/ServeStatus.h). Argument parsing and wiring only; docs/LEAD_GUIDE.md section 6.
+// Runs in the dedloc-lead-serve program (ServeMain.cpp), which `dedloc-lead serve` execs.
 #include <QStringList>
 
 namespace dedloc::lead {
