@@ -74,6 +74,27 @@ class TestSwarmMonitor : public QObject {
         QCOMPARE(latest.at("bb").at("step").get<long>(), 1L);
     }
 
+    void aFullDiskIsReportedAndRetriedWithoutDuplicates()
+    {
+        if (!fs::exists("/dev/full"))
+            QSKIP("no /dev/full");
+        QTemporaryDir tmp;
+        const fs::path csv = fs::path(tmp.path().toStdString()) / "swarm.csv";
+        // JSON lines on a full disk (/dev/full fails every write with ENOSPC), CSV on a good one.
+        SwarmMetricsRecorder recorder("/dev/full", csv);
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 0);
+        auto s = recorder.stats();
+        QCOMPARE(s.rows, 0LL);
+        QCOMPARE(s.csvRows, 1LL); // the other file goes on
+        QVERIFY2(s.lastError.find("No space left") != std::string::npos, s.lastError.c_str());
+        QVERIFY(s.lastError.find("/dev/full") != std::string::npos);
+        // The DHT still holds the record: the JSON line is tried again, the CSV row is not repeated.
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 0);
+        QCOMPARE(recorder.stats().csvRows, 1LL);
+        QCOMPARE(lines(csv).size(), std::size_t(2)); // header + one row
+        QVERIFY(recorder.latestByPeer().empty());    // nothing counts as recorded until the JSON line is
+    }
+
     void unopenableFilesAreErrors()
     {
         QTemporaryDir tmp;

@@ -103,6 +103,9 @@ MetricsCsvWriter::MetricsCsvWriter(const std::filesystem::path &file) : m_path(f
     m_file = std::fopen(file.c_str(), "a");
     if (!m_file)
         throw Error(systemErrorText("cannot open " + file.string() + " for the CSV metrics", errno));
+    // Unbuffered: each row is one write(), so a failed write leaves nothing in a buffer to come
+    // out later beside its retry.
+    std::setvbuf(m_file, nullptr, _IONBF, 0);
     if (writeHeader) {
         const auto line = header + "\n";
         if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0) {

@@ -24,6 +24,9 @@ SwarmMetricsRecorder::SwarmMetricsRecorder(const std::filesystem::path &jsonLine
     m_file = std::fopen(jsonLines.c_str(), "a");
     if (!m_file)
         throw Error(systemErrorText("cannot open " + jsonLines.string() + " for the swarm's metrics", errno));
+    // Unbuffered: each line is one write(), so a failed write leaves nothing in a buffer to
+    // come out later beside its retry.
+    std::setvbuf(m_file, nullptr, _IONBF, 0);
 }
 
 SwarmMetricsRecorder::~SwarmMetricsRecorder()
