@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 // Set by SIGINT/SIGTERM (systemd stops the service with SIGTERM): the monitor leaves cleanly.
 std::atomic<bool> g_stop{false};
 
-void onSignal(int)
+void onSignal(int /*signal*/)
 {
     g_stop = true;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -21,9 +22,9 @@ CheckpointArchive::CheckpointArchive(fs::path directory, int keep)
 
 fs::path CheckpointArchive::fileName(long epoch)
 {
-    char name[48];
-    std::snprintf(name, sizeof name, "epoch-%08ld.ddlc", epoch);
-    return name;
+    std::array<char, 48> name{};
+    std::snprintf(name.data(), name.size(), "epoch-%08ld.ddlc", epoch);
+    return name.data();
 }
 
 fs::path CheckpointArchive::add(const fs::path &checkpoint, long epoch)
@@ -32,7 +33,7 @@ fs::path CheckpointArchive::add(const fs::path &checkpoint, long epoch)
     fs::create_directories(m_directory, ec);
     if (ec)
         throw Error("cannot create the checkpoint archive " + m_directory.string() + ": " + ec.message());
-    const auto target = m_directory / fileName(epoch);
+    auto target = m_directory / fileName(epoch);
     const auto temp = m_directory / (fileName(epoch).string() + ".tmp-" + std::to_string(::getpid()));
     fs::remove(temp, ec);
     fs::create_hard_link(checkpoint, temp, ec);

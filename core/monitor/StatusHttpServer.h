@@ -24,7 +24,7 @@ struct StatusHttpOptions {
     std::string host = "127.0.0.1"; // address to bind ("0.0.0.0": every interface)
     std::uint16_t port = 0;         // 0: ephemeral (see port())
     std::vector<std::string> paths; // served paths, e.g. {"/status", "/peers"}
-    std::size_t maxHeaderBytes = 16 * 1024;
+    std::size_t maxHeaderBytes = std::size_t{16} * 1024;
     double timeoutSeconds = 2.0;
     int threads = 2;
 };
