@@ -4,12 +4,20 @@
 // bound 2 (N-1)/N * bytes on the wire / link rate when --link-mbit is given.
 //
 //   bench_allreduce [--n 2,4,8] [--elements 25000000] [--rounds 3] [--impls ours-none,ours-fp16,ours-8bit,gloo]
-//                   [--host 127.0.0.1] [--link-mbit 0]
+//                   [--host 127.0.0.1] [--link-mbit 0] [--netns-mbit 0]
 // Each measurement spawns N member processes of this executable (--member), which meet through
 // files in a temporary directory (gloo: c10d::FileStore). Loopback on 2 cores is CPU-bound.
+//
+// --netns-mbit R (root only): every member runs in its own network namespace, linked to a
+// bridge in a "switch" namespace by a veth pair whose two ends are each limited to R Mbit/s with
+// `tc tbf` (the member's upload and download), as a home link would be; members bind
+// 10.213.0.<rank+1>. The namespaces are removed on exit (and stale ones from an interrupted run
+// on start). Implies --link-mbit R for the bound.
 #include "swarm/ButterflyAllReduce.h"
 #include "system/TorchRuntime.h"
 #include "util/Log.h"
+
+#include "NetnsLinks.h" // tests/support
 
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -21,7 +29,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <stdexcept>
 #include <sstream>
+#include <csignal>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <thread>
@@ -32,6 +43,7 @@ extern char **environ;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace dedloc;
+using dedloc::test::NetnsLinks;
 
 namespace {
 
@@ -110,7 +122,8 @@ int member(const std::string &impl, int rank, int n, long elements, int rounds, 
     return 0;
 }
 
-double measure(const std::string &self, const std::string &impl, int n, long elements, int rounds, const std::string &host)
+double measure(const std::string &self, const std::string &impl, int n, long elements, int rounds, const std::string &host,
+               const NetnsLinks *links)
 {
     const fs::path dir = fs::temp_directory_path() / ("dedloc-bench-" + std::to_string(::getpid()) + "-" + impl + "-" + std::to_string(n));
     fs::remove_all(dir);
@@ -118,13 +131,16 @@ double measure(const std::string &self, const std::string &impl, int n, long ele
     std::vector<pid_t> children;
     for (int r = 0; r < n; ++r) {
         std::vector<std::string> args = {self, "--member", impl, std::to_string(r), std::to_string(n),
-                                         std::to_string(elements), std::to_string(rounds), dir.string(), host};
+                                         std::to_string(elements), std::to_string(rounds), dir.string(),
+                                         links ? links->hostOf(r) : host};
+        if (links)
+            args.insert(args.begin(), {NetnsLinks::ipProgram(), "netns", "exec", links->nameOf(r)});
         std::vector<char *> argv;
         for (auto &a : args)
             argv.push_back(a.data());
         argv.push_back(nullptr);
         pid_t pid = 0;
-        if (posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv.data(), environ) == 0)
+        if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0)
             children.push_back(pid);
     }
     bool ok = children.size() == static_cast<std::size_t>(n);
@@ -175,7 +191,7 @@ int main(int argc, char **argv)
     std::string ns = "2,4,8", impls = "ours-none,ours-fp16,ours-8bit,gloo", host = "127.0.0.1";
     long elements = 25'000'000;
     int rounds = 3;
-    double linkMbit = 0.0;
+    double linkMbit = 0.0, netnsMbit = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         if (a == "--n") ns = argv[i + 1];
@@ -184,6 +200,32 @@ int main(int argc, char **argv)
         else if (a == "--impls") impls = argv[i + 1];
         else if (a == "--host") host = argv[i + 1];
         else if (a == "--link-mbit") linkMbit = std::stod(argv[i + 1]);
+        else if (a == "--netns-mbit") netnsMbit = std::stod(argv[i + 1]);
+    }
+    std::unique_ptr<NetnsLinks> links;
+    if (netnsMbit > 0) {
+        std::string why;
+        if (!NetnsLinks::available(&why)) {
+            std::fprintf(stderr, "bench_allreduce: --netns-mbit %s\n", why.c_str());
+            return 2;
+        }
+        int most = 0;
+        std::stringstream nl(ns);
+        for (std::string nText; std::getline(nl, nText, ',');)
+            most = std::max(most, std::stoi(nText));
+        try {
+            links = std::make_unique<NetnsLinks>("dlbench", most, netnsMbit);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
+            return 2;
+        }
+        // Ctrl-C still removes the namespaces (the destructor runs on a normal return only).
+        std::signal(SIGINT, [](int) {
+            NetnsLinks::removeAll("dlbench");
+            std::_Exit(130);
+        });
+        linkMbit = netnsMbit;
+        host = "10.213.0.x (one namespace per member)";
     }
     const std::string self = fs::read_symlink("/proc/self/exe");
     std::printf("bench_allreduce: %ld floats, median of %d rounds of the slowest member, host %s%s\n", elements, rounds,
@@ -195,7 +237,7 @@ int main(int argc, char **argv)
         std::vector<std::pair<std::string, double>> results;
         std::stringstream il(impls);
         for (std::string impl; std::getline(il, impl, ',');)
-            results.emplace_back(impl, measure(self, impl, n, elements, rounds, host));
+            results.emplace_back(impl, measure(self, impl, n, elements, rounds, host, links.get()));
         double gloo = -1;
         for (auto &[impl, t] : results)
             if (impl == "gloo")

@@ -24,8 +24,9 @@ PACKAGES=(
   libcpp-httplib-dev
   # gloo (the ring all-reduce the benchmarks compare against)
   libgloo-dev
-  # tests: minisign interop, a virtual display for window tests
-  minisign xvfb xauth
+  # tests: minisign interop, a virtual display for window tests, network namespaces and tc for
+  # the swarm over emulated links (tst_swarmlinks, bench_allreduce --netns-mbit; root only)
+  minisign xvfb xauth iproute2
   # packaging: CPack's DEB generator runs `file` and dpkg-shlibdeps (dpkg-dev) on the binaries
   file dpkg-dev
 )

@@ -26,22 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-QString failureReport(std::initializer_list<SwarmPeerProcess *> peers)
-{
-    QString out;
-    for (auto *p : peers)
-        std::fprintf(stderr, "\n===== %s log =====\n%s\n", qPrintable(p->name), qPrintable(p->logText()));
-    for (auto *p : peers)
-        out += QStringLiteral("\n--- %1: %2").arg(p->name, p->logText().right(300));
-    return out;
-}
-
-#define SERVE_VERIFY(condition, ...)                                                                                   \
-    do {                                                                                                               \
-        if (!(condition))                                                                                              \
-            QVERIFY2(false, qPrintable(QStringLiteral(#condition " failed") + failureReport(__VA_ARGS__)));            \
-    } while (false)
-
 nlohmann::json getJson(quint16 port, const std::string &path)
 {
     const auto r = httpGet(port, path, 5.0);
@@ -133,7 +117,7 @@ class TestLeadServe : public QObject {
         auto &serve = h.startLeadServe(m_lead, {QStringLiteral("--state-every"), QStringLiteral("2"),
                                                 QStringLiteral("--keep-checkpoints"), QStringLiteral("2")});
         quint16 port = 0;
-        SERVE_VERIFY(SwarmHarness::waitFor([&] { return (port = SwarmHarness::serveStatusPort(serve)) != 0; }, 60),
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return (port = SwarmHarness::serveStatusPort(serve)) != 0; }, 60),
                      {&serve});
 
         const long steps = 8;
@@ -150,7 +134,7 @@ class TestLeadServe : public QObject {
         // the epoch both trainers stand at (read before and after the request, unchanged).
         nlohmann::json during;
         long stableEpoch = -1;
-        SERVE_VERIFY(SwarmHarness::waitFor(
+        SWARM_VERIFY(SwarmHarness::waitFor(
                          [&] {
                              const long before1 = t1.lastStep(), before2 = t2.lastStep();
                              during = getJson(port, "/status");
@@ -170,7 +154,7 @@ class TestLeadServe : public QObject {
         QCOMPARE(during["monitor"]["dht"].get<std::string>(), "127.0.0.1:" + std::to_string(h.dhtPort()));
 
         // /peers names both trainers (from their metrics) once each has a recorded step.
-        SERVE_VERIFY(SwarmHarness::waitFor(
+        SWARM_VERIFY(SwarmHarness::waitFor(
                          [&] {
                              const auto peers = getJson(port, "/peers");
                              std::set<std::string> names;
@@ -183,7 +167,7 @@ class TestLeadServe : public QObject {
                          60),
                      {&serve, &t1, &t2});
 
-        SERVE_VERIFY(SwarmHarness::waitFor([&] { return !t1.running() && !t2.running(); }, 240), {&serve, &t1, &t2});
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return !t1.running() && !t2.running(); }, 240), {&serve, &t1, &t2});
         QCOMPARE(t1.lastStep(), steps);
         QCOMPARE(t2.lastStep(), steps);
         // The global epoch never goes back while the trainers' last records live.
@@ -199,7 +183,7 @@ class TestLeadServe : public QObject {
                 own[e["peer_id"].get<std::string>()][e["step"].get<long>()] = e;
         QCOMPARE(own.size(), std::size_t(2));
         const auto metricsDir = d / "peers" / "serve" / "metrics";
-        SERVE_VERIFY(SwarmHarness::waitFor(
+        SWARM_VERIFY(SwarmHarness::waitFor(
                          [&] {
                              std::set<std::string> ids;
                              for (const auto &row : readCsv(metricsDir / "swarm.csv"))
@@ -241,7 +225,7 @@ class TestLeadServe : public QObject {
         const auto runId = nlohmann::json::parse(std::ifstream(manifest))["run_id"].get<std::string>();
         const auto kept = d / "peers" / "serve" / "kept" / runId;
         nlohmann::json status;
-        SERVE_VERIFY(SwarmHarness::waitFor(
+        SWARM_VERIFY(SwarmHarness::waitFor(
                          [&] {
                              status = getJson(port, "/status");
                              return status.is_object() && status["state"]["latest_checkpoint"].is_object();

@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <limits>
 
 using namespace dedloc;
 
@@ -131,6 +132,34 @@ private Q_SLOTS:
         t.update(rec("a", 1, 10, 0.0, 0.0), 0.0);
         QVERIFY(std::isinf(t.global(1.0).eta));
         QVERIFY(!t.shouldStartMatchmaking(1, 1.0));
+    }
+
+    // The last micro-batch of a step is cut to what this peer computes by the ETA.
+    void lastMicroBatchFitsTheEta_data()
+    {
+        QTest::addColumn<double>("eta");
+        QTest::addColumn<double>("rate");
+        QTest::addColumn<int>("full");
+        QTest::addColumn<int>("expected");
+        QTest::newRow("far from the step: full") << 10.0 << 20.0 << 16 << 16;
+        QTest::newRow("exactly one full micro-batch left") << 0.8 << 20.0 << 16 << 16;
+        QTest::newRow("half a micro-batch left") << 0.4 << 20.0 << 16 << 8;
+        QTest::newRow("rounded up") << 0.31 << 20.0 << 16 << 7;
+        QTest::newRow("batch reached, stale ETA: one sample") << 0.0 << 20.0 << 16 << 1;
+        QTest::newRow("negative ETA: one sample") << -1.0 << 20.0 << 16 << 1;
+        QTest::newRow("no ETA (no throughput anywhere)") << std::numeric_limits<double>::infinity() << 20.0 << 16 << 16;
+        QTest::newRow("own throughput unknown") << 0.2 << 0.0 << 16 << 16;
+        QTest::newRow("NaN throughput") << 0.2 << std::nan("") << 16 << 16;
+        QTest::newRow("bad configured size") << 0.2 << 20.0 << 0 << 1;
+    }
+
+    void lastMicroBatchFitsTheEta()
+    {
+        QFETCH(double, eta);
+        QFETCH(double, rate);
+        QFETCH(int, full);
+        QFETCH(int, expected);
+        QCOMPARE(fitMicroBatch(eta, rate, full), expected);
     }
 };
 

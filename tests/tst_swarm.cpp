@@ -45,50 +45,7 @@ double distance(const std::vector<float> &a, const std::vector<float> &b)
     return std::sqrt(s);
 }
 
-// step -> event of a peer
-std::map<long, nlohmann::json> byStep(const SwarmPeerProcess &p)
-{
-    std::map<long, nlohmann::json> out;
-    for (auto &e : p.events())
-        out[e.value("step", -1L)] = e;
-    return out;
-}
-
-bool finished(std::initializer_list<SwarmPeerProcess *> peers)
-{
-    for (auto *p : peers)
-        if (p->running())
-            return false;
-    return true;
-}
-
-// The peers' logs, printed in full on stderr (a QVERIFY2 message is cut short); returns a
-// one-line summary for the assertion message.
-QString failureReport(std::initializer_list<SwarmPeerProcess *> peers)
-{
-    QString out;
-    for (auto *p : peers)
-        std::fprintf(stderr, "\n===== %s log =====\n%s\n", qPrintable(p->name), qPrintable(p->logText()));
-    for (auto *p : peers)
-        out += QStringLiteral("\n--- %1 (last step %2, %3, exit code %4):\n%5")
-                   .arg(p->name)
-                   .arg(p->lastStep())
-                   .arg(p->running() ? QStringLiteral("running") : QStringLiteral("ended"))
-                   .arg(p->process ? p->process->exitCode() : -1)
-                   .arg(p->logText().right(400));
-    return out;
-}
-
 } // namespace
-
-// Like QVERIFY2, but prints the peers' logs only when the condition fails.
-#define SWARM_VERIFY(condition, ...)                                                               \
-    do {                                                                                           \
-        if (!(condition)) {                                                                        \
-            const QString report = failureReport(__VA_ARGS__);                                     \
-            QVERIFY2(false, qPrintable(QStringLiteral(#condition " failed") + report));            \
-        }                                                                                          \
-    } while (false)
 
 class TestSwarm : public QObject {
     Q_OBJECT

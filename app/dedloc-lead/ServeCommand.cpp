@@ -82,7 +82,7 @@ int parse(const QStringList &args, ServeConfig &c)
     const auto dataDir =
         opt("data-dir", "Identity, the monitor's checkpoints and kept states (default: ~/.local/share/dedloc/serve).",
             "dir");
-    const auto host = opt("host", "Address the DHT node and the state donor bind (0.0.0.0: every interface).",
+    const auto host = opt("host", "An address of this machine that volunteers reach: the DHT node and the state donor bind it and the donor advertises it.",
                           "address", "127.0.0.1");
     const auto dhtPort =
         opt("dht-port", "UDP port of the DHT node: the bootstrap address volunteers use.", "port", "31340");

@@ -48,7 +48,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto name = option("name", "Name shown in status lines.", "name");
     const auto bootstrap = option("bootstrap", "DHT node to join (host:port); repeatable.", "host:port");
     const auto dhtPort = option("dht-port", "UDP port of this peer's DHT node (default: any; local swarm: 31340).", "port");
-    const auto host = option("host", "Address this peer listens on and advertises.", "address", "127.0.0.1");
+    const auto host = option("host", "IPv4 address this peer listens on (DHT and data plane) and advertises; other machines must reach it. 0.0.0.0 only with --client-mode.", "address", "127.0.0.1");
     const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard).");
     const auto bandwidth = option("bandwidth", "Declared upload bandwidth in Mbit/s, for shard sizes.", "mbit");
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
@@ -178,7 +178,9 @@ int CommandLine::parse(const QStringList &arguments)
         localSwarm.dhtPort = static_cast<quint16>(p.isSet(dhtPort) ? port : 31340);
         localSwarm.dataDir = QString::fromStdString(s.dataDir.string());
         localSwarm.metricsDir = p.value(metricsDir);
-        localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string());
+        localSwarm.host = p.value(host);
+        localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string())
+                                 << QStringLiteral("--host") << localSwarm.host;
         for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst() << p.value(*o);

@@ -10,7 +10,7 @@ LocalSwarm::LocalSwarm(LocalSwarmOptions options) : m_options(std::move(options)
 
 LocalSwarm::~LocalSwarm() { stopAll(); }
 
-QString LocalSwarm::bootstrap() const { return QStringLiteral("127.0.0.1:%1").arg(m_options.dhtPort); }
+QString LocalSwarm::bootstrap() const { return QStringLiteral("%1:%2").arg(m_options.host).arg(m_options.dhtPort); }
 
 std::unique_ptr<QProcess> LocalSwarm::startPeer(const QString &name, QStringList arguments)
 {

@@ -1,7 +1,7 @@
 #pragma once
 // `dedloc --local-swarm N`: the main job as a swarm on this machine. Starts a monitor (the DHT
 // bootstrap node, on UDP `dhtPort`) and trainers, each its own process of this executable on
-// loopback, forwards their output (status lines carry the peer's name), and stops them all on
+// loopback (or on `host`, so that other machines can join), forwards their output (status lines carry the peer's name), and stops them all on
 // Ctrl-C or when the trainers end (--duration). Each peer gets its own data directory
 // (<dataDir>/local-swarm/<name>) and, with a metrics directory, its own metrics file
 // (<metricsDir>/<name>.jsonl; the monitor also writes swarm.jsonl with every peer's steps).
@@ -16,6 +16,7 @@
 struct LocalSwarmOptions {
     int trainers = 2;          // trainer processes this launcher starts
     quint16 dhtPort = 31340;
+    QString host = QStringLiteral("127.0.0.1"); // every peer binds and advertises it (--host)
     QString dataDir;
     QString metricsDir;        // empty: no metrics files
     QStringList peerArguments; // passed to every peer (manifest, duration, threads, ...)
@@ -28,7 +29,7 @@ public:
 
     // Starts the monitor and the trainers; returns 0, or an exit code with the reason printed.
     int start(int firstTrainerNumber = 1);
-    // "127.0.0.1:<dhtPort>"
+    // "<host>:<dhtPort>"
     [[nodiscard]] QString bootstrap() const;
     // Blocks until the trainers end, the monitor dies or `stop` is set; returns the first
     // non-zero trainer exit code.

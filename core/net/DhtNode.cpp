@@ -84,23 +84,23 @@ struct DhtNode::Impl {
     explicit Impl(const PeerIdentity &id) : identity(id) {}
 };
 
-DhtNode::DhtNode(const PeerIdentity &identity, std::uint16_t port, const std::string &host)
+DhtNode::DhtNode(const PeerIdentity &identity, std::uint16_t port, const std::string &bindAddress)
     : d(std::make_unique<Impl>(identity))
 {
     try {
         dht::DhtRunner::Config config;
         config.threaded = true;
-        const auto addresses = dht::SockAddr::resolve(host, std::to_string(port));
+        const auto addresses = dht::SockAddr::resolve(bindAddress, std::to_string(port));
         if (addresses.empty() || addresses.front().getFamily() != AF_INET)
-            throw Error("cannot resolve " + host + " to an IPv4 address");
+            throw Error("\"" + bindAddress + "\" is not an IPv4 address");
         config.bind4 = addresses.front();
         d->runner.run(config, dht::DhtRunner::Context{});
     } catch (const std::exception &e) {
-        throw Error(std::string("cannot start the DHT node on ") + host + ":" + std::to_string(port) + ": " + e.what());
+        throw Error("cannot start the DHT node on " + bindAddress + ":" + std::to_string(port) + ": " + e.what());
     }
     // A bootstrap node must hold the port volunteers were told: a node on another port is a failure.
     if (port != 0 && d->runner.getBoundPort(AF_INET) != port)
-        throw Error("cannot start the DHT node on " + host + ":" + std::to_string(port) + ": the port is in use or not bindable");
+        throw Error("cannot start the DHT node on " + bindAddress + ":" + std::to_string(port) + ": the port is in use or not bindable");
 }
 
 DhtNode::~DhtNode()

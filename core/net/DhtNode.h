@@ -13,8 +13,10 @@
 // Threads: OpenDHT runs its own thread; publish() and fetch() block the caller until the DHT
 // answers or `timeout` passes (never forever). Thread-safe: several threads may publish and
 // fetch at once (the swarm's control thread and its matchmaker do).
-// Binds UDP on the given IPv4 address (127.0.0.1 unless told otherwise); no bootstrap happens
-// unless bootstrap() is called.
+// Binds UDP (IPv4) on the given address, 127.0.0.1 by default (tests, local swarms); a peer that
+// other machines must reach binds the address it advertises (`dedloc --host`), or 0.0.0.0.
+// OpenDHT learns other nodes' addresses from the packets they send. No bootstrap happens unless
+// bootstrap() is called.
 #include "net/PeerIdentity.h"
 
 #include <cstdint>
@@ -37,9 +39,9 @@ struct SignedRecord {
 
 class DhtNode final {
 public:
-    // port 0: an ephemeral port; host: the address to bind ("0.0.0.0": every interface).
-    // Throws dedloc::Error if the node cannot start (port in use, address not on this machine).
-    DhtNode(const PeerIdentity &identity, std::uint16_t port = 0, const std::string &host = "127.0.0.1");
+    // port 0: an ephemeral port. `bindAddress`: an IPv4 address of this machine, or 0.0.0.0.
+    // Throws dedloc::Error if the node cannot start (address not local, port taken).
+    DhtNode(const PeerIdentity &identity, std::uint16_t port = 0, const std::string &bindAddress = "127.0.0.1");
     ~DhtNode(); // shuts the node down and joins its thread
     DhtNode(const DhtNode &) = delete;
     DhtNode &operator=(const DhtNode &) = delete;

@@ -21,6 +21,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Messages (PARTs) a sender keeps queued per reducer before it waits for room (ZeroMQ's send
+// high-water mark counts whole multipart messages): 8 x 512 KiB of fp32 at most, on top of what
+// the kernel buffers. Parts encoded per pass of the poll loop before it looks at the sockets.
+constexpr int SendQueue = 8;
+constexpr int SendBudget = 32;
+
 struct Piece {
     std::uint64_t offset = 0, count = 0;
 };
@@ -114,39 +120,76 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     // exist crashed libzmq 4.3.4's I/O thread.)
     const int receiveQueue = downloadCapped ? 8 : 0; // messages per connection; 0 = unbounded
 
-    // --- Send my values for every other reducer's shard (on a DEALER to it).
+    // --- My values for every other reducer's shard go out on a DEALER to it. Parts are encoded
+    // and sent from the poll loop below, round-robin over the reducers (starting after me, so
+    // that the members' first parts spread over all reducers), and only while a DEALER's queue
+    // holds fewer than SendQueue messages: every reducer gets its first parts at once, sending
+    // overlaps receiving and reducing, a slow link backs up into our loop instead of into an
+    // unbounded queue, and a dead reducer costs no memory.
     std::vector<std::unique_ptr<zmq::socket_t>> dealers(n);
     std::vector<std::uint64_t> expectedBack(n, 0), receivedBack(n, 0);
     std::vector<std::vector<bool>> resultSeen(n);
+    std::vector<std::vector<Piece>> outgoing(n);
+    std::vector<std::uint32_t> nextPart(n, 0);
     if (iSend) {
         for (std::size_t j = 0; j < n; ++j) {
             if (j == me || report.shardSizes[j] == 0)
                 continue;
             auto s = std::make_unique<zmq::socket_t>(d->context, zmq::socket_type::dealer);
             s->set(zmq::sockopt::linger, 0);
-            s->set(zmq::sockopt::sndhwm, 0);
+            s->set(zmq::sockopt::sndhwm, SendQueue);
             s->set(zmq::sockopt::rcvhwm, receiveQueue);
             s->connect(members[j].endpoint);
-            const auto parts = pieces(static_cast<std::uint64_t>(report.shardSizes[j]), options.partElements);
-            for (std::uint32_t p = 0; p < parts.size(); ++p) {
+            outgoing[j] = pieces(static_cast<std::uint64_t>(report.shardSizes[j]), options.partElements);
+            expectedBack[j] = static_cast<std::uint64_t>(report.shardSizes[j]);
+            resultSeen[j].assign(outgoing[j].size(), false);
+            dealers[j] = std::move(s);
+        }
+    }
+    double sentAt = -1.0;
+    // Sends at most `budget` parts; returns true while some DEALER can take more right now.
+    auto sendSome = [&](int budget) {
+        bool progress = true;
+        while (budget > 0 && progress) {
+            progress = false;
+            for (std::size_t k = 1; k < n && budget > 0; ++k) {
+                const std::size_t j = (me + k) % n;
+                if (!dealers[j] || nextPart[j] >= outgoing[j].size())
+                    continue;
+                auto &s = *dealers[j];
+                if (!(s.get(zmq::sockopt::events) & ZMQ_POLLOUT))
+                    continue;
+                const auto p = nextPart[j];
+                const auto &piece = outgoing[j][p];
                 ShardHeader h{MessageType::Part, groupId, static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(j),
-                              p, static_cast<std::uint32_t>(parts.size()), parts[p].offset, parts[p].count,
+                              p, static_cast<std::uint32_t>(outgoing[j].size()), piece.offset, piece.count,
                               myWeight, options.codec};
                 // Encode straight into the message: one copy less per part.
-                zmq::message_t payload(encodedBytes(options.codec, parts[p].count));
-                encodeInto(options.codec, values.subspan(shardOffset[j] + parts[p].offset, parts[p].count),
+                zmq::message_t payload(encodedBytes(options.codec, piece.count));
+                encodeInto(options.codec, values.subspan(shardOffset[j] + piece.offset, piece.count),
                            {payload.data<std::uint8_t>(), payload.size()});
                 if (options.upload)
                     options.upload->acquire(payload.size());
                 std::array<zmq::message_t, 2> frames{bytesMessage(encodeShardHeader(h)), std::move(payload)};
-                zmq::send_multipart(*s, frames);
+                // POLLOUT was set, so the first frame is accepted, and ZeroMQ then takes the
+                // whole multipart message.
+                if (!zmq::send_multipart(s, frames, zmq::send_flags::dontwait))
+                    continue;
+                ++nextPart[j];
+                --budget;
+                progress = true;
             }
-            expectedBack[j] = static_cast<std::uint64_t>(report.shardSizes[j]);
-            resultSeen[j].assign(parts.size(), false);
-            dealers[j] = std::move(s);
         }
-    }
-    const double sentAt = elapsed();
+        bool more = false, pending = false;
+        for (std::size_t j = 0; j < n; ++j)
+            if (dealers[j] && nextPart[j] < outgoing[j].size()) {
+                pending = true;
+                more = more || (dealers[j]->get(zmq::sockopt::events) & ZMQ_POLLOUT);
+            }
+        if (!pending && sentAt < 0)
+            sentAt = elapsed();
+        return more;
+    };
 
     // --- Reduce my shard part by part, each as soon as every expected sender delivered it, and
     // stream each part's result back at once (reduction overlaps the transfer).
@@ -378,13 +421,19 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
         }
         if (shardDone && (resultsDone() || elapsed() >= options.reducerTimeout))
             break;
+        const bool canSendMore = sendSome(SendBudget);
         if (items.empty()) {
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
             continue;
         }
-        zmq::poll(items.data(), items.size(), std::chrono::milliseconds(20));
+        // Wake up for incoming messages, and for room on a DEALER that still has parts to send.
+        for (std::size_t k = 0; k < items.size(); ++k)
+            if (owner[k] != n)
+                items[k].events = ZMQ_POLLIN
+                                  | (nextPart[owner[k]] < outgoing[owner[k]].size() ? ZMQ_POLLOUT : 0);
+        zmq::poll(items.data(), items.size(), std::chrono::milliseconds(canSendMore ? 0 : 20));
         for (std::size_t k = 0; k < items.size(); ++k) {
-            if (!(items[k].revents & ZMQ_POLLIN))
+            if (!(items[k].revents & ZMQ_POLLIN)) // (POLLOUT: sendSome at the top of the loop)
                 continue;
             auto &socket = owner[k] == n ? *d->router : *dealers[owner[k]];
             for (int drained = 0; drained < 256; ++drained) { // drain, but let the others in too
@@ -409,7 +458,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             }
         }
     }
-    log::debug("allreduce", "group " + groupId + ": parts queued " + std::to_string(sentAt) + " s, shard reduced "
+    log::debug("allreduce", "group " + groupId + ": parts sent " + std::to_string(sentAt) + " s, shard reduced "
                                 + std::to_string(reducedAt) + " s, results in " + std::to_string(elapsed()) + " s");
 
     std::uint64_t expected = 0, received = 0;

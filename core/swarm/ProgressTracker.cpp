@@ -86,4 +86,13 @@ std::vector<ProgressRecord> ProgressTracker::liveRecords(double now) const
     return out;
 }
 
+int fitMicroBatch(double etaSeconds, double samplesPerSecond, int fullMicroBatch)
+{
+    const int full = std::max(1, fullMicroBatch);
+    if (!std::isfinite(etaSeconds) || !std::isfinite(samplesPerSecond) || samplesPerSecond <= 0.0)
+        return full;
+    const double fit = std::ceil(samplesPerSecond * std::max(0.0, etaSeconds));
+    return fit >= full ? full : std::max(1, static_cast<int>(fit));
+}
+
 } // namespace dedloc

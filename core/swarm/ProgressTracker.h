@@ -58,6 +58,15 @@ struct GlobalProgress {
 
 enum class StepDecision { Accumulate, Resync, Step };
 
+// Samples for this peer's next micro-batch, so that it ends by the ETA of the global batch rather
+// than a full micro-batch after it (the group would wait in the round for the last peer still
+// computing; up to one micro-batch per step). `etaSeconds` from GlobalProgress, `samplesPerSecond`
+// this peer's own throughput, `fullMicroBatch` its configured micro-batch (samples, >= 1).
+// Returns ceil(samplesPerSecond * eta) clamped to [1, fullMicroBatch]; fullMicroBatch when the
+// ETA or the throughput is unknown (non-finite, <= 0 throughput). Our addition: hivemind always
+// computes full micro-batches.
+[[nodiscard]] int fitMicroBatch(double etaSeconds, double samplesPerSecond, int fullMicroBatch);
+
 class ProgressTracker final {
 public:
     explicit ProgressTracker(TrackerOptions options);

@@ -172,6 +172,9 @@ struct SwarmPeer::Impl {
             tracker = ProgressTracker(trackerOptions);
         }
 
+        if (reachable() && (opt.host == "0.0.0.0" || opt.host == "*"))
+            throw Error("--host " + opt.host + " cannot be advertised to other peers: give an address of this machine "
+                        "that they can reach (0.0.0.0 is fine in client mode, which binds no socket but the DHT's)");
         dht = std::make_unique<DhtNode>(*identity, opt.dhtPort, opt.host);
         dhtPort = dht->port();
         for (const auto &b : opt.bootstrap)
@@ -482,9 +485,13 @@ struct SwarmPeer::Impl {
                 setState(PeerState::Training);
                 continue;
             }
-            const auto r = trainer->accumulateMicroBatch(std::numeric_limits<int>::max());
+            const int fullMicroBatch = trainer->microBatchSize();
+            const auto r = trainer->accumulateMicroBatch(fittedMicroBatch(now, fullMicroBatch));
+            // Only full micro-batches update the throughput: a fitted one pays the same fixed
+            // cost per call for fewer samples and would drag the estimate (and the ETA) down.
             const double rate = r.seconds > 0 ? r.samples / r.seconds : 0.0;
-            emaSamplesPerSecond = emaSamplesPerSecond == 0.0 ? rate : 0.9 * emaSamplesPerSecond + 0.1 * rate;
+            if (r.samples >= fullMicroBatch || emaSamplesPerSecond == 0.0)
+                emaSamplesPerSecond = emaSamplesPerSecond == 0.0 ? rate : 0.9 * emaSamplesPerSecond + 0.1 * rate;
             const auto c = trainer->contribution();
             update([&](PeerSnapshot &s) {
                 s.localSamplesPerSecond = emaSamplesPerSecond;
@@ -496,6 +503,21 @@ struct SwarmPeer::Impl {
         dropMatch();
         if (stepsSinceCheckpoint > 0)
             trySave();
+    }
+
+    // The next micro-batch, cut to end by the global batch's ETA (swarm/ProgressTracker.h
+    // fitMicroBatch) so that every peer reaches the step within a small micro-batch of the others.
+    int fittedMicroBatch(double now, int fullMicroBatch)
+    {
+        double eta;
+        {
+            std::lock_guard lock(mutex);
+            const auto g = tracker.global(now);
+            if (g.globalEpoch != trainer->step())
+                return fullMicroBatch;
+            eta = g.eta;
+        }
+        return fitMicroBatch(eta, emaSamplesPerSecond, fullMicroBatch);
     }
 
     void takeStep(std::future<std::optional<FormedGroup>> &match, long matchEpoch, const std::string &matchWhy, bool alone)

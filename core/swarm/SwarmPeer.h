@@ -43,8 +43,8 @@ struct SwarmOptions {
     PeerRole role = PeerRole::Trainer;
     std::vector<std::string> bootstrap;       // "host:port" of DHT nodes (the monitor's)
     std::uint16_t dhtPort = 0;                // 0: ephemeral
-    std::string host = "127.0.0.1";           // address the ROUTERs and the DHT node bind; the
-                                              // ROUTERs advertise it
+    std::string host = "127.0.0.1";           // IPv4 address the ROUTERs and the DHT (UDP) bind, and the
+                                              // ROUTERs advertise; 0.0.0.0 only in client mode
     bool clientMode = false;                  // behind NAT: connect out only
     double bandwidth = -1.0;                  // declared for shard sizes; < 0 unknown
     int threads = 0;                          // torch threads; 0: all cores

@@ -167,6 +167,8 @@ void Trainer::setMicroBatchSize(int samples)
     d->microBatch = std::clamp(samples, 1, d->manifest.training.microBatchSize);
 }
 
+int Trainer::microBatchSize() const { return d->microBatch; }
+
 StepResult Trainer::applyStep()
 {
     StepResult r;

@@ -69,6 +69,7 @@ public:
     [[nodiscard]] long accumulatedSamples() const;
     // Caps the micro-batch (volunteer setting); clamped to [1, the manifest's micro-batch size].
     void setMicroBatchSize(int samples);
+    [[nodiscard]] int microBatchSize() const; // samples per full micro-batch now
     // Divides the accumulated gradient by the sample count, clips, checks it is finite, applies
     // LAMB with the schedule's rate for the new epoch, clears the gradient.
     StepResult applyStep();

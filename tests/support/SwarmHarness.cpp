@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 
 namespace dedloc::test {
@@ -134,7 +135,14 @@ SwarmPeerProcess &SwarmHarness::launch(const QString &name, QStringList argument
     p->process = std::make_unique<QProcess>();
     p->process->setProcessChannelMode(QProcess::MergedChannels);
     p->process->setStandardOutputFile(QString::fromStdString(p->log.string()));
-    p->process->start(QString::fromStdString((program.empty() ? m_app : program).string()), arguments);
+    const std::filesystem::path &executable = program.empty() ? m_app : program;
+    QStringList prefix = m_prefix ? m_prefix(name) : QStringList();
+    if (prefix.isEmpty()) {
+        p->process->start(QString::fromStdString(executable.string()), arguments);
+    } else {
+        const QString first = prefix.takeFirst();
+        p->process->start(first, prefix << QString::fromStdString(executable.string()) << arguments);
+    }
     p->process->waitForStarted(10000);
     m_peers.push_back(std::move(p));
     return *m_peers.back();
@@ -182,7 +190,7 @@ quint16 SwarmHarness::serveStatusPort(const SwarmPeerProcess &serve)
 SwarmPeerProcess &SwarmHarness::startPeer(const QString &name, const QStringList &extra)
 {
     auto args = commonArguments();
-    args << QStringLiteral("--bootstrap") << QStringLiteral("127.0.0.1:%1").arg(m_dhtPort) << extra;
+    args << QStringLiteral("--bootstrap") << QStringLiteral("%1:%2").arg(m_bootstrapHost).arg(m_dhtPort) << extra;
     return launch(name, args);
 }
 
@@ -195,6 +203,37 @@ bool SwarmHarness::waitFor(const std::function<bool()> &condition, double second
         QThread::msleep(100);
     }
     return condition();
+}
+
+std::map<long, nlohmann::json> byStep(const SwarmPeerProcess &peer)
+{
+    std::map<long, nlohmann::json> out;
+    for (auto &e : peer.events())
+        out[e.value("step", -1L)] = e;
+    return out;
+}
+
+bool finished(std::initializer_list<SwarmPeerProcess *> peers)
+{
+    for (auto *p : peers)
+        if (p->running())
+            return false;
+    return true;
+}
+
+QString failureReport(std::initializer_list<SwarmPeerProcess *> peers)
+{
+    QString out;
+    for (auto *p : peers)
+        std::fprintf(stderr, "\n===== %s log =====\n%s\n", qPrintable(p->name), qPrintable(p->logText()));
+    for (auto *p : peers)
+        out += QStringLiteral("\n--- %1 (last step %2, %3, exit code %4):\n%5")
+                   .arg(p->name)
+                   .arg(p->lastStep())
+                   .arg(p->running() ? QStringLiteral("running") : QStringLiteral("ended"))
+                   .arg(p->process ? p->process->exitCode() : -1)
+                   .arg(p->logText().right(400));
+    return out;
 }
 
 } // namespace dedloc::test

@@ -9,6 +9,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -61,6 +63,12 @@ public:
     [[nodiscard]] QStringList commonArguments() const;
     [[nodiscard]] quint16 dhtPort() const { return m_dhtPort; }
 
+    // Runs each process under a command prefix chosen by its name (e.g. {"ip", "netns", "exec",
+    // "ns-1"} to put it in a network namespace); an empty prefix runs it directly.
+    void setLauncher(std::function<QStringList(const QString &name)> prefix) { m_prefix = std::move(prefix); }
+    // The address peers bootstrap from (where the monitor's DHT listens); default 127.0.0.1.
+    void setBootstrapHost(const QString &host) { m_bootstrapHost = host; }
+
 private:
     SwarmPeerProcess &launch(const QString &name, QStringList arguments, const std::filesystem::path &program = {});
 
@@ -68,7 +76,26 @@ private:
     std::filesystem::path m_manifest;
     std::filesystem::path m_root;
     quint16 m_dhtPort = 0;
+    QString m_bootstrapHost = QStringLiteral("127.0.0.1");
+    std::function<QStringList(const QString &)> m_prefix;
     std::vector<std::unique_ptr<SwarmPeerProcess>> m_peers;
 };
 
+// A peer's step events by step number (the last one of each step).
+[[nodiscard]] std::map<long, nlohmann::json> byStep(const SwarmPeerProcess &peer);
+// True when none of `peers` is still running.
+[[nodiscard]] bool finished(std::initializer_list<SwarmPeerProcess *> peers);
+// Prints the peers' logs in full on stderr (a QVERIFY2 message is cut short) and returns a short
+// summary per peer (last step, running or exit code, end of its log) for the assertion message.
+[[nodiscard]] QString failureReport(std::initializer_list<SwarmPeerProcess *> peers);
+
 } // namespace dedloc::test
+
+// Like QVERIFY2, but prints the peers' logs only when the condition fails (needs <QTest>).
+#define SWARM_VERIFY(condition, ...)                                                               \
+    do {                                                                                           \
+        if (!(condition)) {                                                                        \
+            const QString report = dedloc::test::failureReport(__VA_ARGS__);                       \
+            QVERIFY2(false, qPrintable(QStringLiteral(#condition " failed") + report));            \
+        }                                                                                          \
+    } while (false)
