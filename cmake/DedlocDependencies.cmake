@@ -18,4 +18,6 @@ pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 # cppzmq is header-only (zmq.hpp, zmq_addon.hpp from cppzmq-dev).
 pkg_check_modules(OPENDHT REQUIRED IMPORTED_TARGET opendht)
+# HTTP for `dedloc-lead serve`'s read-only status (Debian libcpp-httplib-dev; docs/DECISIONS.md).
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(Qt6 REQUIRED COMPONENTS Widgets Charts Svg)  # volunteer window (ui/)

@@ -20,6 +20,8 @@ PACKAGES=(
   # networking, crypto, tokenizer, JSON
   libzmq3-dev cppzmq-dev libopendht-dev libsodium-dev
   libsentencepiece-dev sentencepiece nlohmann-json3-dev
+  # HTTP status of `dedloc-lead serve` (docs/DECISIONS.md)
+  libcpp-httplib-dev
   # gloo (the ring all-reduce the benchmarks compare against)
   libgloo-dev
   # tests: minisign interop, a virtual display for window tests, network namespaces and tc for

@@ -6,7 +6,7 @@
 set -euo pipefail
 build=$(cd "$1" && pwd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for t in app/dedloc app/dedloc-lead lib/libdedloc_sentencepiece.so; do
+for t in app/dedloc app/dedloc-lead app/dedloc-lead-serve lib/libdedloc_sentencepiece.so; do
   if [ ! -e "$build/$t" ]; then echo "SKIP: $build/$t is not built (build everything first)"; exit 77; fi
 done
 tmp=$(mktemp -d)
@@ -22,7 +22,7 @@ grep -q "^ Depends: .*libtorch" <<<"$info" || fail "dpkg-shlibdeps found no libt
 
 dpkg-deb -x "$deb" "$tmp/root"
 usr="$tmp/root/usr"
-for f in bin/dedloc bin/dedloc-lead lib/dedloc/libdedloc_sentencepiece.so \
+for f in bin/dedloc bin/dedloc-lead lib/dedloc/libdedloc_sentencepiece.so lib/dedloc/dedloc-lead-serve \
          share/dedloc/default-run/manifest.json share/dedloc/default-run/manifest.json.minisig \
          share/dedloc/default-run/lead.pub share/dedloc/default-run/tokenizer.model \
          share/metainfo/org.dedloc.Desktop.metainfo.xml share/applications/dedloc.desktop \
@@ -44,6 +44,9 @@ run="$usr/share/dedloc/default-run"
 out=$("$usr/bin/dedloc-lead" verify "$run/manifest.json" --public "$run/lead.pub") || fail "packaged manifest does not verify: $out"
 grep -q "^Trusted comment: dedloc default run" <<<"$out" || fail "unexpected trusted comment: $out"
 "$usr/bin/dedloc-lead" verify-run "$run/manifest.json" > /dev/null || fail "packaged run files do not match the manifest's hashes"
+# The packaged `dedloc-lead serve` finds its program in ../lib/dedloc.
+out=$("$usr/bin/dedloc-lead" serve --help) || fail "packaged dedloc-lead serve --help failed: $out"
+grep -q -- "--dht-port" <<<"$out" || fail "packaged dedloc-lead serve --help printed no options: $out"
 
 # Control: the same check refuses the packaged manifest with one byte changed.
 cp "$run/manifest.json" "$tmp/manifest.json"

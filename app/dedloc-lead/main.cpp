@@ -2,6 +2,7 @@
 //   dedloc-lead make-run --corpus FILE [--corpus FILE...] --out DIR --run-id ID [options]
 //   dedloc-lead verify-run MANIFEST
 //   dedloc-lead keygen | sign | verify | rotate-key | issue-token   (KeyCommands.h)
+//   dedloc-lead serve [options]   the bootstrap node and monitor (ServeCommand.h; execs dedloc-lead-serve)
 #include "KeyCommands.h"
 #include "run/RunMaker.h"
 #include "run/RunManifest.h"
@@ -11,7 +12,14 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -27,6 +35,7 @@ int usage()
                  "  verify       verify a file against its .minisig and a public key\n"
                  "  rotate-key   let a run's lead key be replaced: the new key signed by the old one\n"
                  "  issue-token  admit a peer's key to a closed run (access token)\n"
+                 "  serve        bootstrap node and monitor: metrics, kept states, JSON status over HTTP\n"
                  "Run `dedloc-lead <command> --help` for the options of a command.\n");
     return 2;
 }
@@ -85,6 +94,37 @@ int makeRun(const QStringList &args)
     return 0;
 }
 
+// `serve` lives in its own program (dedloc-lead-serve, ServeMain.cpp): it links libtorch, and
+// the other commands should start in milliseconds, not seconds. Found next to this executable
+// (build tree) or in ../lib/dedloc (packages); exec'ed so that it keeps this process's PID.
+int execServe(int argc, char *argv[])
+{
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    std::vector<std::filesystem::path> candidates;
+    if (!ec) {
+        candidates.push_back(exe.parent_path() / "dedloc-lead-serve");
+        candidates.push_back(exe.parent_path().parent_path() / "lib" / "dedloc" / "dedloc-lead-serve");
+    }
+    for (const auto &helper : candidates) {
+        if (::access(helper.c_str(), X_OK) != 0)
+            continue;
+        std::vector<char *> args;
+        const std::string program = helper.string();
+        std::string shownName = "dedloc-lead serve"; // argv[0]: what ps and --help show
+        args.push_back(shownName.data());
+        for (int i = 2; i < argc; ++i) // drop "serve"
+            args.push_back(argv[i]);
+        args.push_back(nullptr);
+        ::execv(program.c_str(), args.data());
+        std::fprintf(stderr, "dedloc-lead serve: cannot run %s: %s\n", program.c_str(), std::strerror(errno));
+        return 2;
+    }
+    std::fprintf(stderr, "dedloc-lead serve: dedloc-lead-serve is not installed next to dedloc-lead or in ../lib/dedloc "
+                         "(an incomplete installation)\n");
+    return 2;
+}
+
 int verifyRun(const QStringList &args)
 {
     QCommandLineParser p;
@@ -129,6 +169,8 @@ int main(int argc, char *argv[])
             return dedloc::lead::rotateKey(args);
         if (command == QLatin1String("issue-token"))
             return dedloc::lead::issueToken(args);
+        if (command == QLatin1String("serve"))
+            return execServe(argc, argv);
         if (command == QLatin1String("--version")) {
             std::printf("dedloc-lead %s\n", DEDLOC_VERSION);
             return 0;

@@ -98,6 +98,9 @@ DhtNode::DhtNode(const PeerIdentity &identity, std::uint16_t port, const std::st
     } catch (const std::exception &e) {
         throw Error("cannot start the DHT node on " + bindAddress + ":" + std::to_string(port) + ": " + e.what());
     }
+    // A bootstrap node must hold the port volunteers were told: a node on another port is a failure.
+    if (port != 0 && d->runner.getBoundPort(AF_INET) != port)
+        throw Error("cannot start the DHT node on " + bindAddress + ":" + std::to_string(port) + ": the port is in use or not bindable");
 }
 
 DhtNode::~DhtNode()

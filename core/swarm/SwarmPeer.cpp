@@ -8,8 +8,10 @@
 #include "swarm/PeerService.h"
 #include "swarm/ProgressTracker.h"
 #include "swarm/StateDownload.h"
+#include "monitor/CheckpointArchive.h"
 #include "swarm/SwarmMonitor.h"
 #include "system/TorchRuntime.h"
+#include "train/Checkpoint.h"
 #include "train/MetricsWriter.h"
 #include "train/Trainer.h"
 #include "util/Error.h"
@@ -85,7 +87,7 @@ struct SwarmPeer::Impl {
     std::unique_ptr<AllReduceEndpoint> allReduce;
     std::unique_ptr<Matchmaker> matchmaker;
     std::unique_ptr<MetricsWriter> metrics;
-    std::unique_ptr<SwarmMetricsRecorder> recorder;
+    std::shared_ptr<SwarmMetricsRecorder> recorder;
     std::filesystem::path checkpointDir;
     std::string gradientSchema, stateSchema;
     double emaSamplesPerSecond = 0.0;
@@ -160,7 +162,7 @@ struct SwarmPeer::Impl {
         stateSchema = schemaHash(manifest->runId, trainer->stateElements(), "state/" + codec);
         metrics = std::make_unique<MetricsWriter>(opt.metricsOut, identity->peerId(), peerRoleName(opt.role));
         if (opt.role == PeerRole::Monitor)
-            recorder = std::make_unique<SwarmMetricsRecorder>(opt.swarmMetricsOut);
+            recorder = opt.swarmRecorder ? opt.swarmRecorder : std::make_shared<SwarmMetricsRecorder>(opt.swarmMetricsOut);
 
         TrackerOptions trackerOptions;
         trackerOptions.targetBatchSize = manifest->training.targetBatchSize;
@@ -666,12 +668,28 @@ struct SwarmPeer::Impl {
         metrics->write("validation", {{"step", trainer->step()}, {"val_loss", v}});
     }
 
-    void trySave()
+    bool trySave()
     {
         try {
             trainer->saveCheckpoint(checkpointDir);
+            return true;
         } catch (const Error &e) {
             log::error("ckpt", std::string("checkpoint not saved: ") + e.what() + "; training continues");
+            return false;
+        }
+    }
+
+    // Monitor: a copy of the checkpoint just saved, per epoch, the oldest beyond the limit removed.
+    void archiveCheckpoint()
+    {
+        if (opt.checkpointArchive.empty())
+            return;
+        try {
+            const auto file = CheckpointArchive(opt.checkpointArchive, opt.keepCheckpoints)
+                                  .add(CheckpointStore(checkpointDir).newestPath(), trainer->step());
+            log::info("ckpt", "kept the state of epoch " + std::to_string(trainer->step()) + " as " + file.string());
+        } catch (const Error &e) {
+            log::error("ckpt", std::string("checkpoint not archived: ") + e.what() + "; the monitor goes on");
         }
     }
 
@@ -771,7 +789,8 @@ struct SwarmPeer::Impl {
                                            static_cast<std::uint64_t>(trainer->stateElements()), {}, stopFlag, &why)) {
                     trainer->loadStateFlat(s->values, s->epoch);
                     afterStateChange();
-                    trySave();
+                    if (trySave())
+                        archiveCheckpoint();
                 } else {
                     log::info("monitor", "state not refreshed: " + why);
                 }

@@ -34,6 +34,8 @@
 
 namespace dedloc {
 
+class SwarmMetricsRecorder;
+
 struct SwarmOptions {
     std::filesystem::path manifest;           // required
     std::filesystem::path dataDir;            // identity.key, checkpoints in runs/<run id>/
@@ -51,6 +53,10 @@ struct SwarmOptions {
     std::uint64_t dataSeed = 0;               // 0: derived from the peer key
     std::filesystem::path metricsOut;         // this peer's JSON lines (docs/METRICS.md)
     std::filesystem::path swarmMetricsOut;    // monitor: every peer's metrics as JSON lines
+    std::shared_ptr<SwarmMetricsRecorder> swarmRecorder; // monitor: records instead of one made
+                                              // from swarmMetricsOut (dedloc-lead serve: + CSV)
+    std::filesystem::path checkpointArchive;  // monitor: keep a copy per state refresh here
+    int keepCheckpoints = 5;                  // monitor: archived copies kept (oldest removed)
     bool resume = true;                       // restore the newest checkpoint
     long maxEpoch = 0;                        // stop at this epoch (0: schedule.total_steps)
     double durationSeconds = 0.0;             // stop after this wall time (0: no limit)

@@ -122,7 +122,7 @@ QStringList SwarmHarness::commonArguments() const
             QStringLiteral("--hash-parameters"), QStringLiteral("--fresh")};
 }
 
-SwarmPeerProcess &SwarmHarness::launch(const QString &name, QStringList arguments)
+SwarmPeerProcess &SwarmHarness::launch(const QString &name, QStringList arguments, const std::filesystem::path &program)
 {
     auto p = std::make_unique<SwarmPeerProcess>();
     p->name = name;
@@ -135,12 +135,13 @@ SwarmPeerProcess &SwarmHarness::launch(const QString &name, QStringList argument
     p->process = std::make_unique<QProcess>();
     p->process->setProcessChannelMode(QProcess::MergedChannels);
     p->process->setStandardOutputFile(QString::fromStdString(p->log.string()));
+    const std::filesystem::path &executable = program.empty() ? m_app : program;
     QStringList prefix = m_prefix ? m_prefix(name) : QStringList();
     if (prefix.isEmpty()) {
-        p->process->start(QString::fromStdString(m_app.string()), arguments);
+        p->process->start(QString::fromStdString(executable.string()), arguments);
     } else {
-        const QString program = prefix.takeFirst();
-        p->process->start(program, prefix << QString::fromStdString(m_app.string()) << arguments);
+        const QString first = prefix.takeFirst();
+        p->process->start(first, prefix << QString::fromStdString(executable.string()) << arguments);
     }
     p->process->waitForStarted(10000);
     m_peers.push_back(std::move(p));
@@ -156,6 +157,34 @@ SwarmPeerProcess &SwarmHarness::startMonitor(const QStringList &extra)
     auto &monitor = launch(QStringLiteral("monitor"), args);
     QThread::msleep(300);
     return monitor;
+}
+
+SwarmPeerProcess &SwarmHarness::startLeadServe(const std::filesystem::path &leadApp, const QStringList &extra)
+{
+    m_dhtPort = freeUdpPort();
+    QStringList args{QStringLiteral("serve"),           QStringLiteral("--manifest"),
+                     QString::fromStdString(m_manifest.string()), QStringLiteral("--dht-port"),
+                     QString::number(m_dhtPort),        QStringLiteral("--status-port"),
+                     QStringLiteral("0"),               QStringLiteral("--threads"),
+                     QStringLiteral("1"),               QStringLiteral("--progress-period"),
+                     QStringLiteral("0.3"),             QStringLiteral("--status-interval"),
+                     QStringLiteral("0"),               QStringLiteral("--fresh"),
+                     QStringLiteral("--metrics-dir"),   QString::fromStdString((m_root / "serve" / "metrics").string())};
+    args << extra;
+    auto &serve = launch(QStringLiteral("serve"), args, leadApp);
+    QThread::msleep(300);
+    return serve;
+}
+
+quint16 SwarmHarness::serveStatusPort(const SwarmPeerProcess &serve)
+{
+    const QString marker = QStringLiteral("status http://127.0.0.1:");
+    const QString log = serve.logText();
+    const auto at = log.indexOf(marker);
+    if (at < 0)
+        return 0;
+    const auto end = log.indexOf(QLatin1Char('/'), at + marker.size());
+    return static_cast<quint16>(log.mid(at + marker.size(), end - at - marker.size()).toUInt());
 }
 
 SwarmPeerProcess &SwarmHarness::startPeer(const QString &name, const QStringList &extra)

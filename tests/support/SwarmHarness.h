@@ -50,6 +50,12 @@ public:
 
     // Starts the monitor (the DHT bootstrap node) on a free port.
     SwarmPeerProcess &startMonitor(const QStringList &extra = {});
+    // Starts `dedloc-lead serve` (the lead's bootstrap node and monitor; `leadApp` is the
+    // dedloc-lead executable) as the swarm's bootstrap on a free DHT port, with its HTTP status
+    // on a free TCP port (serveStatusPort() reads it from the log), metrics in <root>/serve/metrics.
+    SwarmPeerProcess &startLeadServe(const std::filesystem::path &leadApp, const QStringList &extra = {});
+    // The HTTP status port that `serve` announced in its log (0 until it did).
+    [[nodiscard]] static quint16 serveStatusPort(const SwarmPeerProcess &serve);
     // Starts a peer that bootstraps from the monitor. `extra` adds options (--role, ...).
     SwarmPeerProcess &startPeer(const QString &name, const QStringList &extra = {});
 
@@ -69,7 +75,7 @@ public:
     void setBootstrapHost(const QString &host) { m_bootstrapHost = host; }
 
 private:
-    SwarmPeerProcess &launch(const QString &name, QStringList arguments);
+    SwarmPeerProcess &launch(const QString &name, QStringList arguments, const std::filesystem::path &program = {});
 
     std::filesystem::path m_app;
     std::filesystem::path m_manifest;

@@ -1,0 +1,141 @@
+#include "monitor/MetricsCsv.h"
+
+#include "util/Error.h"
+
+#include <cerrno>
+#include <fstream>
+
+namespace dedloc {
+
+const std::vector<std::string> &metricsCsvColumns()
+{
+    // Append only: dashboards address columns by name, scripts often by position.
+    static const std::vector<std::string> columns = {
+        "recorded_at", "time",          "peer_id",    "name",          "role",    "step",           "global_epoch",
+        "samples",     "batch_samples", "loss",       "samples_per_s", "lr",      "grad_norm",      "applied",
+        "averaged",    "complete",      "group_size", "peers",         "round_s", "shard_elements", "params_sha",
+    };
+    return columns;
+}
+
+std::string metricsCsvHeader()
+{
+    std::string out;
+    for (const auto &c : metricsCsvColumns()) {
+        if (!out.empty())
+            out += ',';
+        out += c;
+    }
+    return out;
+}
+
+namespace {
+
+std::string quoteIfNeeded(std::string text)
+{
+    if (!text.empty() &&
+        (text[0] == '=' || text[0] == '+' || text[0] == '-' || text[0] == '@' || text[0] == '\t' || text[0] == '\r'))
+        text.insert(text.begin(), '\'');
+    if (text.find_first_of(",\"\r\n") == std::string::npos)
+        return text;
+    std::string out = "\"";
+    for (const char c : text) {
+        if (c == '"')
+            out += '"';
+        out += c;
+    }
+    out += '"';
+    return out;
+}
+
+} // namespace
+
+std::string csvCell(const nlohmann::json &value)
+{
+    if (value.is_null())
+        return {};
+    if (value.is_string())
+        return quoteIfNeeded(value.get<std::string>());
+    if (value.is_boolean())
+        return value.get<bool>() ? "true" : "false";
+    if (value.is_number())
+        return value.dump();
+    // An object or array where a scalar belongs: keep it readable, as quoted JSON text.
+    return quoteIfNeeded(value.dump());
+}
+
+std::string metricsCsvRow(const nlohmann::json &fields)
+{
+    std::string out;
+    bool first = true;
+    for (const auto &c : metricsCsvColumns()) {
+        if (!first)
+            out += ',';
+        first = false;
+        if (fields.is_object())
+            if (const auto it = fields.find(c); it != fields.end())
+                out += csvCell(*it);
+    }
+    return out;
+}
+
+MetricsCsvWriter::MetricsCsvWriter(const std::filesystem::path &file) : m_path(file)
+{
+    if (file.empty())
+        return;
+    std::error_code ec;
+    if (file.has_parent_path()) {
+        std::filesystem::create_directories(file.parent_path(), ec);
+        if (ec)
+            throw Error("cannot create " + file.parent_path().string() + " for the CSV metrics: " + ec.message());
+    }
+    const auto header = metricsCsvHeader();
+    bool writeHeader = true;
+    if (std::filesystem::exists(file, ec) && std::filesystem::file_size(file, ec) > 0 && !ec) {
+        std::ifstream in(file);
+        std::string first;
+        std::getline(in, first);
+        if (first != header)
+            throw Error(file.string() + " has other CSV columns than this version writes (another version's file?); "
+                                        "move it away or choose another metrics directory");
+        writeHeader = false;
+    }
+    m_file = std::fopen(file.c_str(), "a");
+    if (!m_file)
+        throw Error(systemErrorText("cannot open " + file.string() + " for the CSV metrics", errno));
+    // Unbuffered: each row is one write(), so a failed write leaves nothing in a buffer to come
+    // out later beside its retry.
+    std::setvbuf(m_file, nullptr, _IONBF, 0);
+    if (writeHeader) {
+        const auto line = header + "\n";
+        if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0) {
+            const int e = errno;
+            std::fclose(m_file);
+            m_file = nullptr;
+            throw Error(systemErrorText("cannot write the CSV header to " + file.string(), e));
+        }
+    }
+}
+
+MetricsCsvWriter::~MetricsCsvWriter()
+{
+    if (m_file)
+        std::fclose(m_file);
+}
+
+bool MetricsCsvWriter::write(const nlohmann::json &fields)
+{
+    if (!m_file)
+        return true;
+    const auto line = metricsCsvRow(fields) + "\n";
+    errno = 0;
+    if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0) {
+        m_lastError = systemErrorText("cannot append to " + m_path.string(), errno);
+        std::clearerr(m_file);
+        return false;
+    }
+    m_lastError.clear();
+    return true;
+}
+
+} // namespace dedloc
