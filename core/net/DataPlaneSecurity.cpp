@@ -22,7 +22,10 @@ std::unique_ptr<ZapHandler> DataPlaneSecurity::startZap(zmq::context_t &context)
     return std::make_unique<ZapHandler>(context, m_policy, m_registry);
 }
 
-void DataPlaneSecurity::configureServer(zmq::socket_t &socket) const { configureCurveServer(socket, m_own); }
+void DataPlaneSecurity::configureServer(zmq::socket_t &socket) const
+{
+    configureCurveServer(socket, m_own);
+}
 
 void DataPlaneSecurity::configureClient(zmq::socket_t &socket, const Ed25519PublicKey &server) const
 {
@@ -62,7 +65,8 @@ bool DataPlaneSecurity::admitRecord(const Ed25519PublicKey &presenter, const std
     if (!why.empty()) {
         m_registry->withdraw(presenter);
         std::lock_guard lock(m_mutex);
-        if (m_noted.insert(peerId + "|" + why).second)
+        // Once per peer and token: the reason itself may change every second ("expired N s ago").
+        if (m_noted.insert(peerId + "|" + token).second)
             log::warning("access", "peer " + peerId.substr(0, 8) + " is not admitted to this closed run: " + why);
         return false;
     }

@@ -52,7 +52,7 @@ class DataPlaneSecurity final {
     // "" if `peer` may take part (always in open runs), else the reason.
     [[nodiscard]] std::string admission(const Ed25519PublicKey &peer) const;
     // Checks `token` (may be empty) published by `presenter` in a signed record; if it verifies,
-    // the registry learns it and true is returned. A refusal is logged once per peer and reason.
+    // the registry learns it and true is returned. A refusal is logged once per peer and token.
     // Open runs: always true, nothing is stored.
     bool admitRecord(const Ed25519PublicKey &presenter, const std::string &token);
 
@@ -66,7 +66,7 @@ class DataPlaneSecurity final {
     AccessPolicy m_policy;
     std::shared_ptr<AccessTokenRegistry> m_registry = std::make_shared<AccessTokenRegistry>();
     mutable std::mutex m_mutex;
-    std::set<std::string> m_noted; // peer key + reason already logged
+    std::set<std::string> m_noted; // peer id + token whose refusal was logged
 };
 
 } // namespace dedloc

@@ -22,7 +22,8 @@ std::string trimmed(const std::string &s)
 
 std::int64_t unixSeconds()
 {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 } // namespace
@@ -62,8 +63,10 @@ RunAccess setUpRunAccess(const RunManifest &manifest, const PeerIdentity &identi
             throw Error("this run is closed: your access token file " + tokenFile.string() + " cannot be read");
         access.ownToken = trimmed(text.str());
     }
-    const std::string howTo = "; send your peer key " + peerKey + " (dedloc --print-peer-key) to the run's lead and "
-                              "save the token you get in " + tokenFile.string() + " (or pass --token FILE)";
+    const std::string howTo = "; send your peer key " + peerKey +
+                              " (dedloc --print-peer-key) to the run's lead and "
+                              "save the token you get in " +
+                              tokenFile.string() + " (or pass --token FILE)";
     std::string problem;
     if (access.ownToken.empty()) {
         problem = "your access token is missing (no token in " + tokenFile.string() + ")";
@@ -72,7 +75,7 @@ RunAccess setUpRunAccess(const RunManifest &manifest, const PeerIdentity &identi
             const auto token = verifyAccessToken(access.ownToken, policy.lead, policy.runId, unixSeconds());
             checkTokenBinding(token, identity.publicKey());
             log::info("access", "closed run: access token for " + token.name + " is valid for another "
-                                    + std::to_string((token.expiresAt - unixSeconds()) / 3600) + " h");
+                                    + std::to_string((token.expiresAt - unixSeconds()) / 60) + " min");
         } catch (const Error &e) {
             problem = std::string("your access token was refused: ") + e.what();
         }

@@ -24,7 +24,8 @@
 
 namespace dedloc {
 
-[[nodiscard]] std::filesystem::path defaultAccessTokenPath(const std::filesystem::path &dataDir, const std::string &runId);
+[[nodiscard]] std::filesystem::path defaultAccessTokenPath(const std::filesystem::path &dataDir,
+                                                           const std::string &runId);
 
 struct RunAccess {
     std::shared_ptr<DataPlaneSecurity> security;
