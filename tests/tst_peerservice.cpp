@@ -2,6 +2,7 @@
 // from it (core/swarm/StateDownload.h); the ban list (core/swarm/BanList.h).
 #include "net/DataPlaneSecurity.h"
 #include "security/AccessToken.h"
+#include "util/Hash.h"
 #include "swarm/BanList.h"
 #include "swarm/PeerService.h"
 #include "swarm/ServiceClient.h"
@@ -98,6 +99,17 @@ private Q_SLOTS:
         QTest::newRow("join with a huge epoch") << std::vector<std::string>{bytes(encodeServiceMessage("join", [] {
             auto j = joinToJson(join("r"));
             j["e"] = -5;
+            return j;
+        }()))} << QStringLiteral("refuse");
+        QTest::newRow("join with another peer's key") << std::vector<std::string>{bytes(encodeServiceMessage("join", [] {
+            auto j = joinToJson(join("r"));
+            const auto other = PeerIdentity::generate();
+            j["k"] = toHex(other.publicKey().data(), other.publicKey().size()); // id and key do not match
+            return j;
+        }()))} << QStringLiteral("refuse");
+        QTest::newRow("join with a malformed key") << std::vector<std::string>{bytes(encodeServiceMessage("join", [] {
+            auto j = joinToJson(join("r"));
+            j["k"] = "not hex";
             return j;
         }()))} << QStringLiteral("refuse");
         QTest::newRow("part of a bad index") << std::vector<std::string>{bytes(encodeServiceMessage("part?", {{"i", "nope"}, {"k", "x"}}))}
@@ -273,6 +285,23 @@ private Q_SLOTS:
         }
         QCOMPARE(service.followers().size(), std::size_t(1));
         QCOMPARE(service.followers()[0].peerId, good.peerId());
+    }
+
+    // BEGIN carries every member's key beside its id: a key that is not that member's, or none,
+    // refuses the whole message (a leader cannot pair an endpoint with another peer's key).
+    void beginChecksEveryMembersKey()
+    {
+        const auto a = PeerIdentity::generate(), b = PeerIdentity::generate();
+        const GroupInfo group{"g1", 3, {{a.peerId(), "tcp://127.0.0.1:1", 1.0, 1.0, a.publicKey()},
+                                        {b.peerId(), "tcp://127.0.0.1:2", 1.0, 0.0, b.publicKey()}}};
+        auto j = groupToJson(group);
+        const auto parsed = groupFromJson(j);
+        QVERIFY(parsed.members[0].publicKey == a.publicKey());
+        QVERIFY(parsed.members[1].publicKey == b.publicKey());
+        j["m"][1]["k"] = toHex(a.publicKey().data(), a.publicKey().size());
+        QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)groupFromJson(j));
+        j["m"][1].erase("k");
+        QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)groupFromJson(j));
     }
 
     void donorsAreRankedByEpochAndNeverBehind()
