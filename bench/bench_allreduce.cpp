@@ -4,7 +4,7 @@
 // bound 2 (N-1)/N * bytes on the wire / link rate when --link-mbit is given.
 //
 //   bench_allreduce [--n 2,4,8] [--elements 25000000] [--rounds 3] [--impls ours-none,ours-fp16,ours-8bit,gloo]
-//                   [--host 127.0.0.1] [--link-mbit 0] [--netns-mbit 0]
+//                   [--host 127.0.0.1] [--link-mbit 0] [--netns-mbit 0] [--curve]
 // Each measurement spawns N member processes of this executable (--member), which meet through
 // files in a temporary directory (gloo: c10d::FileStore). Loopback on 2 cores is CPU-bound.
 //
@@ -13,7 +13,11 @@
 // `tc tbf` (the member's upload and download), as a home link would be; members bind
 // 10.213.0.<rank+1>. The namespaces are removed on exit (and stale ones from an interrupted run
 // on start). Implies --link-mbit R for the bound.
+// --curve: our members' links use CurveZMQ as in the swarm (net/DataPlaneSecurity.h, open run);
+// members learn it from DEDLOC_BENCH_CURVE=1 in their environment. gloo is unaffected.
+#include "net/DataPlaneSecurity.h"
 #include "swarm/ButterflyAllReduce.h"
+#include "util/Hash.h"
 #include "system/TorchRuntime.h"
 #include "util/Log.h"
 
@@ -99,11 +103,20 @@ int member(const std::string &impl, int rank, int n, long elements, int rounds, 
             codec = Compression::Fp16;
         else if (impl == "ours-8bit")
             codec = Compression::Uniform8Bit;
-        AllReduceEndpoint endpoint(true, "tcp://" + host + ":*");
-        barrier(dir, "endpoint", rank, n, endpoint.endpoint());
+        // --curve: each member a fresh identity; "endpoint key" in the barrier file.
+        const bool curve = std::getenv("DEDLOC_BENCH_CURVE") != nullptr;
+        const auto identity = PeerIdentity::generate();
+        const auto security = curve ? std::make_shared<DataPlaneSecurity>(identity, AccessPolicy{}) : nullptr;
+        AllReduceEndpoint endpoint(true, "tcp://" + host + ":*", security);
+        barrier(dir, "endpoint", rank, n,
+                endpoint.endpoint() + " " + toHex(identity.publicKey().data(), identity.publicKey().size()));
         std::vector<GroupMember> members;
-        for (int r = 0; r < n; ++r)
-            members.push_back({"m" + std::to_string(r), readFile(dir / ("endpoint." + std::to_string(r))), 1.0, 1.0});
+        for (int r = 0; r < n; ++r) {
+            std::istringstream in(readFile(dir / ("endpoint." + std::to_string(r))));
+            std::string address, key;
+            in >> address >> key;
+            members.push_back({"m" + std::to_string(r), address, 1.0, 1.0, parsePeerKeyHex(key)});
+        }
         AllReduceOptions o;
         o.codec = codec;
         o.senderTimeout = o.reducerTimeout = 600.0;
@@ -194,6 +207,10 @@ int main(int argc, char **argv)
     double linkMbit = 0.0, netnsMbit = 0.0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
+        if (a == "--curve") { // a flag: the next argument is an option again
+            --i;
+            continue;
+        }
         if (a == "--n") ns = argv[i + 1];
         else if (a == "--elements") elements = std::stol(argv[i + 1]);
         else if (a == "--rounds") rounds = std::stoi(argv[i + 1]);
@@ -227,9 +244,13 @@ int main(int argc, char **argv)
         linkMbit = netnsMbit;
         host = "10.213.0.x (one namespace per member)";
     }
+    const bool curve = std::find(argv + 1, argv + argc, std::string("--curve")) != argv + argc;
+    if (curve)
+        setenv("DEDLOC_BENCH_CURVE", "1", 1); // the members inherit it
     const std::string self = fs::read_symlink("/proc/self/exe");
-    std::printf("bench_allreduce: %ld floats, median of %d rounds of the slowest member, host %s%s\n", elements, rounds,
-                host.c_str(), linkMbit > 0 ? (", links " + std::to_string(linkMbit) + " Mbit/s").c_str() : "");
+    std::printf("bench_allreduce: %ld floats, median of %d rounds of the slowest member, host %s%s%s\n", elements, rounds,
+                host.c_str(), linkMbit > 0 ? (", links " + std::to_string(linkMbit) + " Mbit/s").c_str() : "",
+                curve ? ", CurveZMQ on our links" : "");
     std::printf("%-3s %-10s %10s %10s %12s\n", "N", "impl", "seconds", "vs gloo", "vs bound");
     std::stringstream nl(ns);
     for (std::string nText; std::getline(nl, nText, ',');) {

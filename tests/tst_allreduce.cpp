@@ -1,5 +1,7 @@
 // Butterfly all-reduce over ZeroMQ on loopback (core/swarm/ButterflyAllReduce.h): members are
 // threads of this process, each with its own endpoint, talking over TCP on 127.0.0.1.
+#include "net/DataPlaneSecurity.h"
+#include "security/AccessToken.h"
 #include "swarm/ButterflyAllReduce.h"
 
 #include <QtTest>
@@ -32,12 +34,19 @@ struct Swarm {
     std::vector<std::vector<float>> values;
     std::vector<AllReduceReport> reports;
 
-    // reachable[i] false: client mode. weights[i] 0: auxiliary.
-    Swarm(const std::vector<bool> &reachable, const std::vector<double> &weights, std::size_t elements)
+    std::vector<PeerIdentity> identities;
+
+    // reachable[i] false: client mode. weights[i] 0: auxiliary. `security[i]` (if given and not
+    // null): member i's CurveZMQ setup; the member list then carries identities[i]'s key.
+    Swarm(const std::vector<bool> &reachable, const std::vector<double> &weights, std::size_t elements,
+          const std::vector<std::shared_ptr<DataPlaneSecurity>> &security = {}, std::vector<PeerIdentity> ids = {})
+        : identities(std::move(ids))
     {
         for (std::size_t i = 0; i < reachable.size(); ++i) {
-            endpoints.push_back(std::make_unique<AllReduceEndpoint>(reachable[i]));
-            members.push_back({"peer" + std::to_string(i), endpoints.back()->endpoint(), 1.0, weights[i]});
+            const auto secure = i < security.size() ? security[i] : nullptr;
+            endpoints.push_back(std::make_unique<AllReduceEndpoint>(reachable[i], "tcp://127.0.0.1:*", secure));
+            members.push_back({"peer" + std::to_string(i), endpoints.back()->endpoint(), 1.0, weights[i],
+                               i < identities.size() ? identities[i].publicKey() : std::array<unsigned char, 32>{}});
             values.push_back(randomVector(elements, 100 + static_cast<unsigned>(i)));
         }
         reports.resize(reachable.size());
@@ -72,6 +81,27 @@ struct Swarm {
 bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b)
 {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+bool closeTo(const std::vector<float> &values, const std::vector<double> &expected, std::size_t begin, std::size_t end)
+{
+    for (std::size_t k = begin; k < end; ++k)
+        if (!(std::abs(values[k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k]))))
+            return false;
+    return true;
+}
+
+std::vector<PeerIdentity> identities(std::size_t n)
+{
+    std::vector<PeerIdentity> out;
+    for (std::size_t i = 0; i < n; ++i)
+        out.push_back(PeerIdentity::generate());
+    return out;
+}
+
+std::int64_t unixNow()
+{
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 } // namespace
@@ -231,6 +261,111 @@ private Q_SLOTS:
             QCOMPARE(s.values[0][k], local0[k]);
             QCOMPARE(s.values[1][k], local1[k]);
         }
+    }
+
+    // Every link CurveZMQ (open run): the same weighted average, bitwise equal on every member,
+    // client mode and auxiliary roles included; a plaintext stranger's messages never arrive.
+    void encryptedRoundGivesTheSameAverage()
+    {
+        auto ids = identities(4);
+        std::vector<std::shared_ptr<DataPlaneSecurity>> security;
+        for (const auto &id : ids)
+            security.push_back(std::make_shared<DataPlaneSecurity>(id, AccessPolicy{}));
+        Swarm s({true, true, false, true}, {2.0, 1.0, 5.0, 0.0}, 20000, security, ids);
+        const auto expected = s.expectedAverage({0, 1, 2});
+        // A plaintext DEALER cannot even complete the handshake with a CURVE ROUTER.
+        zmq::context_t ctx;
+        zmq::socket_t plain(ctx, zmq::socket_type::dealer);
+        plain.set(zmq::sockopt::linger, 0);
+        plain.connect(s.members[0].endpoint);
+        const std::string bogus = "\xa1\x61g\x67group-1";
+        plain.send(zmq::buffer(bogus), zmq::send_flags::dontwait);
+        AllReduceOptions o;
+        o.partElements = 3000;
+        s.run(o, {0, 1, 2, 3});
+        for (std::size_t i : {0, 1, 2}) {
+            QVERIFY(s.reports[i].complete);
+            QVERIFY(closeTo(s.values[i], expected, 0, expected.size()));
+        }
+        QVERIFY(bitwiseEqual(s.values[0], s.values[1]));
+        QVERIFY(bitwiseEqual(s.values[0], s.values[2]));
+        QCOMPARE(s.reports[3].myShardWeight, 8.0);
+    }
+
+    // A member that connects with another key than the one the group lists for it: the reducer
+    // refuses its PARTs (the connection is not that member's), and it cannot reach that member's
+    // ROUTER either (the server key does not match). The honest members average without it.
+    void impostorKeyIsRefused()
+    {
+        auto ids = identities(3);
+        const auto impostor = PeerIdentity::generate();
+        std::vector<std::shared_ptr<DataPlaneSecurity>> security{
+            std::make_shared<DataPlaneSecurity>(ids[0], AccessPolicy{}),
+            std::make_shared<DataPlaneSecurity>(ids[1], AccessPolicy{}),
+            std::make_shared<DataPlaneSecurity>(impostor, AccessPolicy{})}; // listed as ids[2]
+        Swarm s({true, true, true}, {1.0, 3.0, 2.0}, 6000, security, ids);
+        const auto expected = s.expectedAverage({0, 1});
+        AllReduceOptions o;
+        o.senderTimeout = 0.5;
+        o.reducerTimeout = 1.0;
+        s.run(o, {0, 1, 2});
+        const auto &shards = s.reports[0].shardSizes;
+        const auto honestEnd = static_cast<std::size_t>(shards[0] + shards[1]);
+        for (std::size_t i : {0, 1}) {
+            QCOMPARE(s.reports[i].excludedSenders, std::vector<std::uint32_t>{2});
+            QVERIFY(s.reports[i].receivedFraction < 1.0); // shard 2's results never came
+            QVERIFY(closeTo(s.values[i], expected, 0, honestEnd));
+        }
+    }
+
+    // Closed run: members 0 and 1 present tokens signed by the lead for their own keys; member
+    // 2's token is expired. Its handshakes with 0 and 1 are refused (it is excluded as a sender
+    // and receives nothing), and 0 and 1 do not hand their gradients to it as a reducer either:
+    // its shard keeps their local values.
+    void closedRunRefusesAPeerWithoutAValidToken()
+    {
+        auto ids = identities(3);
+        const auto lead = minisign::generateKeyPair();
+        const std::string run = "closed-allreduce";
+        AccessPolicy policy;
+        policy.closed = true;
+        policy.lead = lead.publicKey;
+        policy.runId = run;
+        std::vector<std::shared_ptr<DataPlaneSecurity>> security;
+        for (const auto &id : ids)
+            security.push_back(std::make_shared<DataPlaneSecurity>(id, policy));
+        const auto now = unixNow();
+        const std::vector<std::string> tokens{
+            issueAccessToken(lead.secretKey, run, ids[0].publicKey(), "zero", now - 60, now + 3600),
+            issueAccessToken(lead.secretKey, run, ids[1].publicKey(), "one", now - 60, now + 3600),
+            issueAccessToken(lead.secretKey, run, ids[2].publicKey(), "two", now - 7200, now - 3600)}; // expired
+        // What the swarm does with the tokens in progress records: every member checks every other's.
+        for (std::size_t i = 0; i < 3; ++i)
+            for (std::size_t j = 0; j < 3; ++j)
+                if (i != j)
+                    QCOMPARE(security[i]->admitRecord(ids[j].publicKey(), tokens[j]), j != 2);
+        QVERIFY(security[0]->admission(ids[1].publicKey()).empty());
+        QVERIFY(QString::fromStdString(security[0]->admission(ids[2].publicKey())).contains(QStringLiteral("no access token")));
+        Swarm s({true, true, true}, {1.0, 3.0, 2.0}, 6000, security, ids);
+        const auto expected = s.expectedAverage({0, 1});
+        const auto local = s.values;
+        AllReduceOptions o;
+        o.senderTimeout = 0.5;
+        o.reducerTimeout = 1.0;
+        s.run(o, {0, 1, 2});
+        const auto &shards = s.reports[0].shardSizes;
+        const auto honestEnd = static_cast<std::size_t>(shards[0] + shards[1]);
+        const auto &local2 = local[2];
+        for (std::size_t i : {0, 1}) {
+            QCOMPARE(s.reports[i].excludedSenders, std::vector<std::uint32_t>{2});
+            QVERIFY(!s.reports[i].complete);
+            QVERIFY(closeTo(s.values[i], expected, 0, honestEnd));
+            QVERIFY(std::equal(s.values[i].begin() + static_cast<std::ptrdiff_t>(honestEnd), s.values[i].end(),
+                               local[i].begin() + static_cast<std::ptrdiff_t>(honestEnd)));
+        }
+        // The refused member received nothing: outside its own shard it keeps its local values.
+        QCOMPARE(s.reports[2].receivedFraction, 0.0);
+        QVERIFY(std::equal(s.values[2].begin(), s.values[2].begin() + static_cast<std::ptrdiff_t>(honestEnd), local2.begin()));
     }
 
     void garbageIsDroppedAndTheRoundStillCompletes()

@@ -61,6 +61,9 @@ private Q_SLOTS:
         const auto records = fetchUntil(*m_nodeB, key, [](const auto &r) { return r.size() == 1; });
         QCOMPARE(records.size(), std::size_t{1});
         QCOMPARE(records[0].peerId, m_a.peerId());
+        // The signer's key comes with the record: the CURVE key of any endpoint it advertises.
+        QVERIFY(records[0].publicKey == m_a.publicKey());
+        QVERIFY(records[0].publicKey != m_b.publicKey());
         QCOMPARE(records[0].payload, std::string("epoch=1"));
         QVERIFY(records[0].expiresAt > unixNow() + 50.0);
     }

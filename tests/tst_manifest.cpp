@@ -128,6 +128,7 @@ private Q_SLOTS:
     void rejectsInvalidField();
     void acceptsBoundaryValues_data();
     void acceptsBoundaryValues();
+    void accessDefaultsToOpen();
     void rejectsMalformedJson_data();
     void rejectsMalformedJson();
     void compressionSpellings_data();
@@ -291,6 +292,11 @@ void TestManifest::rejectsInvalidField_data()
     set("peer not a string", "/bootstrap_peers", "[31337]", "bootstrap_peers[0]: expected a string, got 31337");
     set("peers not an array", "/bootstrap_peers", "\"a.org:1\"", "bootstrap_peers: expected an array");
 
+    // Access (closed runs).
+    set("access misspelt", "/access", "\"close\"", "access: expected \"open\" or \"closed\", got \"close\"");
+    set("access as bool", "/access", "true", "access: expected a string, got true");
+    set("access empty", "/access", "\"\"", "access: expected \"open\" or \"closed\"");
+
     // Ranges and relations between fields.
     set("hidden not divisible by heads", "/model/num_heads", "3", "model.hidden_size: 256 is not a multiple of model.num_heads (3)");
     set("micro batch above target", "/training/micro_batch_size", "512",
@@ -351,6 +357,19 @@ void TestManifest::acceptsBoundaryValues_data()
                                 << R"(["[::1]:31337", "10.0.0.1:1", "peer.example.org:65535"])";
     QTest::newRow("absolute corpus path") << "set" << "/corpus/files/0/path" << "\"/data/corpus.txt\""
                                           << "\"/data/corpus.txt\"";
+    QTest::newRow("closed run") << "set" << "/access" << "\"closed\"" << "\"closed\"";
+}
+
+void TestManifest::accessDefaultsToOpen()
+{
+    const auto absent = dedloc::parseRunManifest(edited(QStringLiteral("set"), QStringLiteral("/name"), QStringLiteral("\"n\"")), {});
+    QCOMPARE(absent.closed, false);
+    const auto open = dedloc::parseRunManifest(edited(QStringLiteral("set"), QStringLiteral("/access"), QStringLiteral("\"open\"")), {});
+    QCOMPARE(open.closed, false);
+    // An open run is written without the field: manifests signed before it existed keep their bytes.
+    QVERIFY(!json::parse(dedloc::toJson(open)).contains("access"));
+    const auto closed = dedloc::parseRunManifest(edited(QStringLiteral("set"), QStringLiteral("/access"), QStringLiteral("\"closed\"")), {});
+    QCOMPARE(closed.closed, true);
 }
 
 void TestManifest::acceptsBoundaryValues()

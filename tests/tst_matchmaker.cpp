@@ -44,7 +44,7 @@ std::vector<std::unique_ptr<Peer>> makePeers(const std::vector<bool> &clientMode
         if (!clientMode[i])
             p->service = std::make_unique<PeerService>(runId);
         MatchSelf self{p->identity.peerId(), runId, clientMode[i] ? "" : "tcp://127.0.0.1:1" + std::to_string(i),
-                       -1.0, clientMode[i], true};
+                       -1.0, clientMode[i], true, p->identity.publicKey()};
         p->matchmaker = std::make_unique<Matchmaker>(*p->dht, p->service.get(), self, options);
         peers.push_back(std::move(p));
     }

@@ -1,5 +1,8 @@
 // A peer's service socket (core/swarm/PeerService.h) against bad input, and state downloads
 // from it (core/swarm/StateDownload.h); the ban list (core/swarm/BanList.h).
+#include "net/DataPlaneSecurity.h"
+#include "security/AccessToken.h"
+#include "util/Hash.h"
 #include "swarm/BanList.h"
 #include "swarm/PeerService.h"
 #include "swarm/ServiceClient.h"
@@ -42,9 +45,15 @@ std::string rawRequest(zmq::context_t &context, const std::string &endpoint, con
 
 std::string bytes(const std::vector<std::uint8_t> &v) { return {v.begin(), v.end()}; }
 
-JoinRequest join(const std::string &run, const std::string &schema = "s")
+const PeerIdentity &peerA()
 {
-    return {run, 4, schema, "peer-a", "tcp://127.0.0.1:9", -1.0, false, true};
+    static const PeerIdentity identity = PeerIdentity::generate();
+    return identity;
+}
+
+JoinRequest join(const std::string &run, const std::string &schema = "s", const PeerIdentity &who = peerA())
+{
+    return {run, 4, schema, who.peerId(), "tcp://127.0.0.1:9", -1.0, false, true, who.publicKey()};
 }
 
 } // namespace
@@ -92,6 +101,17 @@ private Q_SLOTS:
             j["e"] = -5;
             return j;
         }()))} << QStringLiteral("refuse");
+        QTest::newRow("join with another peer's key") << std::vector<std::string>{bytes(encodeServiceMessage("join", [] {
+            auto j = joinToJson(join("r"));
+            const auto other = PeerIdentity::generate();
+            j["k"] = toHex(other.publicKey().data(), other.publicKey().size()); // id and key do not match
+            return j;
+        }()))} << QStringLiteral("refuse");
+        QTest::newRow("join with a malformed key") << std::vector<std::string>{bytes(encodeServiceMessage("join", [] {
+            auto j = joinToJson(join("r"));
+            j["k"] = "not hex";
+            return j;
+        }()))} << QStringLiteral("refuse");
         QTest::newRow("part of a bad index") << std::vector<std::string>{bytes(encodeServiceMessage("part?", {{"i", "nope"}, {"k", "x"}}))}
                                              << QStringLiteral("refuse");
         QTest::newRow("a reply sent as a request") << std::vector<std::string>{bytes(encodeServiceMessage("accept", {{"d", 1.0}}))}
@@ -133,12 +153,12 @@ private Q_SLOTS:
         service.openGather({4, "s", 3, now() + 10});
         const auto request = bytes(encodeServiceMessage("join", joinToJson(join("run-2"))));
         QCOMPARE(rawRequest(m_context, service.endpoint(), {request}), std::string("refuse"));
-        QCOMPARE(service.bans().strikes("peer-a", now()), 1);
+        QCOMPARE(service.bans().strikes(peerA().peerId(), now()), 1);
         QVERIFY(service.followers().empty());
         // The right run, the wrong schema: refused, but not a strike (a normal mismatch).
         QCOMPARE(rawRequest(m_context, service.endpoint(), {bytes(encodeServiceMessage("join", joinToJson(join("run-1", "t"))))}),
                  std::string("refuse"));
-        QCOMPARE(service.bans().strikes("peer-a", now()), 1);
+        QCOMPARE(service.bans().strikes(peerA().peerId(), now()), 1);
         // Right run and schema: accepted.
         QCOMPARE(rawRequest(m_context, service.endpoint(), {bytes(encodeServiceMessage("join", joinToJson(join("run-1"))))}),
                  std::string("accept"));
@@ -186,6 +206,102 @@ private Q_SLOTS:
         QVERIFY(!downloadState({{"s", silent.get(zmq::sockopt::last_endpoint), 5}}, "r", 0, 100, o, stop, &why));
         QVERIFY(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("did not answer")), why.c_str());
+    }
+
+    // Encrypted service socket (open run): a CURVE client that knows the donor's key downloads
+    // the state bit for bit; a plaintext DEALER gets nothing; a join whose key "k" is not the key
+    // of the connection it came on (someone else's peer id and key) is refused.
+    void encryptedServiceChecksTheJoinersKey()
+    {
+        const auto donorId = PeerIdentity::generate(), meId = PeerIdentity::generate(), other = PeerIdentity::generate();
+        auto donorSecurity = std::make_shared<DataPlaneSecurity>(donorId, AccessPolicy{});
+        auto mySecurity = std::make_shared<DataPlaneSecurity>(meId, AccessPolicy{});
+        PeerService donor("r", "tcp://127.0.0.1:*", 1000, donorSecurity);
+        std::vector<float> state(2500);
+        for (std::size_t i = 0; i < state.size(); ++i)
+            state[i] = static_cast<float>(i) * 0.25F;
+        donor.setState(std::make_shared<StateSnapshot>(StateSnapshot{7, state}));
+        std::atomic<bool> stop{false};
+        std::string why;
+        DonorAdvert advert{donorId.peerId(), donor.endpoint(), 7, donorId.publicKey()};
+        const auto s = downloadState({advert}, "r", 7, state.size(), {}, stop, &why, mySecurity);
+        QVERIFY2(s.has_value(), why.c_str());
+        QVERIFY(s->values == state);
+        // A donor advertised with the wrong key (someone else's): the CURVE client refuses the server.
+        StateDownloadOptions quick;
+        quick.partTimeout = 0.5;
+        advert.publicKey = other.publicKey();
+        QVERIFY(!downloadState({advert}, "r", 7, state.size(), quick, stop, &why, mySecurity));
+        QCOMPARE(donor.served("state?"), 1LL);
+        // Plaintext: no answer at all.
+        QCOMPARE(rawRequest(m_context, donor.endpoint(), {bytes(encodeServiceMessage("state?", {{"run", "r"}}))}),
+                 std::string());
+        // Joins: with my own key, accepted; claiming another peer's id and key, refused.
+        donor.openGather({4, "s", 3, now() + 10});
+        for (const auto *who : {&meId, &other}) {
+            ServiceClient client(donor.endpoint(), mySecurity, donorId.publicKey());
+            client.send("join", joinToJson(join("r", "s", *who)));
+            const auto reply = client.receive(2.0);
+            QVERIFY(reply.has_value());
+            QCOMPARE(reply->header.at("t").get<std::string>(), std::string(who == &meId ? "accept" : "refuse"));
+        }
+        QCOMPARE(donor.followers().size(), std::size_t(1));
+        QCOMPARE(donor.followers()[0].peerId, meId.peerId());
+    }
+
+    // Closed run: the service socket's ZAP handler admits only peers whose token the registry
+    // verified. No token, an expired token, and a token issued to another key (rebound) are
+    // refused at the handshake, and the client learns it at once instead of timing out.
+    void closedServiceRefusesAtTheHandshake()
+    {
+        const auto lead = minisign::generateKeyPair();
+        AccessPolicy policy;
+        policy.closed = true;
+        policy.lead = lead.publicKey;
+        policy.runId = "r";
+        const auto leader = PeerIdentity::generate(), good = PeerIdentity::generate(), none = PeerIdentity::generate(),
+                   expired = PeerIdentity::generate(), thief = PeerIdentity::generate();
+        auto leaderSecurity = std::make_shared<DataPlaneSecurity>(leader, policy);
+        const auto t = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+        const auto goodToken = issueAccessToken(lead.secretKey, "r", good.publicKey(), "good", t - 60, t + 3600);
+        QVERIFY(leaderSecurity->admitRecord(good.publicKey(), goodToken));
+        QVERIFY(!leaderSecurity->admitRecord(none.publicKey(), ""));
+        QVERIFY(!leaderSecurity->admitRecord(
+            expired.publicKey(), issueAccessToken(lead.secretKey, "r", expired.publicKey(), "old", t - 7200, t - 3600)));
+        QVERIFY(!leaderSecurity->admitRecord(thief.publicKey(), goodToken)); // rebound: issued to `good`
+        PeerService service("r", "tcp://127.0.0.1:*", 1000, leaderSecurity);
+        service.openGather({4, "s", 5, now() + 10});
+        for (const auto *who : {&good, &none, &expired, &thief}) {
+            auto security = std::make_shared<DataPlaneSecurity>(*who, policy);
+            ServiceClient client(service.endpoint(), security, leader.publicKey());
+            client.send("join", joinToJson(join("r", "s", *who)));
+            const auto started = std::chrono::steady_clock::now();
+            const auto reply = client.receive(5.0);
+            const bool admitted = who == &good;
+            QCOMPARE(reply.has_value(), admitted);
+            QCOMPARE(client.refusedAtHandshake(), !admitted);
+            // Not a speed test: a refusal is reported by the handshake, not by the 5 s timeout.
+            QVERIFY(std::chrono::steady_clock::now() - started < std::chrono::seconds(4));
+        }
+        QCOMPARE(service.followers().size(), std::size_t(1));
+        QCOMPARE(service.followers()[0].peerId, good.peerId());
+    }
+
+    // BEGIN carries every member's key beside its id: a key that is not that member's, or none,
+    // refuses the whole message (a leader cannot pair an endpoint with another peer's key).
+    void beginChecksEveryMembersKey()
+    {
+        const auto a = PeerIdentity::generate(), b = PeerIdentity::generate();
+        const GroupInfo group{"g1", 3, {{a.peerId(), "tcp://127.0.0.1:1", 1.0, 1.0, a.publicKey()},
+                                        {b.peerId(), "tcp://127.0.0.1:2", 1.0, 0.0, b.publicKey()}}};
+        auto j = groupToJson(group);
+        const auto parsed = groupFromJson(j);
+        QVERIFY(parsed.members[0].publicKey == a.publicKey());
+        QVERIFY(parsed.members[1].publicKey == b.publicKey());
+        j["m"][1]["k"] = toHex(a.publicKey().data(), a.publicKey().size());
+        QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)groupFromJson(j));
+        j["m"][1].erase("k");
+        QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)groupFromJson(j));
     }
 
     void donorsAreRankedByEpochAndNeverBehind()

@@ -12,7 +12,15 @@ namespace {
 
 ProgressRecord rec(const std::string &id, long epoch, long samples, double sps, double time, bool client = false)
 {
-    return {id, epoch, samples, sps, time, time + 60.0, client};
+    ProgressRecord r;
+    r.peerId = id;
+    r.epoch = epoch;
+    r.samplesAccumulated = samples;
+    r.samplesPerSecond = sps;
+    r.time = time;
+    r.expiresAt = time + 60.0;
+    r.clientMode = client;
+    return r;
 }
 
 TrackerOptions options(long target)

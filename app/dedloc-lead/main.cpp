@@ -60,7 +60,8 @@ int makeRun(const QStringList &args)
     const QCommandLineOption warmup(QStringLiteral("warmup-steps"), QStringLiteral("Linear warm-up steps."), QStringLiteral("n"), QStringLiteral("100"));
     const QCommandLineOption total(QStringLiteral("total-steps"), QStringLiteral("Steps until the rate decays to 0."), QStringLiteral("n"), QStringLiteral("5000"));
     const QCommandLineOption keepTokenizer(QStringLiteral("keep-tokenizer"), QStringLiteral("Reuse DIR/tokenizer.model instead of training one."));
-    p.addOptions({corpus, out, runId, name, lead, description, preset, vocab, seqLen, target, micro, lr, warmup, total, keepTokenizer});
+    const QCommandLineOption closed(QStringLiteral("closed"), QStringLiteral("A closed run: only peers with an access token (issue-token) may join."));
+    p.addOptions({corpus, out, runId, name, lead, description, preset, vocab, seqLen, target, micro, lr, warmup, total, keepTokenizer, closed});
     p.process(args);
     if (!p.isSet(corpus) || !p.isSet(out) || !p.isSet(runId)) {
         std::fprintf(stderr, "dedloc-lead make-run: --corpus, --out and --run-id are required\n");
@@ -84,13 +85,14 @@ int makeRun(const QStringList &args)
     o.warmupSteps = p.value(warmup).toInt(&ok); all &= ok;
     o.totalSteps = p.value(total).toInt(&ok); all &= ok;
     o.retrainTokenizer = !p.isSet(keepTokenizer);
+    o.closed = p.isSet(closed);
     if (!all) {
         std::fprintf(stderr, "dedloc-lead make-run: a numeric option has a value that is not a number\n");
         return 2;
     }
     const auto m = dedloc::makeRun(o);
-    std::printf("wrote %s (run %s, %d-token tokenizer, preset %s)\n", (o.outputDir / "manifest.json").c_str(),
-                m.runId.c_str(), m.model.vocabSize, m.model.preset.c_str());
+    std::printf("wrote %s (%s run %s, %d-token tokenizer, preset %s)\n", (o.outputDir / "manifest.json").c_str(),
+                m.closed ? "closed" : "open", m.runId.c_str(), m.model.vocabSize, m.model.preset.c_str());
     return 0;
 }
 

@@ -68,7 +68,8 @@ int CommandLine::parse(const QStringList &arguments)
     const auto leadKeyOpt = option("lead-key", "The run lead's public key (minisign format) to verify the manifest with (default: the installed key for the bundled run, else the key pinned on first join).", "file");
     const auto allowUnsignedOpt = option("allow-unsigned", "Development only: train on a run whose manifest is not signed or does not verify.");
     const auto printPeerKeyOpt = option("print-peer-key", "Print this peer's public key (64 hex digits, what a lead needs to issue an access token) and exit.");
-    p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt});
+    const auto tokenOpt = option("token", "Closed runs: the access token file from the run's lead (default: <data dir>/runs/<run id>/access.token).", "file");
+    p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt, tokenOpt});
     p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
                   soloOpt, joinOpt, role, name, bootstrap, dhtPort, host, clientMode, bandwidth, microBatch, dataSeed,
                   progressPeriod, matchmakingTime, averageStateEvery, swarmMetrics, hashParameters, dumpParameters,
@@ -132,6 +133,14 @@ int CommandLine::parse(const QStringList &arguments)
     w.maxEpoch = s.maxSteps;
     w.resume = s.resume;
     w.name = p.value(name).toStdString();
+    if (p.isSet(tokenOpt)) {
+        if (p.isSet(localSwarmOpt))
+            return bad("--token is for one peer; a local swarm's peers each have their own data directory");
+        w.accessTokenFile = p.value(tokenOpt).toStdString();
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(w.accessTokenFile, ec))
+            return bad(("--token: no such file: " + w.accessTokenFile.string()).c_str());
+    }
     const auto roleName = p.value(role);
     if (roleName == QLatin1String("trainer"))
         w.role = dedloc::PeerRole::Trainer;

@@ -95,7 +95,7 @@ int printPeerKey(const std::filesystem::path &dataDir)
 
 // Nothing is trained from a run whose manifest is not signed by its lead (security/RunTrust.h).
 // Returns -1 to go on, or the exit code. `status` gets what the join page shows.
-int verifyRun(const CommandLine &cli, std::string &status)
+int verifyRun(CommandLine &cli, std::string &status)
 {
     const auto &manifest = cli.session.manifest;
     std::optional<std::filesystem::path> installedKey = cli.leadKey;
@@ -110,6 +110,7 @@ int verifyRun(const CommandLine &cli, std::string &status)
         const auto trust = dedloc::verifyRunManifest(manifest, cli.session.dataDir / "trust", installedKey);
         dedloc::log::info("app", "run manifest verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
         status = "verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")";
+        cli.swarm.leadKey = trust.key; // closed runs: it signs the access tokens
     } catch (const dedloc::Error &e) {
         if (!cli.allowUnsigned) {
             std::fprintf(stderr, "dedloc: %s\n", e.what());

@@ -164,16 +164,16 @@ std::string ZapHandler::lastRefusal() const
     return m_lastRefusal;
 }
 
-std::string ZapHandler::judge(const CurveKey &clientKey) const
+std::string judgeAccess(const AccessPolicy &policy, const AccessTokenRegistry *registry, const CurveKey &clientKey)
 {
-    if (!m_policy.closed)
+    if (!policy.closed)
         return {};
-    const auto entry = m_registry->find(clientKey);
+    const auto entry = registry ? registry->find(clientKey) : std::nullopt;
     if (!entry)
         return "no access token for client key " + toHex(clientKey.data(), 8) + "... (closed run)";
     try {
-        const auto token =
-            verifyAccessToken(entry->token, m_policy.lead, m_policy.runId, m_policy.now(), m_policy.skewSeconds);
+        const auto now = policy.now ? policy.now() : systemNow();
+        const auto token = verifyAccessToken(entry->token, policy.lead, policy.runId, now, policy.skewSeconds);
         // Binding: the token's peer key must be the identity behind this Curve key.
         checkTokenBinding(token, entry->presenter);
         if (curvePublicKeyOf(token.peerKey) != clientKey)
@@ -182,6 +182,11 @@ std::string ZapHandler::judge(const CurveKey &clientKey) const
         return e.what();
     }
     return {};
+}
+
+std::string ZapHandler::judge(const CurveKey &clientKey) const
+{
+    return judgeAccess(m_policy, m_registry.get(), clientKey);
 }
 
 void ZapHandler::loop(void *socket)

@@ -102,6 +102,13 @@ struct AccessPolicy {
     std::int64_t skewSeconds = ClockSkewSeconds;
 };
 
+// The ZAP decision for one client Curve key under `policy` ("" = accepted, else the reason):
+// open runs accept everyone; closed runs need a registry entry whose token verifies (lead key,
+// run id, validity with skew) and is bound to the identity behind that Curve key. ZapHandler
+// applies it at the handshake; the swarm applies it to the peers it is about to connect to.
+[[nodiscard]] std::string judgeAccess(const AccessPolicy &policy, const AccessTokenRegistry *registry,
+                                      const CurveKey &clientKey);
+
 class ZapHandler final {
   public:
     // `registry` is shared with the code that fills it; required for closed runs, may be null for open runs.

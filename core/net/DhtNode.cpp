@@ -66,6 +66,7 @@ std::optional<SignedRecord> verifyRecord(const std::string &key, const std::vect
         if (!PeerIdentity::verify(publicKey, signedBytes(j), signature))
             return std::nullopt;
         r.peerId = PeerIdentity::peerIdOf(publicKey);
+        r.publicKey = publicKey;
         return r;
     } catch (const std::exception &) {
         return std::nullopt;

@@ -19,6 +19,7 @@
 // bootstrap() is called.
 #include "net/PeerIdentity.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,7 @@ namespace dedloc {
 
 struct SignedRecord {
     std::string peerId;       // derived from the verified public key
+    std::array<unsigned char, PeerIdentity::PublicKeyBytes> publicKey{}; // the signer's Ed25519 key
     std::uint64_t sequence = 0;
     double time = 0.0;        // Unix seconds, publisher's clock
     double expiresAt = 0.0;

@@ -80,6 +80,7 @@ RunManifest makeRun(const MakeRunOptions &o)
     m.schedule.warmupSteps = o.warmupSteps;
     m.schedule.totalSteps = o.totalSteps;
     m.compression = o.compression;
+    m.closed = o.closed;
 
     // Round-trip through the parser so that we never write a manifest we would refuse.
     const std::string json = toJson(m);

@@ -28,6 +28,7 @@ struct MakeRunOptions {
     double validationFraction = 0.02;
     Compression compression = Compression::Fp16;
     bool retrainTokenizer = true;              // false: keep an existing tokenizer.model
+    bool closed = false;                       // "access": "closed": access tokens required
 };
 
 // Shapes of the presets (hidden, layers, heads, intermediate): tiny H128 L2 (2 heads, 512);

@@ -303,7 +303,7 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     }
     const ObjectReader root(doc, "",
                             {"format_version", "run_id", "name", "lead", "description", "model", "tokenizer", "corpus",
-                             "training", "optimizer", "schedule", "compression", "bootstrap_peers"});
+                             "training", "optimizer", "schedule", "compression", "bootstrap_peers", "access"});
     RunManifest m;
     m.baseDir = baseDir;
 
@@ -411,6 +411,12 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
             fail(path, "expected \"host:port\" with port 1..65535, got " + quote(peers[i]));
         m.bootstrapPeers.push_back(address);
     }
+    if (root.has("access")) {
+        const std::string access = root.string("access");
+        if (access != "open" && access != "closed")
+            fail("access", "expected \"open\" or \"closed\", got " + quote(access));
+        m.closed = access == "closed";
+    }
     return m;
 }
 
@@ -476,6 +482,12 @@ std::string toJson(const RunManifest &m)
         {"compression", compressionName(m.compression)},
         {"bootstrap_peers", m.bootstrapPeers},
     };
+    // Written only for closed runs, so open manifests keep the bytes (and signatures) they had.
+    if (m.closed) {
+        json closed = doc;
+        closed["access"] = "closed";
+        return closed.dump(2);
+    }
     return doc.dump(2);
 }
 

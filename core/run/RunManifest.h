@@ -76,6 +76,10 @@ struct RunManifest {
     ScheduleSpec schedule;
     Compression compression = Compression::Fp16;
     std::vector<std::string> bootstrapPeers; // "host:port"
+    // "access": "closed" admits only peers holding an access token signed by the run's lead key
+    // (security/AccessToken.h; checked at the data-plane handshake, net/CurveSecurity.h).
+    // Optional; absent or "open": anyone may join (links are encrypted either way).
+    bool closed = false;
 
     // Directory the relative paths resolve against (not part of the JSON).
     std::filesystem::path baseDir;

@@ -1,5 +1,6 @@
 #include "swarm/ButterflyAllReduce.h"
 
+#include "net/DataPlaneSecurity.h"
 #include "net/WireMessage.h"
 #include "swarm/LoadBalancing.h"
 #include "util/Error.h"
@@ -60,20 +61,31 @@ struct PartState {
 
 struct AllReduceEndpoint::Impl {
     zmq::context_t context{1};
+    std::shared_ptr<const DataPlaneSecurity> security;
+    std::unique_ptr<ZapHandler> zap; // before the ROUTER binds; destroyed after it
     std::unique_ptr<zmq::socket_t> router;
     std::string endpoint;
     // Messages for a group whose round has not started here yet (a faster peer began earlier).
     std::multimap<std::string, std::vector<zmq::message_t>> pending;
 };
 
-AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddress) : d(std::make_unique<Impl>())
+AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddress,
+                                     std::shared_ptr<const DataPlaneSecurity> security)
+    : d(std::make_unique<Impl>())
 {
+    d->security = std::move(security);
     if (!reachable)
         return;
+    if (d->security)
+        d->zap = d->security->startZap(d->context);
     d->router = std::make_unique<zmq::socket_t>(d->context, zmq::socket_type::router);
+    // Every option before bind (changing a ROUTER's options with live connections crashed
+    // libzmq 4.3.4's I/O thread).
     d->router->set(zmq::sockopt::linger, 0);
     d->router->set(zmq::sockopt::rcvhwm, 0);
     d->router->set(zmq::sockopt::sndhwm, 0);
+    if (d->security)
+        d->security->configureServer(*d->router);
     try {
         d->router->bind(bindAddress);
     } catch (const zmq::error_t &e) {
@@ -85,7 +97,8 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
 AllReduceEndpoint::~AllReduceEndpoint()
 {
     d->pending.clear();
-    d->router.reset(); // sockets before the context
+    d->router.reset(); // sockets before the ZAP handler and the context
+    d->zap.reset();
 }
 
 std::string AllReduceEndpoint::endpoint() const { return d->endpoint; }
@@ -131,6 +144,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     std::vector<std::vector<bool>> resultSeen(n);
     std::vector<std::vector<Piece>> outgoing(n);
     std::vector<std::uint32_t> nextPart(n, 0);
+    std::uint64_t skippedBack = 0; // elements of shards whose reducer we would not connect to
     if (iSend) {
         for (std::size_t j = 0; j < n; ++j) {
             if (j == me || report.shardSizes[j] == 0)
@@ -139,6 +153,24 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             s->set(zmq::sockopt::linger, 0);
             s->set(zmq::sockopt::sndhwm, SendQueue);
             s->set(zmq::sockopt::rcvhwm, receiveQueue);
+            if (d->security) {
+                // Closed run: never hand gradients to a member whose access token we have not
+                // verified. Either way its shard keeps local values, without waiting for it.
+                std::string refusal = d->security->admission(members[j].publicKey);
+                if (refusal.empty()) {
+                    try {
+                        d->security->configureClient(*s, members[j].publicKey);
+                    } catch (const Error &e) {
+                        refusal = e.what();
+                    }
+                }
+                if (!refusal.empty()) {
+                    log::warning("allreduce", "group " + groupId + ": not sending to member " + std::to_string(j) + " ("
+                                                  + members[j].peerId.substr(0, 8) + "): " + refusal);
+                    skippedBack += static_cast<std::uint64_t>(report.shardSizes[j]);
+                    continue;
+                }
+            }
             s->connect(members[j].endpoint);
             outgoing[j] = pieces(static_cast<std::uint64_t>(report.shardSizes[j]), options.partElements);
             expectedBack[j] = static_cast<std::uint64_t>(report.shardSizes[j]);
@@ -205,6 +237,16 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             if (i != me && members[i].weight > 0.0) {
                 expectedSender[i] = true;
                 ++expectedCount;
+            }
+    std::vector<CurveKey> senderCurveKeys(n);
+    if (d->security && myShard > 0)
+        for (std::size_t i = 0; i < n; ++i)
+            if (expectedSender[i]) {
+                try {
+                    senderCurveKeys[i] = curvePublicKeyOf(members[i].publicKey);
+                } catch (const Error &) {
+                    // All zeros never matches a connection: that member's PARTs are refused.
+                }
             }
     std::size_t partsReduced = 0;
     double reducedAt = 0.0;
@@ -301,6 +343,13 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             throw ProtocolError("not a PART for shard " + std::to_string(me));
         if (!expectedSender[h.sender])
             throw ProtocolError("member " + std::to_string(h.sender) + " is not a sender of this round");
+        if (d->security) {
+            // The header names the sender; the CURVE handshake proved who is on this connection.
+            const auto key = DataPlaneSecurity::senderKey(frames[1]);
+            if (!key || *key != senderCurveKeys[h.sender])
+                throw ProtocolError("PART claims to come from member " + std::to_string(h.sender)
+                                    + " but the connection is not that member's key");
+        }
         if (h.parts != myParts.size() || h.offset != myParts[h.part].offset || h.count != myParts[h.part].count)
             throw ProtocolError("PART does not match the agreed shard layout");
         auto &s = senders[h.sender];
@@ -461,7 +510,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     log::debug("allreduce", "group " + groupId + ": parts sent " + std::to_string(sentAt) + " s, shard reduced "
                                 + std::to_string(reducedAt) + " s, results in " + std::to_string(elapsed()) + " s");
 
-    std::uint64_t expected = 0, received = 0;
+    std::uint64_t expected = skippedBack, received = 0;
     for (std::size_t j = 0; j < n; ++j) {
         expected += expectedBack[j];
         received += std::min(receivedBack[j], expectedBack[j]);

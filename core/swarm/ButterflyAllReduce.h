@@ -12,6 +12,10 @@
 // Transport: a reachable member's AllReduceEndpoint binds one ROUTER; every sender connects a
 // DEALER to each reducer and receives the results on that same connection, so client-mode
 // members (behind NAT, no ROUTER) never accept a connection.
+// Security (net/DataPlaneSecurity.h): with a DataPlaneSecurity every link is CurveZMQ: the ROUTER
+// is a CURVE server behind this context's ZAP handler (closed runs: access tokens), each DEALER
+// authenticates the reducer by GroupMember::publicKey, and a PART is accepted only on a
+// connection whose client key is the key of the member its header names as sender.
 //
 // Determinism: a reducer sums senders in member order, and applies to its own shard the same
 // encoded-then-decoded average it sends, so all members end with bitwise-identical values.
@@ -26,6 +30,7 @@
 #include "compress/Compression.h"
 #include "net/TokenBucket.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -34,11 +39,16 @@
 
 namespace dedloc {
 
+class DataPlaneSecurity;
+
 struct GroupMember {
     std::string peerId;
     std::string endpoint;    // ZeroMQ endpoint of its ROUTER ("tcp://127.0.0.1:5555"); empty: client mode
     double bandwidth = -1.0; // for shard sizes; < 0 unknown, 0 reduces nothing (forced for client mode)
     double weight = 0.0;     // samples contributed; 0: auxiliary (averages only)
+    // Its Ed25519 identity key (the peer id derives from it): the CURVE server key of its ROUTER
+    // and the key its own connections authenticate with. Required when the endpoint is secured.
+    std::array<unsigned char, 32> publicKey{};
 };
 
 struct AllReduceOptions {
@@ -76,7 +86,10 @@ struct AllReduceReport {
 class AllReduceEndpoint final {
 public:
     // reachable: bind a ROUTER at `bindAddress` (port * = ephemeral). Not reachable: client mode.
-    explicit AllReduceEndpoint(bool reachable, const std::string &bindAddress = "tcp://127.0.0.1:*");
+    // `security` null: plaintext links (unit tests, the benchmark's --curve off); the swarm always
+    // passes one. Throws dedloc::Error if the ROUTER cannot bind.
+    explicit AllReduceEndpoint(bool reachable, const std::string &bindAddress = "tcp://127.0.0.1:*",
+                               std::shared_ptr<const DataPlaneSecurity> security = nullptr);
     ~AllReduceEndpoint();
     AllReduceEndpoint(const AllReduceEndpoint &) = delete;
     AllReduceEndpoint &operator=(const AllReduceEndpoint &) = delete;

@@ -1,5 +1,6 @@
 #include "swarm/Matchmaker.h"
 
+#include "net/DataPlaneSecurity.h"
 #include "swarm/ServiceClient.h"
 #include "util/Hash.h"
 #include "util/Log.h"
@@ -40,8 +41,9 @@ void setWhy(std::string *why, const std::string &text)
 
 } // namespace
 
-Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options)
-    : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options)
+Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
+                       std::shared_ptr<const DataPlaneSecurity> security)
+    : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security))
 {
     if (m_self.clientMode)
         m_service = nullptr;
@@ -53,10 +55,11 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
     g.leader = true;
     g.info.groupId = randomGroupId(epoch);
     g.info.epoch = epoch;
-    g.info.members.push_back({m_self.peerId, m_self.allReduceEndpoint, m_self.bandwidth, m_self.sender ? 1.0 : 0.0});
+    g.info.members.push_back(
+        {m_self.peerId, m_self.allReduceEndpoint, m_self.bandwidth, m_self.sender ? 1.0 : 0.0, m_self.publicKey});
     for (const auto &f : followers)
         g.info.members.push_back({f.peerId, f.clientMode ? std::string() : f.allReduceEndpoint,
-                                  f.clientMode ? 0.0 : f.bandwidth, f.sender ? 1.0 : 0.0});
+                                  f.clientMode ? 0.0 : f.bandwidth, f.sender ? 1.0 : 0.0, f.publicKey});
     std::sort(g.info.members.begin(), g.info.members.end(),
               [](const GroupMember &a, const GroupMember &b) { return a.peerId < b.peerId; });
     for (std::size_t i = 0; i < g.info.members.size(); ++i)
@@ -70,11 +73,16 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
 std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long epoch, const std::string &schema,
                                               const std::atomic<bool> &stop, std::string *why)
 {
-    ServiceClient client(leader.serviceEndpoint);
+    ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId, epoch, schema, m_self.peerId, m_self.allReduceEndpoint,
-                        m_self.bandwidth, m_self.clientMode, m_self.sender};
+                        m_self.bandwidth, m_self.clientMode, m_self.sender, m_self.publicKey};
     client.send("join", joinToJson(request));
     auto reply = client.receive(m_options.requestTimeout);
+    if (!reply && client.refusedAtHandshake()) {
+        setWhy(why, "leader " + leader.peerId.substr(0, 8) + " refused the encrypted handshake"
+                        + (m_security && m_security->closed() ? " (closed run: is this peer's access token valid?)" : ""));
+        return std::nullopt;
+    }
     if (!reply) {
         setWhy(why, "leader " + leader.peerId.substr(0, 8) + " did not answer");
         return std::nullopt;
@@ -188,6 +196,11 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
             if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
                 || d.expiresAt <= now || (retryAfter.count(d.peerId) && retryAfter[d.peerId] > now))
                 continue;
+            if (m_security && !m_security->admission(d.publicKey).empty()) {
+                // Closed run: never ask a peer whose access token we have not verified.
+                retryAfter[d.peerId] = now + 1.0;
+                continue;
+            }
             // In the second half of the window a peer that nobody joined also asks leaders
             // ordered after it: its declaration may not have reached the others in time (DHT
             // lag), and they may already follow a later leader. No deadlock: it closed its own

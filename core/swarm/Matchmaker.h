@@ -16,6 +16,11 @@
 // the leader's deadline plus the request timeout, looks for any other leader until its own
 // deadline plus the request timeout, then gives up (the caller steps on local gradients).
 // Client-mode peers never lead: they have no service socket and only ask.
+// Security: joins go over CURVE to the key that signed the leader's declaration; in a closed
+// run a candidate whose access token this peer has not verified is never asked (a peer without
+// a token cannot lead), and a refused handshake is reported as such.
+// BEGIN lists every member's key beside its endpoint (checked against the joiner's connection
+// by the leader's PeerService).
 //
 // Threads: formGroup() runs on the calling thread (the averaging thread) and returns within
 // window + 2 x requestTimeout, or sooner when `stop` becomes true.
@@ -23,8 +28,10 @@
 #include "swarm/PeerService.h"
 #include "swarm/SwarmMessages.h"
 
+#include <array>
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -45,6 +52,7 @@ struct MatchSelf {
     double bandwidth = -1.0;        // declared upload bandwidth (any unit shared by the swarm)
     bool clientMode = false;
     bool sender = true;             // false: auxiliary peer
+    std::array<unsigned char, 32> publicKey{}; // Ed25519 identity key (peerId derives from it)
 };
 
 struct FormedGroup {
@@ -55,8 +63,10 @@ struct FormedGroup {
 
 class Matchmaker final {
 public:
-    // `service` is null in client mode. Both must outlive the matchmaker.
-    Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options);
+    // `service` is null in client mode. Both must outlive the matchmaker. `security` null:
+    // plaintext (unit tests only).
+    Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
+               std::shared_ptr<const DataPlaneSecurity> security = nullptr);
 
     // `expectedPeers()`: peers (this one included) that will average at this epoch, 0 if
     // unknown; asked again while gathering (progress records arrive meanwhile).
@@ -76,6 +86,7 @@ private:
     PeerService *m_service;
     MatchSelf m_self;
     MatchmakingOptions m_options;
+    std::shared_ptr<const DataPlaneSecurity> m_security;
 };
 
 } // namespace dedloc

@@ -1,5 +1,6 @@
 #include "swarm/PeerService.h"
 
+#include "net/DataPlaneSecurity.h"
 #include "util/Error.h"
 #include "util/Hash.h"
 #include "util/Log.h"
@@ -37,6 +38,8 @@ struct PeerService::Impl {
     std::string runId;
     std::uint64_t partElements;
     zmq::context_t context{1};
+    std::shared_ptr<const DataPlaneSecurity> security;
+    std::unique_ptr<ZapHandler> zap; // before the ROUTER binds; destroyed after it
     zmq::socket_t router{context, zmq::socket_type::router};
     std::string endpoint;
     BanList bans;
@@ -89,6 +92,13 @@ struct PeerService::Impl {
                 const auto r = joinFromJson(m);
                 if (bans.isBanned(r.peerId, now))
                     return reply(routingId, "refuse", {{"why", "banned"}});
+                if (security) {
+                    const auto key = DataPlaneSecurity::senderKey(frames[1]);
+                    if (!key || *key != curvePublicKeyOf(r.publicKey)) {
+                        bans.strike(connection, "join with a key that is not its connection's", now);
+                        return reply(routingId, "refuse", {{"why", "your key is not the key of your connection"}});
+                    }
+                }
                 if (r.runId != runId) {
                     bans.strike(r.peerId, "join for unknown run \"" + r.runId + "\"", now);
                     return reply(routingId, "refuse", {{"why", "unknown run"}});
@@ -178,13 +188,20 @@ struct PeerService::Impl {
     }
 };
 
-PeerService::PeerService(std::string runId, const std::string &bindAddress, std::uint64_t partElements)
+PeerService::PeerService(std::string runId, const std::string &bindAddress, std::uint64_t partElements,
+                         std::shared_ptr<const DataPlaneSecurity> security)
     : d(std::make_unique<Impl>())
 {
     d->runId = std::move(runId);
     d->partElements = partElements;
+    d->security = std::move(security);
+    if (d->security)
+        d->zap = d->security->startZap(d->context);
+    // Every option before bind (libzmq 4.3.4 crashed on a ROUTER changed with live connections).
     d->router.set(zmq::sockopt::linger, 0);
     d->router.set(zmq::sockopt::router_mandatory, 0);
+    if (d->security)
+        d->security->configureServer(d->router);
     try {
         d->router.bind(bindAddress);
     } catch (const zmq::error_t &e) {
@@ -200,6 +217,7 @@ PeerService::~PeerService()
     if (d->thread.joinable())
         d->thread.join();
     d->router.close();
+    d->zap.reset(); // after the socket, before the context
 }
 
 std::string PeerService::endpoint() const { return d->endpoint; }

@@ -12,6 +12,10 @@
 // Donor side: setState() publishes a snapshot; the two newest are kept so that a download in
 // progress survives one step of the donor.
 //
+// Security (net/DataPlaneSecurity.h): with one, the ROUTER is a CURVE server behind its own
+// context's ZAP handler (closed runs: only peers with a valid access token get through the
+// handshake), and a join is accepted only if its key "k" is the key of the connection it came on.
+//
 // Threads: all methods are thread-safe and never block on the network. The destructor stops
 // and joins the thread (within one poll interval, 20 ms).
 // Errors: dedloc::Error if the ROUTER cannot bind.
@@ -23,6 +27,8 @@
 #include <vector>
 
 namespace dedloc {
+
+class DataPlaneSecurity;
 
 struct GatherSpec {
     long epoch = 0;
@@ -38,8 +44,9 @@ struct StateSnapshot {
 
 class PeerService final {
 public:
+    // `security` null: plaintext (unit tests only; the swarm always passes one).
     PeerService(std::string runId, const std::string &bindAddress = "tcp://127.0.0.1:*",
-                std::uint64_t partElements = 128 * 1024);
+                std::uint64_t partElements = 128 * 1024, std::shared_ptr<const DataPlaneSecurity> security = nullptr);
     ~PeerService();
     PeerService(const PeerService &) = delete;
     PeerService &operator=(const PeerService &) = delete;

@@ -37,6 +37,7 @@ struct ProgressRecord {
     bool clientMode = false;
     PeerRole role = PeerRole::Trainer;
     bool paused = false;            // a paused peer reports 0 samples and 0 samples/s
+    std::string accessToken;        // closed runs: the peer's access token ("" in open runs)
 };
 
 struct TrackerOptions {

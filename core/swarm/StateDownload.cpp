@@ -1,5 +1,6 @@
 #include "swarm/StateDownload.h"
 
+#include "net/DataPlaneSecurity.h"
 #include "swarm/ServiceClient.h"
 #include "util/Log.h"
 
@@ -41,11 +42,16 @@ namespace {
 
 std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
                                           std::uint64_t expectedElements, const StateDownloadOptions &options,
-                                          const std::atomic<bool> &stop, std::string &why)
+                                          const std::atomic<bool> &stop, std::string &why,
+                                          const std::shared_ptr<const DataPlaneSecurity> &security)
 {
-    ServiceClient client(donor.serviceEndpoint);
+    ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
     client.send("state?", {{"run", runId}});
     auto reply = client.receive(options.partTimeout);
+    if (!reply && client.refusedAtHandshake()) {
+        why = "donor refused the encrypted handshake";
+        return std::nullopt;
+    }
     if (!reply) {
         why = "donor did not answer";
         return std::nullopt;
@@ -111,7 +117,7 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
 std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &rankedDonors, const std::string &runId,
                                            long minEpoch, std::uint64_t expectedElements,
                                            const StateDownloadOptions &options, const std::atomic<bool> &stop,
-                                           std::string *why)
+                                           std::string *why, const std::shared_ptr<const DataPlaneSecurity> &security)
 {
     std::string last = "no state donor at epoch " + std::to_string(minEpoch) + " or later";
     int tried = 0;
@@ -119,7 +125,15 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
         if (stop.load() || tried++ >= options.maxDonors)
             break;
         std::string reason;
-        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, reason)) {
+        if (security) {
+            reason = security->admission(donor.publicKey);
+            if (!reason.empty()) {
+                last = "donor " + donor.peerId.substr(0, 8) + " is not admitted to this closed run: " + reason;
+                --tried;
+                continue;
+            }
+        }
+        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, reason, security)) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + donor.peerId.substr(0, 8));
             return s;

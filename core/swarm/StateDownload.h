@@ -9,6 +9,8 @@
 // The layout is checked against `expectedElements` before anything is allocated, and a
 // download times out on lack of progress (`partTimeout` per part), not on total time. A donor
 // that fails is skipped and the next one tried.
+// Security: the download runs over CURVE to the key that signed the donor's advert; in a closed
+// run donors whose access token this peer has not verified are skipped.
 //
 // Threads: runs on the calling thread; returns within about (donors tried) x partTimeout after
 // progress stops, or soon after `stop` becomes true.
@@ -16,11 +18,14 @@
 #include "swarm/PeerService.h"
 
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace dedloc {
+
+class DataPlaneSecurity;
 
 struct StateDownloadOptions {
     double partTimeout = 10.0;   // seconds without progress before a donor is given up
@@ -34,9 +39,11 @@ struct StateDownloadOptions {
 // The order in which to try donors: epoch >= minEpoch, highest first, ties shuffled.
 [[nodiscard]] std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch);
 
+// `security` null: plaintext (unit tests only).
 std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &rankedDonors, const std::string &runId,
                                            long minEpoch, std::uint64_t expectedElements,
                                            const StateDownloadOptions &options, const std::atomic<bool> &stop,
-                                           std::string *why = nullptr);
+                                           std::string *why = nullptr,
+                                           const std::shared_ptr<const DataPlaneSecurity> &security = nullptr);
 
 } // namespace dedloc

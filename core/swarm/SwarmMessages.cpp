@@ -1,5 +1,6 @@
 #include "swarm/SwarmMessages.h"
 
+#include "security/AccessToken.h"
 #include "util/Hash.h"
 
 #include <nlohmann/json.hpp>
@@ -80,6 +81,24 @@ std::string endpoint(const json &j, const char *key)
     return e;
 }
 
+constexpr std::size_t MaxTokenBytes = 512;
+
+// Field "k": an Ed25519 public key as 64 hex digits whose peer id is `peerId` (so nobody can
+// pair a peer id with another peer's key, or the reverse).
+std::array<unsigned char, 32> keyOf(const json &j, const std::string &peerId)
+{
+    const auto hex = text(j, "k", 64);
+    std::array<unsigned char, 32> key{};
+    try {
+        key = parsePeerKeyHex(hex);
+    } catch (const std::exception &e) {
+        throw ProtocolError(std::string("field \"k\": ") + e.what());
+    }
+    if (PeerIdentity::peerIdOf(key) != peerId)
+        throw ProtocolError("field \"k\" is not the key of peer " + peerId.substr(0, 16));
+    return key;
+}
+
 PeerRole roleFrom(long code)
 {
     switch (code) {
@@ -94,9 +113,11 @@ PeerRole roleFrom(long code)
 
 std::string encodeProgress(const ProgressRecord &r)
 {
-    return json{{"e", r.epoch}, {"n", r.samplesAccumulated}, {"r", r.samplesPerSecond}, {"c", r.clientMode},
-                {"o", static_cast<int>(r.role)}, {"z", r.paused}}
-        .dump();
+    json j{{"e", r.epoch}, {"n", r.samplesAccumulated}, {"r", r.samplesPerSecond}, {"c", r.clientMode},
+           {"o", static_cast<int>(r.role)}, {"z", r.paused}};
+    if (!r.accessToken.empty())
+        j["k"] = r.accessToken;
+    return j.dump();
 }
 
 ProgressRecord parseProgress(const SignedRecord &record)
@@ -114,6 +135,8 @@ ProgressRecord parseProgress(const SignedRecord &record)
     r.clientMode = flag(j, "c");
     r.role = roleFrom(nonNegative(j, "o", 2));
     r.paused = flag(j, "z");
+    if (j.contains("k"))
+        r.accessToken = text(j, "k", MaxTokenBytes);
     return r;
 }
 
@@ -133,6 +156,7 @@ Declaration parseDeclaration(const SignedRecord &record)
     d.serviceEndpoint = endpoint(j, "a");
     d.expiresAt = finite(j, "x");
     d.clientMode = flag(j, "c");
+    d.publicKey = record.publicKey;
     if (!d.clientMode && d.serviceEndpoint.empty())
         throw ProtocolError("a reachable peer declared no service endpoint");
     return d;
@@ -152,6 +176,7 @@ DonorAdvert parseDonorAdvert(const SignedRecord &record)
     if (a.serviceEndpoint.empty())
         throw ProtocolError("donor advert without an endpoint");
     a.epoch = nonNegative(j, "e");
+    a.publicKey = record.publicKey;
     return a;
 }
 
@@ -186,7 +211,8 @@ json parseServiceMessage(std::span<const std::uint8_t> bytes)
 
 json joinToJson(const JoinRequest &r)
 {
-    return json{{"run", r.runId}, {"e", r.epoch}, {"s", r.schema}, {"p", r.peerId}, {"a", r.allReduceEndpoint},
+    return json{{"run", r.runId}, {"e", r.epoch}, {"s", r.schema}, {"p", r.peerId},
+                {"k", toHex(r.publicKey.data(), r.publicKey.size())}, {"a", r.allReduceEndpoint},
                 {"b", r.bandwidth}, {"c", r.clientMode}, {"x", r.sender}};
 }
 
@@ -199,6 +225,7 @@ JoinRequest joinFromJson(const json &j)
     r.peerId = text(j, "p", MaxIdBytes);
     if (r.peerId.empty())
         throw ProtocolError("join without a peer id");
+    r.publicKey = keyOf(j, r.peerId);
     r.allReduceEndpoint = endpoint(j, "a");
     r.bandwidth = finite(j, "b");
     r.clientMode = flag(j, "c");
@@ -214,7 +241,8 @@ json groupToJson(const GroupInfo &g)
 {
     json members = json::array();
     for (const auto &m : g.members)
-        members.push_back(json{{"p", m.peerId}, {"a", m.endpoint}, {"b", m.bandwidth}, {"x", m.weight > 0.0}});
+        members.push_back(json{{"p", m.peerId}, {"k", toHex(m.publicKey.data(), m.publicKey.size())},
+                               {"a", m.endpoint}, {"b", m.bandwidth}, {"x", m.weight > 0.0}});
     return json{{"g", g.groupId}, {"e", g.epoch}, {"m", members}};
 }
 
@@ -233,6 +261,7 @@ GroupInfo groupFromJson(const json &j)
             throw ProtocolError("group member is not a map");
         GroupMember member;
         member.peerId = text(e, "p", MaxIdBytes);
+        member.publicKey = keyOf(e, member.peerId);
         member.endpoint = endpoint(e, "a");
         member.bandwidth = finite(e, "b");
         member.weight = flag(e, "x") ? 1.0 : 0.0;

@@ -9,10 +9,13 @@
 //   runKey(run, "metrics")             each peer's latest step metrics (for the monitor)
 // Service messages travel between a DEALER and a peer's service ROUTER as ZeroMQ multipart:
 // one CBOR header frame (<= MaxServiceHeaderBytes) and, for state parts, one raw fp32 frame.
-//   join   {run, e: epoch, s: schema, p: peer id, a: all-reduce endpoint, b: bandwidth,
-//           c: client mode, x: sender}                           follower -> leader
+//   join   {run, e: epoch, s: schema, p: peer id, k: public key (64 hex), a: all-reduce
+//           endpoint, b: bandwidth, c: client mode, x: sender}   follower -> leader
 //   accept {d: leader's deadline} | refuse {why}                 leader -> follower
-//   begin  {g: group id, e: epoch, m: [{p, a, b, x}...]}         leader -> follower
+//   begin  {g: group id, e: epoch, m: [{p, k, a, b, x}...]}      leader -> follower
+// A public key k (Ed25519, 64 hex digits) must derive to the peer id p beside it; records carry
+// their signer's key already (net/DhtNode.h), so declarations and donor adverts take it from there.
+// Progress payloads may carry k: the peer's access token (closed runs).
 //   disband {why}                                                leader -> follower
 //   state? {run}  -> state {i: snapshot id, e: epoch, n: elements, k: parts, q: part elements}
 //   part?  {i, k: part} -> part {i, k} + frame of q (last: the rest) fp32 little-endian values
@@ -25,6 +28,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -49,6 +53,7 @@ struct Declaration {
     std::string serviceEndpoint;    // "" in client mode
     double expiresAt = 0.0;         // the leader's deadline, Unix seconds
     bool clientMode = false;
+    std::array<unsigned char, 32> publicKey{}; // the record's signer: the service socket's CURVE key
 };
 [[nodiscard]] std::string encodeDeclaration(const Declaration &declaration);
 [[nodiscard]] Declaration parseDeclaration(const SignedRecord &record);
@@ -57,6 +62,7 @@ struct DonorAdvert {
     std::string peerId;
     std::string serviceEndpoint;
     long epoch = 0;
+    std::array<unsigned char, 32> publicKey{}; // the record's signer: the service socket's CURVE key
 };
 [[nodiscard]] std::string encodeDonorAdvert(const DonorAdvert &advert);
 [[nodiscard]] DonorAdvert parseDonorAdvert(const SignedRecord &record);
@@ -72,6 +78,7 @@ struct JoinRequest {
     double bandwidth = -1.0;
     bool clientMode = false;
     bool sender = true;             // false: auxiliary (reduces, sends no gradients)
+    std::array<unsigned char, 32> publicKey{}; // Ed25519 identity key; its peer id must be peerId
 };
 
 struct GroupInfo {

@@ -7,6 +7,7 @@
 #include "swarm/ButterflyAllReduce.h"
 #include "swarm/PeerService.h"
 #include "swarm/ProgressTracker.h"
+#include "swarm/RunAccess.h"
 #include "swarm/StateDownload.h"
 #include "monitor/CheckpointArchive.h"
 #include "swarm/SwarmMonitor.h"
@@ -81,6 +82,7 @@ struct SwarmPeer::Impl {
     std::optional<RunManifest> manifest;
     std::unique_ptr<Tokenizer> tokenizer;
     std::optional<PeerIdentity> identity;
+    RunAccess access;                  // data-plane security (thread-safe) and our own token
     std::unique_ptr<Trainer> trainer;
     std::unique_ptr<DhtNode> dht;
     std::unique_ptr<PeerService> service;
@@ -144,6 +146,10 @@ struct SwarmPeer::Impl {
         verifyRunFiles(*manifest);
         tokenizer = std::make_unique<Tokenizer>(manifest->resolve(manifest->tokenizer.path));
         identity = PeerIdentity::loadOrCreate(opt.dataDir / "identity.key");
+        // Fault injection for tests (tst_closedrun): DEDLOC_FAULT_IGNORE_TOKEN=1 joins a closed
+        // run without a valid token, to prove that the others refuse it at the handshake.
+        access = setUpRunAccess(*manifest, *identity, opt.leadKey, opt.dataDir, opt.accessTokenFile,
+                                std::getenv("DEDLOC_FAULT_IGNORE_TOKEN") == nullptr);
         TrainerConfig config;
         config.seed = opt.dataSeed ? opt.dataSeed : seedFromPeerId(identity->peerId());
         config.allowCuda = opt.allowCuda && opt.role == PeerRole::Trainer;
@@ -184,13 +190,14 @@ struct SwarmPeer::Impl {
         if ((!opt.bootstrap.empty() || !manifest->bootstrapPeers.empty()) && !dht->waitForNodes(1, 10.0))
             log::warning("swarm", "no DHT node answered within 10 s; training alone until the swarm is reachable");
         if (reachable()) {
-            service = std::make_unique<PeerService>(manifest->runId, "tcp://" + opt.host + ":*");
+            service = std::make_unique<PeerService>(manifest->runId, "tcp://" + opt.host + ":*", 128 * 1024,
+                                                    access.security);
             service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
         }
-        allReduce = std::make_unique<AllReduceEndpoint>(reachable(), "tcp://" + opt.host + ":*");
+        allReduce = std::make_unique<AllReduceEndpoint>(reachable(), "tcp://" + opt.host + ":*", access.security);
         MatchSelf self{identity->peerId(), manifest->runId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
-                       opt.role == PeerRole::Trainer};
-        matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, opt.matchmaking);
+                       opt.role == PeerRole::Trainer, identity->publicKey()};
+        matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, opt.matchmaking, access.security);
 
         update([&](PeerSnapshot &s) {
             s.role = opt.role;
@@ -225,6 +232,7 @@ struct SwarmPeer::Impl {
         r.clientMode = opt.clientMode;
         r.role = opt.role;
         r.paused = pausedFlag;
+        r.accessToken = access.ownToken;
         std::lock_guard lock(mutex);
         if (opt.role == PeerRole::Auxiliary)
             r.epoch = snap.globalEpoch;
@@ -255,8 +263,14 @@ struct SwarmPeer::Impl {
             if (advert && round % 3 == 0)
                 dht->publish(runKey(manifest->runId, "donors"), encodeDonorAdvert(*advert), 30.0, 2.0);
             readProgress();
-            if (recorder)
-                recorder->record(dht->fetch(runKey(manifest->runId, "metrics"), 2.0));
+            if (recorder) {
+                auto records = dht->fetch(runKey(manifest->runId, "metrics"), 2.0);
+                // Closed run: only admitted peers' metrics are recorded.
+                std::erase_if(records, [&](const SignedRecord &r) {
+                    return r.peerId != identity->peerId() && !access.security->admission(r.publicKey).empty();
+                });
+                recorder->record(records);
+            }
             firstFetchDone = true;
             ++round;
             sleepFor(opt.progressPeriod);
@@ -267,17 +281,23 @@ struct SwarmPeer::Impl {
     {
         const auto records = dht->fetch(runKey(manifest->runId, "progress"), 2.0);
         const double now = unixNow();
-        std::lock_guard lock(mutex);
+        std::vector<ProgressRecord> admitted;
         for (const auto &record : records) {
             if (record.peerId == identity->peerId())
                 continue;
             try {
-                const auto r = parseProgress(record);
-                tracker.update(r, now);
+                auto r = parseProgress(record);
+                // Closed run: a peer without a valid token neither counts toward the batch nor
+                // gets through our handshakes; one with a token is admitted from now on.
+                if (access.security->admitRecord(record.publicKey, r.accessToken))
+                    admitted.push_back(std::move(r));
             } catch (const std::exception &e) {
                 log::warning("swarm", "ignored a progress record of " + record.peerId.substr(0, 8) + ": " + e.what());
             }
         }
+        std::lock_guard lock(mutex);
+        for (const auto &r : admitted)
+            tracker.update(r, now);
         refreshSwarmView(now);
     }
 
@@ -335,7 +355,7 @@ struct SwarmPeer::Impl {
         auto donors = rankDonors(fetchDonors(*dht, manifest->runId, identity->peerId()), minEpoch);
         std::string why;
         auto s = downloadState(donors, manifest->runId, minEpoch, static_cast<std::uint64_t>(trainer->stateElements()),
-                               {}, stopFlag, &why);
+                               {}, stopFlag, &why, access.security);
         if (!s) {
             log::warning("state", "state download failed: " + why);
             setState(PeerState::Syncing, "waiting for a state donor: " + why);
@@ -786,7 +806,8 @@ struct SwarmPeer::Impl {
                 auto donors = rankDonors(fetchDonors(*dht, manifest->runId, identity->peerId()), trainer->step() + 1);
                 std::string why;
                 if (auto s = downloadState(donors, manifest->runId, trainer->step() + 1,
-                                           static_cast<std::uint64_t>(trainer->stateElements()), {}, stopFlag, &why)) {
+                                           static_cast<std::uint64_t>(trainer->stateElements()), {}, stopFlag, &why,
+                                           access.security)) {
                     trainer->loadStateFlat(s->values, s->epoch);
                     afterStateChange();
                     if (trySave())
@@ -822,7 +843,9 @@ struct SwarmPeer::Impl {
             exitCode = 0;
         } catch (const Error &e) {
             log::error("swarm", e.what());
-            setState(PeerState::Error, std::string(e.what()) + " — check the run files and the data directory, then join again");
+            const bool accessProblem = std::string_view(e.what()).starts_with("this run is closed");
+            setState(PeerState::Error, std::string(e.what())
+                                           + (accessProblem ? "" : " — check the run files and the data directory, then join again"));
             exitCode = 2;
         } catch (const std::exception &e) {
             log::error("swarm", std::string("unexpected failure: ") + e.what());

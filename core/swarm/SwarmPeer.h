@@ -16,7 +16,10 @@
 //    metrics (JSON lines), keeps the latest state (downloaded every `monitorStateEvery` epochs,
 //    checkpointed) and serves it as the state donor of last resort.
 // Reachable peers bind two ROUTERs on `host` (all-reduce and service); client-mode peers bind
-// nothing, never lead and reduce no shard.
+// nothing, never lead and reduce no shard. Every data-plane link is CurveZMQ; in a closed run
+// (manifest "access": "closed") the peer needs its access token and the others' tokens admit
+// them at the handshake (swarm/RunAccess.h). A peer whose own token is missing or invalid ends
+// in PeerState::Error with "this run is closed: ..." before it trains anything.
 //
 // Threads: a worker thread (compute, matchmaking, rounds, state download) and a control thread
 // (DHT: progress records every `progressPeriod`, donor adverts, metrics). PeerControl methods
@@ -24,11 +27,13 @@
 // Errors: bad input (manifest, corpus, checkpoint) ends the worker in PeerState::Error with the
 // reason in the snapshot; wait() then returns 2.
 #include "swarm/Matchmaker.h"
+#include "security/Minisign.h"
 #include "swarm/PeerControl.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +78,9 @@ struct SwarmOptions {
     bool hashParameters = false;              // "params_sha" in step metrics (tests, audits)
     std::filesystem::path dumpParameters;     // at exit: raw fp32 parameters (tests)
     std::FILE *statusOut = stdout;            // one line per step; nullptr: none
+    // Closed runs: the key that verified the manifest (security/RunTrust.h) signs the tokens.
+    std::optional<minisign::PublicKey> leadKey;
+    std::filesystem::path accessTokenFile;    // empty: <data dir>/runs/<run id>/access.token
 };
 
 class SwarmPeer final : public PeerControl {

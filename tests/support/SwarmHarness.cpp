@@ -20,19 +20,34 @@
 
 namespace dedloc::test {
 
-std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize)
+namespace {
+
+ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool closed)
 {
     auto m = tinyRun(dir);
     m.training.targetBatchSize = targetBatchSize;
     m.compression = Compression::None;
     m.training.validationEveryNSteps = 1000;
     m.training.checkpointEveryNSteps = 1000;
+    m.closed = closed;
     const auto path = dir / "manifest.json";
     std::ofstream(path) << toJson(m);
     const auto lead = minisign::generateKeyPair();
     writeFileAtomically(dir / "lead.pub", minisign::formatPublicKey(lead.publicKey));
     writeFileAtomically(path.string() + ".minisig", minisign::signFile(lead.secretKey, path, "tiny swarm run"));
-    return path;
+    return {path, m.runId, lead.secretKey};
+}
+
+} // namespace
+
+std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize)
+{
+    return writeRun(dir, targetBatchSize, false).manifest;
+}
+
+ClosedRun writeSignedClosedTinyRun(const std::filesystem::path &dir, long targetBatchSize)
+{
+    return writeRun(dir, targetBatchSize, true);
 }
 
 quint16 freeUdpPort()

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "security/Minisign.h"
+
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
@@ -22,6 +24,15 @@ namespace dedloc::test {
 // no validation or checkpoints in the way, written to <dir>/manifest.json and signed with a
 // throw-away lead key (lead.pub beside it: peers pin it on first join). Returns the manifest path.
 [[nodiscard]] std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32);
+
+// The same run marked "access": "closed" (only peers with an access token take part); keeps the
+// lead's secret key so that the test can issue tokens.
+struct ClosedRun {
+    std::filesystem::path manifest;
+    std::string runId;
+    minisign::SecretKey lead;
+};
+[[nodiscard]] ClosedRun writeSignedClosedTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32);
 
 // A free UDP port on 127.0.0.1 (bound and released; good enough for tests).
 [[nodiscard]] quint16 freeUdpPort();
