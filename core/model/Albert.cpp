@@ -78,29 +78,31 @@ torch::Tensor AlbertMlmImpl::encode(const torch::Tensor &inputIds)
     return x;
 }
 
-torch::Tensor AlbertMlmImpl::mlmLoss(const torch::Tensor &inputIds, const torch::Tensor &labels)
+torch::Tensor AlbertMlmImpl::maskedTokenLosses(const torch::Tensor &inputIds, const torch::Tensor &labels,
+                                               torch::Tensor *positions)
 {
-    auto hidden = encode(inputIds);                        // [B, T, H]
+    auto hidden = encode(inputIds);                            // [B, T, H]
     auto flatLabels = labels.reshape({-1});
-    auto positions = flatLabels.ne(-100).nonzero().squeeze(1); // [M]
-    auto selected = hidden.reshape({-1, m_shape.hiddenSize}).index_select(0, positions);
+    *positions = flatLabels.ne(-100).nonzero().squeeze(1);     // [M], in [0, B*T)
+    auto selected = hidden.reshape({-1, m_shape.hiddenSize}).index_select(0, *positions);
     auto h = m_headNorm->forward(torch::gelu(m_headTransform->forward(selected)));
     auto logits = torch::matmul(h, m_tokenEmbedding->weight.t()) + m_decoderBias; // [M, V]
-    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), flatLabels.index_select(0, positions));
+    return torch::nn::functional::cross_entropy(
+        logits.to(torch::kFloat), flatLabels.index_select(0, *positions),
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone)); // [M]
+}
+
+torch::Tensor AlbertMlmImpl::mlmLoss(const torch::Tensor &inputIds, const torch::Tensor &labels)
+{
+    torch::Tensor positions;
+    return maskedTokenLosses(inputIds, labels, &positions).mean();
 }
 
 torch::Tensor AlbertMlmImpl::mlmSampleLosses(const torch::Tensor &inputIds, const torch::Tensor &labels)
 {
     const auto rows = inputIds.size(0), columns = inputIds.size(1);
-    auto hidden = encode(inputIds);                            // [B, T, H]
-    auto flatLabels = labels.reshape({-1});
-    auto positions = flatLabels.ne(-100).nonzero().squeeze(1); // [M]
-    auto selected = hidden.reshape({-1, m_shape.hiddenSize}).index_select(0, positions);
-    auto h = m_headNorm->forward(torch::gelu(m_headTransform->forward(selected)));
-    auto logits = torch::matmul(h, m_tokenEmbedding->weight.t()) + m_decoderBias; // [M, V]
-    auto perToken = torch::nn::functional::cross_entropy(
-        logits.to(torch::kFloat), flatLabels.index_select(0, positions),
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone)); // [M]
+    torch::Tensor positions;
+    auto perToken = maskedTokenLosses(inputIds, labels, &positions);
     auto row = torch::div(positions, columns, "floor");       // the sequence of each position
     auto sums = torch::zeros({rows}, perToken.options()).index_add(0, row, perToken);
     auto counts = torch::zeros({rows}, perToken.options()).index_add(0, row, torch::ones_like(perToken));

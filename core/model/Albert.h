@@ -36,6 +36,9 @@ public:
 
 private:
     torch::Tensor encoderLayer(const torch::Tensor &x);
+    // Cross-entropy at each position whose label != -100: [M]; *positions gets their flat
+    // indices into [B * T].
+    torch::Tensor maskedTokenLosses(const torch::Tensor &inputIds, const torch::Tensor &labels, torch::Tensor *positions);
 
     ModelShape m_shape;
     torch::nn::Embedding m_tokenEmbedding{nullptr};
