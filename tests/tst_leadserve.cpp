@@ -225,17 +225,23 @@ class TestLeadServe : public QObject {
         const auto runId = nlohmann::json::parse(std::ifstream(manifest))["run_id"].get<std::string>();
         const auto kept = d / "peers" / "serve" / "kept" / runId;
         nlohmann::json status;
+        std::vector<long> epochs;
+        // The monitor may still be saving the last state when the trainers end: wait until the
+        // status (refreshed 4 times a second) names the newest kept file.
         SWARM_VERIFY(SwarmHarness::waitFor(
                          [&] {
+                             epochs.clear();
+                             std::error_code ec;
+                             for (const auto &e : fs::directory_iterator(kept, ec))
+                                 epochs.push_back(std::stol(e.path().filename().string().substr(6, 8)));
+                             std::sort(epochs.begin(), epochs.end());
                              status = getJson(port, "/status");
-                             return status.is_object() && status["state"]["latest_checkpoint"].is_object();
+                             return status.is_object() && status["state"]["latest_checkpoint"].is_object()
+                                    && !epochs.empty()
+                                    && status["state"]["latest_checkpoint"]["epoch"].get<long>() == epochs.back();
                          },
                          30),
                      {&serve});
-        std::vector<long> epochs;
-        for (const auto &e : fs::directory_iterator(kept))
-            epochs.push_back(std::stol(e.path().filename().string().substr(6, 8)));
-        std::sort(epochs.begin(), epochs.end());
         QVERIFY(!epochs.empty() && epochs.size() <= 2);
         QVERIFY(epochs.back() >= 2 && epochs.back() <= steps);
         QCOMPARE(status["state"]["latest_checkpoint"]["epoch"].get<long>(), epochs.back());
