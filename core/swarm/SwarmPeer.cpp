@@ -275,6 +275,19 @@ struct SwarmPeer::Impl {
             ++round;
             sleepFor(opt.progressPeriod);
         }
+        // The worker ended (last step, --duration, Ctrl-C): publish its final epoch and the
+        // metrics of its last step, which the loop above may not have had a round for.
+        ProgressRecord mine;
+        std::optional<std::string> metricsPayload;
+        {
+            std::lock_guard lock(mutex);
+            mine = myRecord;
+            metricsPayload.swap(pendingMetrics);
+        }
+        if (!mine.peerId.empty())
+            dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), std::max(10.0, 5 * opt.progressPeriod), 1.0);
+        if (metricsPayload)
+            dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, 1.0);
     }
 
     void readProgress()
@@ -525,6 +538,7 @@ struct SwarmPeer::Impl {
         dropMatch();
         if (stepsSinceCheckpoint > 0)
             trySave();
+        setMyRecord(0, 0.0); // the final epoch, for the control thread's last publish
     }
 
     // The next micro-batch, cut to end by the global batch's ETA (swarm/ProgressTracker.h
