@@ -109,6 +109,17 @@ std::int64_t unixNow()
 class TestAllReduce final : public QObject {
     Q_OBJECT
 
+    // Runs one round of a 2-member swarm with member 0's and member 1's options; seconds taken.
+    static double timedRound(Swarm &s, const AllReduceOptions &first, const AllReduceOptions &second)
+    {
+        const auto start = std::chrono::steady_clock::now();
+        std::thread t0([&] { s.reports[0] = s.endpoints[0]->run("group-1", s.members, 0, s.values[0], first); });
+        std::thread t1([&] { s.reports[1] = s.endpoints[1]->run("group-1", s.members, 1, s.values[1], second); });
+        t0.join();
+        t1.join();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+
 private Q_SLOTS:
     // The upload cap (issue 4 "Caps"): a member with a 2 MB/s token bucket sends its PARTs and
     // RESULTs (4 MB here) at that rate, within 10%; the uncapped member is not held back more
@@ -123,12 +134,7 @@ private Q_SLOTS:
         AllReduceOptions capped, free;
         capped.upload = &bucket;
         capped.partElements = free.partElements = 32 * 1024;
-        const auto start = std::chrono::steady_clock::now();
-        std::thread t0([&] { s.reports[0] = s.endpoints[0]->run("group-1", s.members, 0, s.values[0], capped); });
-        std::thread t1([&] { s.reports[1] = s.endpoints[1]->run("group-1", s.members, 1, s.values[1], free); });
-        t0.join();
-        t1.join();
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double seconds = timedRound(s, capped, free);
         const double sent = 2.0 * static_cast<double>(s.reports[0].shardSizes[1] * 4); // parts + results, bytes
         const double measured = sent / seconds;
         qInfo("capped member sent %.0f bytes in %.3f s: %.3f MB/s (cap %.3f MB/s)", sent, seconds, measured / 1e6, rate / 1e6);
@@ -150,12 +156,7 @@ private Q_SLOTS:
         AllReduceOptions capped, free;
         capped.download = &bucket;
         capped.partElements = free.partElements = 32 * 1024;
-        const auto start = std::chrono::steady_clock::now();
-        std::thread t0([&] { s.reports[0] = s.endpoints[0]->run("group-1", s.members, 0, s.values[0], capped); });
-        std::thread t1([&] { s.reports[1] = s.endpoints[1]->run("group-1", s.members, 1, s.values[1], free); });
-        t0.join();
-        t1.join();
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double seconds = timedRound(s, capped, free);
         const double received = 2.0 * static_cast<double>(s.reports[0].shardSizes[0] * 4); // parts + results, bytes
         const double measured = received / seconds;
         qInfo("capped member received %.0f bytes in %.3f s: %.3f MB/s (cap %.3f MB/s)", received, seconds, measured / 1e6,
