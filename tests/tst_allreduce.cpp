@@ -1,8 +1,10 @@
 // Butterfly all-reduce over ZeroMQ on loopback (core/swarm/ButterflyAllReduce.h): members are
 // threads of this process, each with its own endpoint, talking over TCP on 127.0.0.1.
 #include "net/DataPlaneSecurity.h"
+#include "net/WireMessage.h"
 #include "security/AccessToken.h"
 #include "swarm/ButterflyAllReduce.h"
+#include "util/Clock.h"
 
 #include <QtTest>
 
@@ -11,6 +13,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -99,10 +102,6 @@ std::vector<PeerIdentity> identities(std::size_t n)
     return out;
 }
 
-std::int64_t unixNow()
-{
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 } // namespace
 
@@ -335,7 +334,7 @@ private Q_SLOTS:
         std::vector<std::shared_ptr<DataPlaneSecurity>> security;
         for (const auto &id : ids)
             security.push_back(std::make_shared<DataPlaneSecurity>(id, policy));
-        const auto now = unixNow();
+        const auto now = unixSeconds();
         const std::vector<std::string> tokens{
             issueAccessToken(lead.secretKey, run, ids[0].publicKey(), "zero", now - 60, now + 3600),
             issueAccessToken(lead.secretKey, run, ids[1].publicKey(), "one", now - 60, now + 3600),
@@ -369,6 +368,87 @@ private Q_SLOTS:
         QVERIFY(std::equal(s.values[2].begin(), s.values[2].begin() + static_cast<std::ptrdiff_t>(honestEnd), local2.begin()));
     }
 
+    // A member that sends invalid data on its own authenticated links is named as the offender,
+    // so that the swarm can strike it (swarm/BanList.h): member 2 here is hand-written. As a
+    // sender it sends NaN PARTs to reducers 0 and 1; as reducer of shard 2 it answers their
+    // PARTs with NaN RESULTs. Both honest members drop all of it, name member 2 with every
+    // message counted, average shards 0 and 1 without it and keep shard 2 at local values.
+    void invalidDataNamesTheOffendingMember()
+    {
+        auto ids = identities(3);
+        std::vector<std::shared_ptr<DataPlaneSecurity>> security{
+            std::make_shared<DataPlaneSecurity>(ids[0], AccessPolicy{}),
+            std::make_shared<DataPlaneSecurity>(ids[1], AccessPolicy{})};
+        Swarm s({true, true, true}, {1.0, 3.0, 2.0}, 6000, security, ids);
+        const auto expected = s.expectedAverage({0, 1});
+        const auto local = s.values;
+        constexpr std::size_t PartElements = 1000, ShardElements = 2000; // 3 equal shards of 2 parts
+        const std::vector<float> poison(PartElements, std::numeric_limits<float>::quiet_NaN());
+
+        // The rogue member 2: its own CURVE ROUTER (as the group lists it) and DEALERs to 0 and 1.
+        const DataPlaneSecurity rogueSecurity(ids[2], AccessPolicy{});
+        zmq::context_t ctx;
+        const auto zap = rogueSecurity.startZap(ctx);
+        zmq::socket_t router(ctx, zmq::socket_type::router);
+        router.set(zmq::sockopt::linger, 0);
+        rogueSecurity.configureServer(router);
+        router.bind("tcp://127.0.0.1:*");
+        s.members[2].endpoint = router.get(zmq::sockopt::last_endpoint);
+        std::vector<zmq::socket_t> dealers;
+        for (std::size_t j : {0, 1}) {
+            dealers.emplace_back(ctx, zmq::socket_type::dealer);
+            dealers.back().set(zmq::sockopt::linger, 0);
+            rogueSecurity.configureClient(dealers.back(), ids[j].publicKey());
+            dealers.back().connect(s.members[j].endpoint);
+        }
+        std::atomic<bool> done{false};
+        std::thread rogue([&] {
+            for (std::uint32_t j = 0; j < 2; ++j)
+                for (std::uint32_t p = 0; p < 2; ++p) {
+                    const ShardHeader h{MessageType::Part, "group-1", 2, j, p, 2, p * PartElements, PartElements, 2.0,
+                                        Compression::None};
+                    const auto header = encodeShardHeader(h);
+                    std::array<zmq::message_t, 2> frames{zmq::message_t(header.data(), header.size()),
+                                                         zmq::message_t(poison.data(), poison.size() * sizeof(float))};
+                    zmq::send_multipart(dealers[j], frames);
+                }
+            const ShardSchema schema{"group-1", 3, ShardElements, PartElements, Compression::None};
+            while (!done.load()) {
+                std::vector<zmq::message_t> in;
+                zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+                zmq::poll(&item, 1, std::chrono::milliseconds(20));
+                if (!(item.revents & ZMQ_POLLIN) || !zmq::recv_multipart(router, std::back_inserter(in)) || in.size() != 3)
+                    continue;
+                const auto part = parseShardHeader({in[1].data<std::uint8_t>(), in[1].size()}, schema);
+                const ShardHeader h{MessageType::Result, "group-1", 2, 2, part.part, part.parts, part.offset, part.count,
+                                    6.0, Compression::None};
+                const auto header = encodeShardHeader(h);
+                std::array<zmq::message_t, 3> frames{std::move(in[0]), zmq::message_t(header.data(), header.size()),
+                                                     zmq::message_t(poison.data(), part.count * sizeof(float))};
+                zmq::send_multipart(router, frames);
+            }
+        });
+        AllReduceOptions o;
+        o.partElements = PartElements;
+        o.senderTimeout = 1.0;
+        o.reducerTimeout = 1.5;
+        s.run(o, {0, 1});
+        done = true;
+        rogue.join();
+        for (std::size_t i : {0, 1}) {
+            const auto &r = s.reports[i];
+            QCOMPARE(r.offences.size(), std::size_t(1));
+            QCOMPARE(r.offences[0].member, std::size_t(2));
+            QCOMPARE(r.offences[0].messages, 4); // 2 PARTs to its shard, 2 RESULTs of shard 2
+            QVERIFY2(QString::fromStdString(r.offences[0].reason).contains(QStringLiteral("non-finite")),
+                     r.offences[0].reason.c_str());
+            QCOMPARE(r.excludedSenders, std::vector<std::uint32_t>{2});
+            QVERIFY(closeTo(s.values[i], expected, 0, 2 * ShardElements));
+            QVERIFY(std::equal(s.values[i].begin() + 2 * ShardElements, s.values[i].end(),
+                               local[i].begin() + 2 * ShardElements));
+        }
+    }
+
     void garbageIsDroppedAndTheRoundStillCompletes()
     {
         Swarm s({true, true}, {1.0, 1.0}, 3000);
@@ -393,6 +473,7 @@ private Q_SLOTS:
         s.run(AllReduceOptions{}, {0, 1});
         for (std::size_t i : {0, 1}) {
             QVERIFY(s.reports[i].complete);
+            QVERIFY(s.reports[i].offences.empty()); // a stranger on a plaintext link is nobody in the group
             for (std::size_t k = 0; k < expected.size(); ++k)
                 QVERIFY(std::abs(s.values[i][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
         }

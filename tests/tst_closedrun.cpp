@@ -8,6 +8,7 @@
 #include "net/PeerIdentity.h"
 #include "security/AccessToken.h"
 #include "util/AtomicFile.h"
+#include "util/Clock.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -21,11 +22,6 @@ using namespace dedloc::test;
 
 namespace {
 
-std::int64_t unixNow()
-{
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 } // namespace
 
@@ -50,7 +46,7 @@ class TestClosedRun : public QObject {
         std::map<std::string, PeerIdentity> ids;
         for (const char *name : {"monitor", "alice", "bob", "nobody", "expired", "thief", "plain"})
             ids.emplace(name, PeerIdentity::loadOrCreate(root / name / "identity.key"));
-        const auto now = unixNow();
+        const auto now = unixSeconds();
         auto token = [&](const std::string &name, std::int64_t from, std::int64_t until) {
             return issueAccessToken(run.lead, run.runId, ids.at(name).publicKey(), name, from, until);
         };

@@ -2,6 +2,7 @@
 // 127.0.0.1 with ephemeral ports.
 #include "net/DhtNode.h"
 #include "util/Error.h"
+#include "util/Clock.h"
 
 #include <QtTest>
 
@@ -12,10 +13,6 @@ using namespace dedloc;
 
 namespace {
 
-double unixNow()
-{
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Fetches until `accept` holds or 20 s pass (the DHT converges in about 2 s on loopback).
 std::vector<SignedRecord> fetchUntil(DhtNode &node, const std::string &key,

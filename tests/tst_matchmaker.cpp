@@ -4,6 +4,7 @@
 #include "net/PeerIdentity.h"
 #include "swarm/Matchmaker.h"
 #include "swarm/PeerService.h"
+#include "util/Clock.h"
 
 #include <QTest>
 #include <QThread>
@@ -152,6 +153,35 @@ private Q_SLOTS:
         });
         QVERIFY(!a.get());
         QVERIFY(!b.get());
+    }
+
+    // A peer this one has banned (it sent invalid data, swarm/BanList.h) is neither asked to
+    // lead nor accepted as a follower. B has banned A; without the ban these two always form a
+    // group (simultaneousPeersFormOneGroup). A declares first, so B would join it: B does not,
+    // and when A, alone, asks B in the second half of its window, B refuses it.
+    void bannedPeerIsNeitherAskedNorAccepted()
+    {
+        auto peers = makePeers({false, false}, fastOptions());
+        auto &a = *peers[0];
+        auto &b = *peers[1];
+        auto bans = std::make_shared<BanList>();
+        QVERIFY(bans->strike(a.identity.peerId(), "sent NaN", unixNow(), 3));
+        b.matchmaker.reset();
+        b.service = std::make_unique<PeerService>("mm-test", "tcp://127.0.0.1:*", 128 * 1024, nullptr, bans);
+        MatchSelf self{b.identity.peerId(), "mm-test", "tcp://127.0.0.1:11", -1.0, false, true, b.identity.publicKey()};
+        b.matchmaker = std::make_unique<Matchmaker>(*b.dht, b.service.get(), self, fastOptions(), nullptr, bans);
+        std::atomic<bool> stop{false};
+        std::string whyA, whyB;
+        auto fa = std::async(std::launch::async, [&] {
+            return a.matchmaker->formGroup(5, "s", [] { return std::size_t(2); }, stop, &whyA);
+        });
+        QThread::msleep(300);
+        auto fb = std::async(std::launch::async, [&] {
+            return b.matchmaker->formGroup(5, "s", [] { return std::size_t(2); }, stop, &whyB);
+        });
+        QVERIFY(!fa.get());
+        QVERIFY(!fb.get());
+        QVERIFY2(QString::fromStdString(whyA).contains(QStringLiteral("refused: banned")), whyA.c_str());
     }
 
     // `stop` ends a search at once.

@@ -7,6 +7,7 @@
 #include "swarm/PeerService.h"
 #include "swarm/ServiceClient.h"
 #include "swarm/StateDownload.h"
+#include "util/Clock.h"
 
 #include <QTest>
 
@@ -19,10 +20,7 @@ using namespace dedloc;
 
 namespace {
 
-double now()
-{
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now() { return unixNow(); }
 
 // Sends raw frames on a fresh DEALER and returns the first reply header type, or "" if none
 // came within `timeout` seconds.
@@ -262,7 +260,7 @@ private Q_SLOTS:
         const auto leader = PeerIdentity::generate(), good = PeerIdentity::generate(), none = PeerIdentity::generate(),
                    expired = PeerIdentity::generate(), thief = PeerIdentity::generate();
         auto leaderSecurity = std::make_shared<DataPlaneSecurity>(leader, policy);
-        const auto t = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+        const auto t = unixSeconds();
         const auto goodToken = issueAccessToken(lead.secretKey, "r", good.publicKey(), "good", t - 60, t + 3600);
         QVERIFY(leaderSecurity->admitRecord(good.publicKey(), goodToken));
         QVERIFY(!leaderSecurity->admitRecord(none.publicKey(), ""));

@@ -5,6 +5,7 @@
 #include "security/RunTrust.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
+#include "util/Clock.h"
 
 #include <QCommandLineParser>
 
@@ -278,8 +279,7 @@ int issueToken(const QStringList &args)
         return badInput("issue-token", "--expires-in takes a number of hours above 0 and at most ten years");
     const auto key = loadSecret(p.value(sec).toStdString(), pw, p);
     const auto peer = parsePeerKeyHex(p.value(peerKey).toStdString());
-    const auto now =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto now = unixSeconds();
     const auto token = issueAccessToken(key, p.value(runId).toStdString(), peer, p.value(name).toStdString(), now,
                                         now + static_cast<std::int64_t>(hours * 3600));
     std::printf("%s\n", token.c_str());

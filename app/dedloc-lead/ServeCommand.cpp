@@ -11,6 +11,7 @@
 #include "swarm/SwarmPeer.h"
 #include "util/Error.h"
 #include "util/Log.h"
+#include "util/Clock.h"
 
 #include <QCommandLineParser>
 
@@ -38,10 +39,6 @@ void onSignal(int /*signal*/)
     g_stop = true;
 }
 
-double unixNow()
-{
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 int bad(const std::string &why)
 {

@@ -3,6 +3,7 @@
 #include "util/Error.h"
 #include "util/Hash.h"
 #include "util/Log.h"
+#include "util/Clock.h"
 
 #include <sodium.h>
 #include <zmq.hpp>
@@ -31,11 +32,6 @@ void setInt(zmq::socket_t &socket, int option, int value)
         throw Error(std::string("cannot configure CURVE on a ZeroMQ socket: ") + zmq_strerror(zmq_errno()));
 }
 
-std::int64_t systemNow()
-{
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 std::string frameText(const zmq_msg_t &m)
 {
@@ -118,7 +114,7 @@ ZapHandler::ZapHandler(zmq::context_t &context, AccessPolicy policy,
     : m_policy(std::move(policy)), m_registry(std::move(registry))
 {
     if (!m_policy.now)
-        m_policy.now = systemNow;
+        m_policy.now = unixSeconds;
     if (m_policy.closed && !m_registry)
         throw Error("a closed run needs an access token registry for its ZAP handler");
     std::promise<std::string> bound;
@@ -172,7 +168,7 @@ std::string judgeAccess(const AccessPolicy &policy, const AccessTokenRegistry *r
     if (!entry)
         return "no access token for client key " + toHex(clientKey.data(), 8) + "... (closed run)";
     try {
-        const auto now = policy.now ? policy.now() : systemNow();
+        const auto now = policy.now ? policy.now() : unixSeconds();
         const auto token = verifyAccessToken(entry->token, policy.lead, policy.runId, now, policy.skewSeconds);
         // Binding: the token's peer key must be the identity behind this Curve key.
         checkTokenBinding(token, entry->presenter);

@@ -2,6 +2,7 @@
 
 #include "util/Error.h"
 #include "util/Log.h"
+#include "util/Clock.h"
 
 #include <nlohmann/json.hpp>
 #include <opendht.h>
@@ -20,10 +21,6 @@ namespace {
 
 constexpr std::size_t MaxPayloadBytes = 60 * 1024;
 
-double unixNow()
-{
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 nlohmann::json::binary_t binary(const std::string &s) { return nlohmann::json::binary_t(std::vector<std::uint8_t>(s.begin(), s.end())); }
 

@@ -2,11 +2,13 @@
 
 #include "util/Log.h"
 
+#include <algorithm>
+
 namespace dedloc {
 
 BanList::BanList(BanOptions options) : m_options(options) {}
 
-bool BanList::strike(const std::string &sender, const std::string &reason, double now)
+bool BanList::strike(const std::string &sender, const std::string &reason, double now, int count)
 {
     std::lock_guard lock(m_mutex);
     if (m_entries.size() > 10000) // bounded: forget the oldest strikes first
@@ -20,9 +22,10 @@ bool BanList::strike(const std::string &sender, const std::string &reason, doubl
         e.strikes = 0;
         e.firstStrike = now;
     }
-    ++e.strikes;
-    log::warning("ban", "rejected a message from " + sender.substr(0, 16) + ": " + reason + " (strike "
-                            + std::to_string(e.strikes) + " of " + std::to_string(m_options.strikesToBan) + ")");
+    e.strikes += std::max(1, count);
+    log::warning("ban", "rejected " + (count > 1 ? std::to_string(count) + " messages" : std::string("a message"))
+                            + " from " + sender.substr(0, 16) + ": " + reason + " (" + std::to_string(e.strikes) + " of "
+                            + std::to_string(m_options.strikesToBan) + " strikes)");
     if (e.strikes < m_options.strikesToBan)
         return false;
     e.bannedUntil = now + m_options.banSeconds;

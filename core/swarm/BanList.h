@@ -21,8 +21,9 @@ class BanList final {
 public:
     explicit BanList(BanOptions options = {});
 
-    // Records a strike with its reason (logged); returns true if this strike bans the sender.
-    bool strike(const std::string &sender, const std::string &reason, double now);
+    // Records `count` strikes (one per rejected message) with their reason, logged once; returns
+    // true if they ban the sender.
+    bool strike(const std::string &sender, const std::string &reason, double now, int count = 1);
     [[nodiscard]] bool isBanned(const std::string &sender, double now) const;
     [[nodiscard]] int strikes(const std::string &sender, double now) const;
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <thread>
 
 namespace dedloc {
@@ -238,16 +239,36 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
                 expectedSender[i] = true;
                 ++expectedCount;
             }
-    std::vector<CurveKey> senderCurveKeys(n);
-    if (d->security && myShard > 0)
-        for (std::size_t i = 0; i < n; ++i)
-            if (expectedSender[i]) {
-                try {
-                    senderCurveKeys[i] = curvePublicKeyOf(members[i].publicKey);
-                } catch (const Error &) {
-                    // All zeros never matches a connection: that member's PARTs are refused.
-                }
+    std::vector<CurveKey> memberCurveKeys(n);
+    if (d->security)
+        for (std::size_t i = 0; i < n; ++i) {
+            try {
+                memberCurveKeys[i] = curvePublicKeyOf(members[i].publicKey);
+            } catch (const Error &) {
+                // All zeros never matches a connection: that member's PARTs are refused.
             }
+        }
+    // Rejected messages whose sender the link proves (the class comment), by member.
+    auto offence = [&](std::size_t member, const std::string &why) {
+        for (auto &o : report.offences)
+            if (o.member == member) {
+                ++o.messages;
+                return;
+            }
+        report.offences.push_back({member, 1, why});
+    };
+    // The member on whose CURVE connection `frame` arrived, if any.
+    auto memberOfConnection = [&](const zmq::message_t &frame) -> std::optional<std::size_t> {
+        if (!d->security)
+            return std::nullopt;
+        const auto key = DataPlaneSecurity::senderKey(frame);
+        if (!key)
+            return std::nullopt;
+        for (std::size_t i = 0; i < n; ++i)
+            if (i != me && memberCurveKeys[i] == *key)
+                return i;
+        return std::nullopt;
+    };
     std::size_t partsReduced = 0;
     double reducedAt = 0.0;
     std::vector<float> average(std::min<std::uint64_t>(myShard, options.partElements));
@@ -346,7 +367,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
         if (d->security) {
             // The header names the sender; the CURVE handshake proved who is on this connection.
             const auto key = DataPlaneSecurity::senderKey(frames[1]);
-            if (!key || *key != senderCurveKeys[h.sender])
+            if (!key || *key != memberCurveKeys[h.sender])
                 throw ProtocolError("PART claims to come from member " + std::to_string(h.sender)
                                     + " but the connection is not that member's key");
         }
@@ -360,8 +381,11 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             throw ProtocolError("PART changes the sender's weight");
         }
         auto &ps = partStates[h.part];
-        if (ps.reduced)
-            throw ProtocolError("late PART " + std::to_string(h.part) + " (already reduced)");
+        if (ps.reduced) { // a slow sender, excluded at the sender timeout: not an offence
+            log::debug("allreduce", "group " + groupId + ": late PART " + std::to_string(h.part) + " of member "
+                                        + std::to_string(h.sender) + " (already reduced)");
+            return;
+        }
         auto &slot = ps.values[h.sender];
         if (!slot.empty())
             throw ProtocolError("duplicate PART " + std::to_string(h.part));
@@ -392,6 +416,8 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             group = j.at("g").get<std::string>();
         } catch (const std::exception &) {
             log::warning("allreduce", "dropped a malformed message (header is not a CBOR map with a group)");
+            if (const auto who = memberOfConnection(frames[1]))
+                offence(*who, "header is not a CBOR map with a group");
             return;
         }
         if (group != groupId) {
@@ -407,6 +433,8 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             handlePart(frames);
         } catch (const std::exception &e) {
             log::warning("allreduce", std::string("dropped a message: ") + e.what());
+            if (const auto who = memberOfConnection(frames[1]))
+                offence(*who, e.what());
         }
     };
 
@@ -502,6 +530,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
                         handleResult(owner[k], frames);
                     } catch (const std::exception &e) {
                         log::warning("allreduce", std::string("dropped a result: ") + e.what());
+                        offence(owner[k], e.what()); // it came on our connection to that reducer
                     }
                 }
             }

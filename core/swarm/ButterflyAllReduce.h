@@ -23,7 +23,11 @@
 // from that shard and the weights are renormalised over those that arrived; a reducer whose
 // result has not arrived within `reducerTimeout` leaves that shard at the local values. A round
 // never blocks longer than max(senderTimeout, reducerTimeout) plus one poll interval.
-// Malformed, foreign or wrong-schema messages are dropped with a logged reason.
+// Malformed, foreign or wrong-schema messages are dropped with a logged reason. When the link
+// tells who sent one (a PART on a CURVE connection whose client key is a member's; a RESULT on
+// the DEALER this member opened to reducer j), the report names that member as an offender, so
+// that the caller can strike it in its BanList (swarm/BanList.h). A late PART (its part was
+// already reduced at the sender timeout) is a slow sender, not an offence.
 //
 // Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
 // time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
@@ -73,6 +77,13 @@ struct AllReduceOptions {
     TokenBucket *download = nullptr;
 };
 
+// A member whose messages broke the protocol in this round (see above).
+struct AllReduceOffence {
+    std::size_t member = 0;  // index in the group
+    int messages = 0;        // rejected messages it sent
+    std::string reason;      // why the first one was rejected
+};
+
 struct AllReduceReport {
     std::vector<std::int64_t> shardSizes;       // elements, per member
     std::vector<std::uint32_t> excludedSenders; // for this member's shard
@@ -81,6 +92,7 @@ struct AllReduceReport {
                                                 // the samples of the global batch when complete
     double receivedFraction = 1.0;              // of the elements this member expected back
     bool complete = true;                       // no exclusion here and every result received
+    std::vector<AllReduceOffence> offences;     // by member index, each member at most once
 };
 
 class AllReduceEndpoint final {

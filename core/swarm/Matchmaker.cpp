@@ -4,6 +4,7 @@
 #include "swarm/ServiceClient.h"
 #include "util/Hash.h"
 #include "util/Log.h"
+#include "util/Clock.h"
 
 #include <sodium.h>
 
@@ -16,10 +17,6 @@ namespace dedloc {
 
 namespace {
 
-double unixNow()
-{
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string randomGroupId(long epoch)
 {
@@ -42,8 +39,9 @@ void setWhy(std::string *why, const std::string &text)
 } // namespace
 
 Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
-                       std::shared_ptr<const DataPlaneSecurity> security)
-    : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security))
+                       std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<const BanList> bans)
+    : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security)),
+      m_bans(std::move(bans))
 {
     if (m_self.clientMode)
         m_service = nullptr;
@@ -196,6 +194,8 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
             if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
                 || d.expiresAt <= now || (retryAfter.count(d.peerId) && retryAfter[d.peerId] > now))
                 continue;
+            if (m_bans && m_bans->isBanned(d.peerId, now))
+                continue; // it sent us invalid data: we neither follow it nor average with it
             if (m_security && !m_security->admission(d.publicKey).empty()) {
                 // Closed run: never ask a peer whose access token we have not verified.
                 retryAfter[d.peerId] = now + 1.0;

@@ -15,7 +15,8 @@
 // or a follower refused or left waiting past
 // the leader's deadline plus the request timeout, looks for any other leader until its own
 // deadline plus the request timeout, then gives up (the caller steps on local gradients).
-// Client-mode peers never lead: they have no service socket and only ask.
+// Client-mode peers never lead: they have no service socket and only ask. A peer this one has
+// banned (swarm/BanList.h: it sent invalid data) is neither asked nor accepted as a follower.
 // Security: joins go over CURVE to the key that signed the leader's declaration; in a closed
 // run a candidate whose access token this peer has not verified is never asked (a peer without
 // a token cannot lead), and a refused handshake is reported as such.
@@ -64,9 +65,10 @@ struct FormedGroup {
 class Matchmaker final {
 public:
     // `service` is null in client mode. Both must outlive the matchmaker. `security` null:
-    // plaintext (unit tests only).
+    // plaintext (unit tests only). `bans`: leaders it bans are never asked (null: none); give
+    // the service the same list, so that banned peers cannot join this peer's groups either.
     Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
-               std::shared_ptr<const DataPlaneSecurity> security = nullptr);
+               std::shared_ptr<const DataPlaneSecurity> security = nullptr, std::shared_ptr<const BanList> bans = nullptr);
 
     // `expectedPeers()`: peers (this one included) that will average at this epoch, 0 if
     // unknown; asked again while gathering (progress records arrive meanwhile).
@@ -87,6 +89,7 @@ private:
     MatchSelf m_self;
     MatchmakingOptions m_options;
     std::shared_ptr<const DataPlaneSecurity> m_security;
+    std::shared_ptr<const BanList> m_bans;
 };
 
 } // namespace dedloc

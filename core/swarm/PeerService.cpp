@@ -4,6 +4,7 @@
 #include "util/Error.h"
 #include "util/Hash.h"
 #include "util/Log.h"
+#include "util/Clock.h"
 
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
@@ -20,10 +21,6 @@ namespace dedloc {
 
 namespace {
 
-double unixNow()
-{
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 zmq::message_t bytesMessage(const std::vector<std::uint8_t> &bytes) { return zmq::message_t(bytes.data(), bytes.size()); }
 
@@ -42,7 +39,7 @@ struct PeerService::Impl {
     std::unique_ptr<ZapHandler> zap; // before the ROUTER binds; destroyed after it
     zmq::socket_t router{context, zmq::socket_type::router};
     std::string endpoint;
-    BanList bans;
+    std::shared_ptr<BanList> banList; // shared with the peer's matchmaking and rounds
 
     mutable std::mutex mutex;
     bool gathering = false;
@@ -73,7 +70,7 @@ struct PeerService::Impl {
         const std::string routingId(frames[0].data<char>(), frames[0].size());
         const std::string connection = "connection " + toHex(reinterpret_cast<const unsigned char *>(routingId.data()), routingId.size());
         const double now = unixNow();
-        if (bans.isBanned(connection, now))
+        if (banList->isBanned(connection, now))
             return;
         nlohmann::json m;
         try {
@@ -81,7 +78,7 @@ struct PeerService::Impl {
                 throw ProtocolError("service request has " + std::to_string(frames.size() - 1) + " frames, expected 1");
             m = parseServiceMessage({frames[1].data<std::uint8_t>(), frames[1].size()});
         } catch (const std::exception &e) {
-            bans.strike(connection, e.what(), now);
+            banList->strike(connection, e.what(), now);
             return;
         }
         const auto type = m.at("t").get<std::string>();
@@ -90,17 +87,17 @@ struct PeerService::Impl {
         try {
             if (type == "join") {
                 const auto r = joinFromJson(m);
-                if (bans.isBanned(r.peerId, now))
+                if (banList->isBanned(r.peerId, now))
                     return reply(routingId, "refuse", {{"why", "banned"}});
                 if (security) {
                     const auto key = DataPlaneSecurity::senderKey(frames[1]);
                     if (!key || *key != curvePublicKeyOf(r.publicKey)) {
-                        bans.strike(connection, "join with a key that is not its connection's", now);
+                        banList->strike(connection, "join with a key that is not its connection's", now);
                         return reply(routingId, "refuse", {{"why", "your key is not the key of your connection"}});
                     }
                 }
                 if (r.runId != runId) {
-                    bans.strike(r.peerId, "join for unknown run \"" + r.runId + "\"", now);
+                    banList->strike(r.peerId, "join for unknown run \"" + r.runId + "\"", now);
                     return reply(routingId, "refuse", {{"why", "unknown run"}});
                 }
                 if (!gathering || now > gather.deadline)
@@ -145,7 +142,7 @@ struct PeerService::Impl {
             }
             throw ProtocolError("\"" + type + "\" is not a request");
         } catch (const std::exception &e) {
-            bans.strike(connection, e.what(), now);
+            banList->strike(connection, e.what(), now);
             reply(routingId, "refuse", {{"why", std::string("bad request: ") + e.what()}});
         }
     }
@@ -189,9 +186,10 @@ struct PeerService::Impl {
 };
 
 PeerService::PeerService(std::string runId, const std::string &bindAddress, std::uint64_t partElements,
-                         std::shared_ptr<const DataPlaneSecurity> security)
+                         std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<BanList> bans)
     : d(std::make_unique<Impl>())
 {
+    d->banList = bans ? std::move(bans) : std::make_shared<BanList>();
     d->runId = std::move(runId);
     d->partElements = partElements;
     d->security = std::move(security);
@@ -277,7 +275,7 @@ long PeerService::stateEpoch() const
     return d->snapshots.empty() ? -1 : d->snapshots.back()->epoch;
 }
 
-BanList &PeerService::bans() { return d->bans; }
+BanList &PeerService::bans() { return *d->banList; }
 
 long long PeerService::served(const std::string &type) const
 {

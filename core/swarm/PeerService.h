@@ -44,9 +44,11 @@ struct StateSnapshot {
 
 class PeerService final {
 public:
-    // `security` null: plaintext (unit tests only; the swarm always passes one).
+    // `security` null: plaintext (unit tests only; the swarm always passes one). `bans` null:
+    // a list of its own; the swarm passes the one its matchmaking and all-reduce rounds strike.
     PeerService(std::string runId, const std::string &bindAddress = "tcp://127.0.0.1:*",
-                std::uint64_t partElements = 128 * 1024, std::shared_ptr<const DataPlaneSecurity> security = nullptr);
+                std::uint64_t partElements = 128 * 1024, std::shared_ptr<const DataPlaneSecurity> security = nullptr,
+                std::shared_ptr<BanList> bans = nullptr);
     ~PeerService();
     PeerService(const PeerService &) = delete;
     PeerService &operator=(const PeerService &) = delete;

@@ -3,6 +3,7 @@
 #include "util/Error.h"
 #include "util/Hash.h"
 #include "util/Log.h"
+#include "util/Clock.h"
 
 #include <chrono>
 #include <fstream>
@@ -20,11 +21,6 @@ std::string trimmed(const std::string &s)
     return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
-std::int64_t unixSeconds()
-{
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 } // namespace
 

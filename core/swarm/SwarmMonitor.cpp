@@ -2,6 +2,7 @@
 
 #include "util/Error.h"
 #include "util/Log.h"
+#include "util/Clock.h"
 
 #include <cerrno>
 #include <chrono>
@@ -53,7 +54,7 @@ bool SwarmMetricsRecorder::writeJsonLine(const std::string &line)
 int SwarmMetricsRecorder::record(const std::vector<SignedRecord> &records)
 {
     int written = 0;
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double now = unixNow();
     std::lock_guard lock(m_mutex);
     for (const auto &r : records) {
         auto j = nlohmann::json::parse(r.payload, nullptr, false);

@@ -2,6 +2,7 @@
 
 #include "util/Error.h"
 #include "util/Log.h"
+#include "util/Clock.h"
 
 #include <cerrno>
 #include <chrono>
@@ -32,7 +33,7 @@ void MetricsWriter::write(const std::string &event, nlohmann::json fields)
 {
     if (!m_file || m_failed)
         return;
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double now = unixNow();
     fields["event"] = event;
     fields["time"] = now;
     fields["peer_id"] = m_peerId;

@@ -1,0 +1,331 @@
+// SwarmPeer's trainer role (DeDLOC section 3; swarm/SwarmPeerImpl.h): micro-batches toward the
+// global batch, matchmaking shortly before the step, the averaged (or local) step, its report,
+// validation and checkpoints.
+#include "swarm/SwarmPeerImpl.h"
+
+#include "system/TorchRuntime.h"
+#include "util/Error.h"
+#include "util/Hash.h"
+#include "util/Log.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+
+namespace dedloc {
+
+namespace {
+
+constexpr std::size_t LossHistoryLength = 512; // points of the loss chart kept
+
+} // namespace
+
+void SwarmPeer::Impl::runTrainer()
+{
+    const long lastEpoch = opt.maxEpoch > 0 ? opt.maxEpoch : manifest->schedule.totalSteps;
+    const auto &t = manifest->training;
+    const long checkpointEvery = opt.checkpointEvery > 0 ? opt.checkpointEvery : t.checkpointEveryNSteps;
+    afterStateChange();
+    std::future<std::optional<FormedGroup>> match;
+    std::string matchWhy;
+    long matchEpoch = -1;
+    auto dropMatch = [&] {
+        if (match.valid()) {
+            cancelMatch = true;
+            match.wait();
+            match = {};
+            cancelMatch = false;
+        }
+        matchEpoch = -1;
+    };
+    auto startMatch = [&](long epoch) {
+        matchEpoch = epoch;
+        cancelMatch = false;
+        match = std::async(std::launch::async, [this, epoch, &matchWhy] {
+            return matchmaker->formGroup(epoch, gradientSchema, [this, epoch] { return expectedPeers(epoch); },
+                                         cancelMatch, &matchWhy);
+        });
+    };
+    long stepsSinceCheckpoint = 0;
+    double lastSyncAttempt = -1e9;
+    bool wasPaused = false;
+    setState(PeerState::Training);
+    while (!stopFlag.load() && trainer->step() < lastEpoch && !timeUp()) {
+        if (pausedFlag.load()) {
+            if (!wasPaused) {
+                dropMatch();
+                releaseAcceleratorMemory();
+                wasPaused = true;
+            }
+            setMyRecord(0, 0.0);
+            sleepFor(0.1);
+            continue;
+        }
+        if (wasPaused) {
+            wasPaused = false;
+            setState(PeerState::Training);
+        }
+        applyCaps();
+        const double now = unixNow();
+        setMyRecord(trainer->accumulatedSamples(), emaSamplesPerSecond);
+        StepDecision decision;
+        bool matchSoon;
+        std::size_t expected;
+        {
+            std::lock_guard lock(mutex);
+            decision = tracker.decide(trainer->step(), now);
+            matchSoon = tracker.shouldStartMatchmaking(trainer->step(), now);
+        }
+        expected = expectedPeers(trainer->step());
+        if (decision == StepDecision::Resync) {
+            dropMatch();
+            long global;
+            {
+                std::lock_guard lock(mutex);
+                global = tracker.global(now).globalEpoch;
+            }
+            if (now - lastSyncAttempt < 2.0) {
+                sleepFor(0.2);
+                continue;
+            }
+            lastSyncAttempt = now;
+            if (syncState(global))
+                setState(PeerState::Training);
+            continue;
+        }
+        if (expected < opt.minPeers) {
+            // Neither compute nor step before the peers this run asks for are here: samples
+            // computed alone would make up the whole batch before the others arrive.
+            sleepFor(0.05);
+            continue;
+        }
+        const bool alone = expected <= 1;
+        if (!alone && !match.valid() && (matchSoon || decision == StepDecision::Step))
+            startMatch(trainer->step());
+        if (decision == StepDecision::Step) {
+            takeStep(match, matchEpoch, matchWhy, alone);
+            match = {};
+            matchEpoch = -1;
+            if (++stepsSinceCheckpoint >= checkpointEvery) {
+                trySave();
+                stepsSinceCheckpoint = 0;
+            }
+            if (t.validationEveryNSteps > 0 && trainer->step() % t.validationEveryNSteps == 0)
+                validate();
+            setState(PeerState::Training);
+            continue;
+        }
+        const int fullMicroBatch = trainer->microBatchSize();
+        const auto r = trainer->accumulateMicroBatch(fittedMicroBatch(now, fullMicroBatch));
+        // Only full micro-batches update the throughput: a fitted one pays the same fixed
+        // cost per call for fewer samples and would drag the estimate (and the ETA) down.
+        const double rate = r.seconds > 0 ? r.samples / r.seconds : 0.0;
+        if (r.samples >= fullMicroBatch || emaSamplesPerSecond == 0.0)
+            emaSamplesPerSecond = emaSamplesPerSecond == 0.0 ? rate : 0.9 * emaSamplesPerSecond + 0.1 * rate;
+        const auto c = trainer->contribution();
+        update([&](PeerSnapshot &s) {
+            s.localSamplesPerSecond = emaSamplesPerSecond;
+            s.session = {c.samples - sessionSamplesStart, c.computeSeconds - sessionComputeStart,
+                         c.stepsTakenPart - sessionStepsStart};
+            s.allTime = {c.samples, c.computeSeconds, c.stepsTakenPart};
+        });
+    }
+    dropMatch();
+    if (stepsSinceCheckpoint > 0)
+        trySave();
+    setMyRecord(0, 0.0); // the final epoch, for the control thread's last publish
+}
+
+int SwarmPeer::Impl::fittedMicroBatch(double now, int fullMicroBatch)
+{
+    double eta;
+    {
+        std::lock_guard lock(mutex);
+        const auto g = tracker.global(now);
+        if (g.globalEpoch != trainer->step())
+            return fullMicroBatch;
+        eta = g.eta;
+    }
+    return fitMicroBatch(eta, emaSamplesPerSecond, fullMicroBatch);
+}
+
+void SwarmPeer::Impl::takeStep(std::future<std::optional<FormedGroup>> &match, long matchEpoch, const std::string &matchWhy, bool alone)
+{
+    const long epoch = trainer->step();
+    const long localSamples = trainer->accumulatedSamples();
+    setState(PeerState::Averaging, "global step " + std::to_string(epoch + 1));
+    std::optional<FormedGroup> group;
+    std::string why = alone ? "no other peer at this epoch" : matchWhy;
+    if (match.valid() && matchEpoch == epoch) {
+        // While the group forms, the others may step without us (we came too late): then
+        // stop looking at once and resynchronise instead of waiting out the deadlines.
+        bool overtaken = false;
+        while (match.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+            std::lock_guard lock(mutex);
+            if (tracker.global(unixNow()).globalEpoch > epoch)
+                overtaken = cancelMatch = true;
+        }
+        group = match.get();
+        why = matchWhy;
+        if (!group && overtaken) {
+            // The swarm stepped without us: a local step would only diverge. Resync instead
+            // (the next decision says so); the samples computed here are dropped.
+            log::info("swarm", "the swarm stepped past epoch " + std::to_string(epoch) + " without this peer; resynchronising");
+            setState(PeerState::Training);
+            return;
+        }
+    }
+    const auto roundStart = std::chrono::steady_clock::now();
+    StepResult result;
+    std::string status;
+    std::size_t groupSize = 1;
+    std::int64_t shardElements = 0;
+    bool averaged = false;
+    bool complete = false;
+    if (group && faultStallEpoch >= 0 && epoch >= faultStallEpoch) {
+        log::warning("swarm", "FAULT: stalling in round " + group->info.groupId + " (DEDLOC_FAULT_STALL_ROUND)");
+        while (!stopFlag.load())
+            sleepFor(0.5);
+    }
+    if (group) {
+        auto gradient = trainer->meanGradientFlat();
+        auto o = roundOptions();
+        o.myWeight = static_cast<double>(localSamples);
+        const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, gradient, o);
+        strikeOffenders(*group, report);
+        const long batch = report.groupWeight > 0 ? static_cast<long>(std::llround(report.groupWeight)) : localSamples;
+        result = trainer->applyAveragedStep(gradient, batch);
+        groupSize = group->info.members.size();
+        shardElements = report.shardSizes[group->myIndex];
+        averaged = true;
+        complete = report.complete;
+        status = "averaged with " + std::to_string(groupSize - 1) + " peer(s)"
+                 + (report.complete ? "" : " (partial: " + std::to_string(static_cast<int>(report.receivedFraction * 100))
+                                               + "% of results)");
+        if (averageStateNow(epoch))
+            averageState(*group);
+        std::lock_guard lock(mutex);
+        swarmSamplesSeen += batch;
+        mySamplesSeen += localSamples;
+    } else if (localSamples == 0) {
+        // Nothing computed here and nobody to average with (e.g. just after a state
+        // download): no step; the tracker says Resync once the others have stepped.
+        setState(PeerState::Training);
+        sleepFor(0.1);
+        return;
+    } else {
+        result = trainer->applyStep();
+        status = "fell back to local gradients: " + why;
+        if (!alone)
+            log::warning("swarm", status);
+        std::lock_guard lock(mutex);
+        swarmSamplesSeen += localSamples;
+        mySamplesSeen += localSamples;
+    }
+    const double roundSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - roundStart).count();
+    afterStateChange();
+    reportStep(result, localSamples, groupSize, shardElements, averaged, complete, roundSeconds, status);
+}
+
+void SwarmPeer::Impl::reportStep(const StepResult &r, long localSamples, std::size_t groupSize, std::int64_t shardElements,
+                bool averaged, bool complete, double roundSeconds, const std::string &status)
+{
+    long globalEpoch;
+    int peers;
+    {
+        std::lock_guard lock(mutex);
+        globalEpoch = std::max(snap.globalEpoch, r.step);
+        peers = static_cast<int>(snap.peers.size());
+    }
+    // A peer that computed nothing for this step (it just downloaded the state and the
+    // group formed before its first micro-batch) has no loss of its own to report.
+    const bool hasLoss = localSamples > 0;
+    nlohmann::json fields = {{"step", r.step}, {"samples", localSamples}, {"batch_samples", r.samples},
+                             {"samples_per_s", emaSamplesPerSecond}, {"lr", r.learningRate},
+                             {"grad_norm", std::isfinite(r.gradNorm) ? r.gradNorm : -1.0}, {"applied", r.applied},
+                             {"global_epoch", globalEpoch}, {"peers", peers}, {"group_size", groupSize},
+                             {"averaged", averaged}, {"round_s", roundSeconds}, {"shard_elements", shardElements},
+                             {"complete", complete}};
+    if (hasLoss)
+        fields["loss"] = r.loss;
+    if (opt.hashParameters) {
+        const auto p = trainer->parametersFlat();
+        fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
+    }
+    metrics->write("step", fields);
+    auto published = fields;
+    published["peer_id"] = identity->peerId();
+    published["name"] = opt.name;
+    published["role"] = peerRoleName(opt.role);
+    published["time"] = unixNow();
+    const auto c = trainer->contribution();
+    update([&](PeerSnapshot &s) {
+        s.localEpoch = r.step;
+        if (hasLoss) {
+            s.lastLoss = r.loss;
+            s.lossHistory.push_back({r.step, r.loss});
+            if (s.lossHistory.size() > LossHistoryLength)
+                s.lossHistory.erase(s.lossHistory.begin());
+        }
+        s.lastRoundStatus = status;
+        s.session = {c.samples - sessionSamplesStart, c.computeSeconds - sessionComputeStart,
+                     c.stepsTakenPart - sessionStepsStart};
+        s.allTime = {c.samples, c.computeSeconds, c.stepsTakenPart};
+        s.shareOfSwarm = swarmSamplesSeen > 0 ? static_cast<double>(mySamplesSeen) / static_cast<double>(swarmSamplesSeen) : 0.0;
+        pendingMetrics = published.dump();
+    });
+    if (opt.statusOut) {
+        char loss[32] = "  none";
+        if (hasLoss)
+            std::snprintf(loss, sizeof loss, "%.4f", r.loss);
+        std::fprintf(opt.statusOut, "%s step %5ld | loss %s | %6.1f samples/s | peers %d | %s%s\n",
+                     opt.name.empty() ? "" : ("[" + opt.name + "]").c_str(), r.step, loss, emaSamplesPerSecond, peers,
+                     status.c_str(), r.applied ? "" : " | SKIPPED (non-finite)");
+        std::fflush(opt.statusOut);
+    }
+}
+
+void SwarmPeer::Impl::validate()
+{
+    const double v = trainer->validationLoss();
+    if (opt.statusOut) {
+        std::fprintf(opt.statusOut, "%s step %5ld | validation loss %.4f\n",
+                     opt.name.empty() ? "" : ("[" + opt.name + "]").c_str(), trainer->step(), v);
+        std::fflush(opt.statusOut);
+    }
+    metrics->write("validation", {{"step", trainer->step()}, {"val_loss", v}});
+}
+
+bool SwarmPeer::Impl::trySave()
+{
+    try {
+        trainer->saveCheckpoint(checkpointDir);
+        return true;
+    } catch (const Error &e) {
+        log::error("ckpt", std::string("checkpoint not saved: ") + e.what() + "; training continues");
+        return false;
+    }
+}
+
+void SwarmPeer::Impl::applyCaps()
+{
+    ResourceCaps c;
+    {
+        std::lock_guard lock(mutex);
+        if (!capsChanged)
+            return;
+        c = caps;
+        capsChanged = false;
+    }
+    if (c.cpuThreads > 0)
+        configureTorchThreads(c.cpuThreads);
+    if (c.microBatchSize > 0)
+        trainer->setMicroBatchSize(c.microBatchSize);
+    upload.setRate(std::max(0.0, c.uploadBytesPerSecond));
+    download.setRate(std::max(0.0, c.downloadBytesPerSecond));
+    if (c.gpuMemoryFraction > 0.0)
+        setAcceleratorMemoryFraction(std::min(1.0, c.gpuMemoryFraction));
+}
+
+} // namespace dedloc
