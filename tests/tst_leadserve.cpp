@@ -300,6 +300,15 @@ class TestLeadServe : public QObject {
         QCOMPARE(run({QStringLiteral("--status-port"), QString::number(held.port)}, out), 2);
         QVERIFY2(out.contains(QStringLiteral("cannot listen for HTTP")), qPrintable(out));
 
+        // The state donor's fixed port in use, and one out of range.
+        QCOMPARE(run({QStringLiteral("--status-port"), QStringLiteral("0"), QStringLiteral("--service-port"),
+                      QString::number(held.port)},
+                     out),
+                 2);
+        QVERIFY2(out.contains(QStringLiteral("cannot listen on tcp://127.0.0.1:%1").arg(held.port)), qPrintable(out));
+        QCOMPARE(run({QStringLiteral("--service-port"), QStringLiteral("70000")}, out), 2);
+        QVERIFY2(out.contains(QStringLiteral("--service-port")), qPrintable(out));
+
         QCOMPARE(run({QStringLiteral("--dht-port"), QStringLiteral("0")}, out), 2);
         QVERIFY2(out.contains(QStringLiteral("--dht-port")), qPrintable(out));
 

@@ -123,7 +123,8 @@ private Q_SLOTS:
     }
 
     // (b) 3 peers, 5 global steps, bitwise identical parameters after each; the monitor records
-    // every peer's metrics.
+    // every peer's metrics. p3 binds fixed ports (`--port P`: all-reduce P, service P + 1), as
+    // behind a firewall rule, and the others reach it there.
     void threePeersStayIdentical()
     {
         const auto d = dir("b");
@@ -135,8 +136,12 @@ private Q_SLOTS:
                                QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("2")};
         auto &p1 = h.startPeer(QStringLiteral("p1"), args);
         auto &p2 = h.startPeer(QStringLiteral("p2"), args);
-        auto &p3 = h.startPeer(QStringLiteral("p3"), args);
+        const quint16 port = freeTcpPortPair();
+        QVERIFY(port != 0);
+        auto &p3 = h.startPeer(QStringLiteral("p3"), QStringList(args) << QStringLiteral("--port") << QString::number(port));
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 180), {&p1, &p2, &p3, &monitor});
+        const QString endpoints = QStringLiteral("service tcp://127.0.0.1:%1, all-reduce tcp://127.0.0.1:%2").arg(port + 1).arg(port);
+        QVERIFY2(p3.logText().contains(endpoints), qPrintable(p3.logText().left(2000)));
         const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
         for (long step = 1; step <= 5; ++step) {
             SWARM_VERIFY(s1.count(step) && s2.count(step) && s3.count(step), {&p1, &p2, &p3});

@@ -83,6 +83,10 @@ int parse(const QStringList &args, ServeConfig &c)
                           "address", "127.0.0.1");
     const auto dhtPort =
         opt("dht-port", "UDP port of the DHT node: the bootstrap address volunteers use.", "port", "31340");
+    const auto servicePort = opt("service-port",
+                                 "TCP port of the state donor that volunteers download the run's state from (0: any "
+                                 "free port; fix it for a firewall rule).",
+                                 "port", "0");
     const auto metricsDir =
         opt("metrics-dir", "Where swarm.jsonl and swarm.csv go (default: <data-dir>/metrics).", "dir");
     const auto metricsOut = opt("metrics-out", "The monitor's own metrics as JSON lines (default: none).", "file");
@@ -99,7 +103,7 @@ int parse(const QStringList &args, ServeConfig &c)
     const auto name = opt("name", "Name shown in status and logs.", "name", "monitor");
     const auto threads = opt("threads", "Torch CPU threads.", "n", "1");
     const auto fresh = opt("fresh", "Do not load the monitor's last checkpoint.");
-    p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, metricsDir, metricsOut, keep, stateEvery,
+    p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, servicePort, metricsDir, metricsOut, keep, stateEvery,
                   statusHost, statusPort, noStatus, statusInterval, progressPeriod, duration, name, threads, fresh});
     if (!p.parse(args))
         return bad(p.errorText().toStdString() + " (see --help)");
@@ -149,6 +153,9 @@ int parse(const QStringList &args, ServeConfig &c)
     w.dhtPort = static_cast<std::uint16_t>(integer(dhtPort, 1, 65535));
     if (!ok)
         return bad("--dht-port takes a port number from 1 to 65535 (volunteers need a fixed one)");
+    w.servicePort = static_cast<std::uint16_t>(integer(servicePort, 0, 65535));
+    if (!ok)
+        return bad("--service-port takes a TCP port number from 0 (any) to 65535");
     c.http.port = static_cast<std::uint16_t>(integer(statusPort, 0, 65535));
     if (!ok)
         return bad("--status-port takes a port number from 0 to 65535");

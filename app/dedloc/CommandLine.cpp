@@ -2,9 +2,11 @@
 
 #include "run/RunPaths.h"
 
+#include <cmath>
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
+#include <cmath>
 #include <cstdio>
 
 namespace {
@@ -49,6 +51,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto bootstrap = option("bootstrap", "DHT node to join (host:port); repeatable.", "host:port");
     const auto dhtPort = option("dht-port", "UDP port of this peer's DHT node (default: any; local swarm: 31340).", "port");
     const auto host = option("host", "IPv4 address this peer listens on (DHT and data plane) and advertises; other machines must reach it. 0.0.0.0 only with --client-mode.", "address", "127.0.0.1");
+    const auto dataPort = option("port", "TCP port of this peer's all-reduce socket; its service socket (group joins, state downloads) uses port + 1. For a firewall rule or a port forward (default: any free ports).", "port");
     const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard).");
     const auto bandwidth = option("bandwidth", "Declared upload bandwidth in Mbit/s, for shard sizes.", "mbit");
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
@@ -71,7 +74,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto tokenOpt = option("token", "Closed runs: the access token file from the run's lead (default: <data dir>/runs/<run id>/access.token).", "file");
     p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt, tokenOpt});
     p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
-                  soloOpt, joinOpt, role, name, bootstrap, dhtPort, host, clientMode, bandwidth, microBatch, dataSeed,
+                  soloOpt, joinOpt, role, name, bootstrap, dhtPort, dataPort, host, clientMode, bandwidth, microBatch, dataSeed,
                   progressPeriod, matchmakingTime, averageStateEvery, swarmMetrics, hashParameters, dumpParameters,
                   senderTimeout, reducerTimeout, minPeers, statusEvery, screenshot, screenshotAfterOpt});
     // parse() rather than process(): a bad option exits with 2 like every other bad input.
@@ -158,6 +161,17 @@ int CommandLine::parse(const QStringList &arguments)
     w.dhtPort = static_cast<std::uint16_t>(port);
     w.host = p.value(host).toStdString();
     w.clientMode = p.isSet(clientMode);
+    if (p.isSet(dataPort)) {
+        const double d = number(dataPort);
+        if (!ok || d < 1 || d > 65534 || d != std::floor(d))
+            return bad("--port takes a TCP port number from 1 to 65534 (the service uses port + 1)");
+        if (w.clientMode)
+            return bad("--port has no use in client mode: a client-mode peer binds no TCP port");
+        if (p.isSet(localSwarmOpt))
+            return bad("--port is for one peer; the peers of a local swarm each take free ports");
+        w.allReducePort = static_cast<std::uint16_t>(d);
+        w.servicePort = static_cast<std::uint16_t>(d + 1);
+    }
     if (w.clientMode && w.role != dedloc::PeerRole::Trainer)
         return bad("only trainers can run in client mode (auxiliary peers and monitors must be reachable)");
     w.bandwidth = p.isSet(bandwidth) ? number(bandwidth) : -1.0;

@@ -28,6 +28,9 @@ using Clock = std::chrono::steady_clock;
 // the kernel buffers. Parts encoded per pass of the poll loop before it looks at the sockets.
 constexpr int SendQueue = 8;
 constexpr int SendBudget = 32;
+// Messages of rounds not started here yet: how many are kept, and for how long.
+constexpr std::size_t PendingLimit = 4096;
+constexpr auto PendingAge = std::chrono::seconds(120);
 
 struct Piece {
     std::uint64_t offset = 0, count = 0;
@@ -66,8 +69,13 @@ struct AllReduceEndpoint::Impl {
     std::unique_ptr<ZapHandler> zap; // before the ROUTER binds; destroyed after it
     std::unique_ptr<zmq::socket_t> router;
     std::string endpoint;
-    // Messages for a group whose round has not started here yet (a faster peer began earlier).
-    std::multimap<std::string, std::vector<zmq::message_t>> pending;
+    // Messages for a group whose round has not started here yet (a faster peer began earlier),
+    // with the steady-clock time they arrived: at most PendingLimit, none older than PendingAge.
+    struct Early {
+        Clock::time_point arrived;
+        std::vector<zmq::message_t> frames;
+    };
+    std::multimap<std::string, Early> pending;
 };
 
 AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddress,
@@ -421,8 +429,8 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
             return;
         }
         if (group != groupId) {
-            if (d->pending.size() < 4096 && group.size() <= 64)
-                d->pending.emplace(group, std::move(frames));
+            if (d->pending.size() < PendingLimit && group.size() <= 64)
+                d->pending.emplace(group, Impl::Early{Clock::now(), std::move(frames)});
             return;
         }
         if (myShard == 0) {
@@ -440,10 +448,13 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
 
     // Parts that arrived before this round started.
     if (d->router) {
+        // A round that never started here (this peer left that group, or a sender raced ahead
+        // of a group that never formed) leaves its messages behind: they age out.
+        std::erase_if(d->pending, [&](const auto &e) { return start - e.second.arrived > PendingAge; });
         auto range = d->pending.equal_range(groupId);
         std::vector<std::vector<zmq::message_t>> early;
         for (auto it = range.first; it != range.second; ++it)
-            early.push_back(std::move(it->second));
+            early.push_back(std::move(it->second.frames));
         d->pending.erase(range.first, range.second);
         for (auto &frames : early)
             dispatchRouterMessage(frames);

@@ -203,7 +203,7 @@ PeerService::PeerService(std::string runId, const std::string &bindAddress, std:
     try {
         d->router.bind(bindAddress);
     } catch (const zmq::error_t &e) {
-        throw Error("service socket cannot bind " + bindAddress + ": " + e.what());
+        throw Error("cannot listen on " + bindAddress + " (service socket): " + e.what());
     }
     d->endpoint = d->router.get(zmq::sockopt::last_endpoint);
     d->thread = std::thread([this] { d->loop(); });

@@ -69,12 +69,14 @@ void SwarmPeer::Impl::setUp()
         dht->bootstrap(b);
     if ((!opt.bootstrap.empty() || !manifest->bootstrapPeers.empty()) && !dht->waitForNodes(1, 10.0))
         log::warning("swarm", "no DHT node answered within 10 s; training alone until the swarm is reachable");
+    const std::string allReducePort = opt.allReducePort ? std::to_string(opt.allReducePort) : "*";
+    const std::string servicePort = opt.servicePort ? std::to_string(opt.servicePort) : "*";
     if (reachable()) {
-        service = std::make_unique<PeerService>(manifest->runId, "tcp://" + opt.host + ":*", 128 * 1024,
+        service = std::make_unique<PeerService>(manifest->runId, "tcp://" + opt.host + ":" + servicePort, 128 * 1024,
                                                 access.security, bans);
         service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
     }
-    allReduce = std::make_unique<AllReduceEndpoint>(reachable(), "tcp://" + opt.host + ":*", access.security);
+    allReduce = std::make_unique<AllReduceEndpoint>(reachable(), "tcp://" + opt.host + ":" + allReducePort, access.security);
     MatchSelf self{identity->peerId(), manifest->runId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
                    opt.role == PeerRole::Trainer, identity->publicKey()};
     matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, opt.matchmaking, access.security, bans);

@@ -50,6 +50,11 @@ struct SwarmOptions {
     std::uint16_t dhtPort = 0;                // 0: ephemeral
     std::string host = "127.0.0.1";           // IPv4 address the ROUTERs and the DHT (UDP) bind, and the
                                               // ROUTERs advertise; 0.0.0.0 only in client mode
+    // TCP ports of the all-reduce ROUTER and of the service ROUTER (group joins, state
+    // downloads); 0: any free port. Fixed ports are what a firewall rule or a router's port
+    // forward names (`dedloc --port P` binds P and P + 1). Unused in client mode (nothing bound).
+    std::uint16_t allReducePort = 0;
+    std::uint16_t servicePort = 0;
     bool clientMode = false;                  // behind NAT: connect out only
     double bandwidth = -1.0;                  // declared for shard sizes; < 0 unknown
     int threads = 0;                          // torch threads; 0: all cores

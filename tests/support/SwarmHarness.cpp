@@ -64,6 +64,36 @@ quint16 freeUdpPort()
     return ntohs(a.sin_port);
 }
 
+quint16 freeTcpPortPair()
+{
+    auto bindTcp = [](quint16 port, quint16 *bound) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(port);
+        const bool ok = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0;
+        socklen_t len = sizeof a;
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+        if (bound)
+            *bound = ntohs(a.sin_port);
+        return fd < 0 ? -1 : (ok ? fd : (::close(fd), -1));
+    };
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        quint16 port = 0;
+        const int first = bindTcp(0, &port);
+        if (first < 0)
+            continue;
+        const int second = port < 65535 ? bindTcp(static_cast<quint16>(port + 1), nullptr) : -1;
+        ::close(first);
+        if (second >= 0) {
+            ::close(second);
+            return port;
+        }
+    }
+    return 0;
+}
+
 std::vector<nlohmann::json> SwarmPeerProcess::events(const char *event) const
 {
     std::vector<nlohmann::json> out;

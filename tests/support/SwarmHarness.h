@@ -36,6 +36,8 @@ struct ClosedRun {
 
 // A free UDP port on 127.0.0.1 (bound and released; good enough for tests).
 [[nodiscard]] quint16 freeUdpPort();
+// A TCP port P on 127.0.0.1 such that P and P + 1 are both free (bound and released).
+[[nodiscard]] quint16 freeTcpPortPair();
 
 struct SwarmPeerProcess {
     QString name;
