@@ -3,6 +3,7 @@
 // wire through a relay.
 #include "net/CurveSecurity.h"
 #include "util/Error.h"
+#include "util/Log.h"
 
 #include "TestSupport.h"
 
@@ -292,6 +293,36 @@ class TestCurveSecurity final : public QObject {
                                                                                   "alice", Now, Now + 3600)));
         QCOMPARE(event, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
         QVERIFY2(reason.find("not to the presenting peer") != std::string::npos, reason.c_str());
+    }
+
+    // A refused peer that keeps asking (every matchmaking request and every round opens a new
+    // connection) is logged once per minute with the count, not once per attempt.
+    void repeatedRefusalsAreLoggedOnce()
+    {
+        std::mutex mutex;
+        std::vector<std::string> zapLines;
+        const auto previous = dedloc::log::setSink([&](dedloc::log::Level, std::string_view category, std::string_view m) {
+            if (category == "zap") {
+                std::lock_guard lock(mutex);
+                zapLines.emplace_back(m);
+            }
+        });
+        const auto alice = PeerIdentity::generate();
+        std::uint64_t refused = 0;
+        {
+            Server server(true, m_lead.publicKey); // closed run, and alice has no token
+            for (int attempt = 0; attempt < 5; ++attempt) {
+                Client client(&alice, pk(server.identity));
+                client.connect(server.endpoint);
+                QCOMPARE(client.handshake().first, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+            }
+            refused = server.zap->refused();
+        }
+        dedloc::log::setSink(previous);
+        QCOMPARE(refused, std::uint64_t(5));
+        std::lock_guard lock(mutex);
+        QCOMPARE(zapLines.size(), std::size_t(1));
+        QVERIFY2(zapLines[0].find("no access token") != std::string::npos, zapLines[0].c_str());
     }
 
     void missingTokenAndOtherRunAreRefused()

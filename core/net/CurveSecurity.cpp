@@ -185,6 +185,24 @@ std::string ZapHandler::judge(const CurveKey &clientKey) const
     return judgeAccess(m_policy, m_registry.get(), clientKey);
 }
 
+void ZapHandler::noteRefusal(const std::string &address, const std::string &reason)
+{
+    constexpr auto RefusalLogInterval = std::chrono::seconds(60);
+    const auto now = std::chrono::steady_clock::now();
+    if (m_noted.size() > 1000) // bounded: a scan of many addresses forgets the old ones
+        std::erase_if(m_noted, [&](const auto &e) { return now - e.second.logged > RefusalLogInterval; });
+    const auto key = address + '|' + reason;
+    auto it = m_noted.find(key);
+    if (it != m_noted.end() && now - it->second.logged < RefusalLogInterval) {
+        ++it->second.suppressed;
+        return;
+    }
+    const std::uint64_t suppressed = it == m_noted.end() ? 0 : it->second.suppressed;
+    m_noted[key] = Noted{now, 0};
+    log::warning("zap", "refused a data-plane connection from " + address + ": " + reason
+                            + (suppressed ? " (" + std::to_string(suppressed) + " more since the last report)" : ""));
+}
+
 void ZapHandler::loop(void *socket)
 {
     while (!m_stop.load()) {
@@ -241,8 +259,7 @@ void ZapHandler::loop(void *socket)
                 std::lock_guard lock(m_mutex);
                 m_lastRefusal = text;
             }
-            log::warning("zap",
-                         "refused a data-plane connection from " + (frames.size() > 3 ? frames[3] : "?") + ": " + text);
+            noteRefusal(frames.size() > 3 ? frames[3] : "?", text);
         }
         const std::string requestId = frames.size() > 1 ? frames[1] : std::string();
         const std::array<std::string, 6> reply = {"1.0", requestId, status, text.substr(0, 255), userId, ""};

@@ -40,6 +40,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -127,8 +128,17 @@ class ZapHandler final {
   private:
     void loop(void *socket);
 
+    // Logs a refusal, at most once per RefusalLogInterval for one (address, reason): a refused
+    // ZeroMQ client reconnects every 100 ms and would flood the log. Called by the thread only.
+    void noteRefusal(const std::string &address, const std::string &reason);
+
     AccessPolicy m_policy;
     std::shared_ptr<const AccessTokenRegistry> m_registry;
+    struct Noted {
+        std::chrono::steady_clock::time_point logged;
+        std::uint64_t suppressed = 0;
+    };
+    std::map<std::string, Noted> m_noted; // address + reason (the thread's own)
     std::atomic<bool> m_stop{false};
     std::atomic<std::uint64_t> m_accepted{0};
     std::atomic<std::uint64_t> m_refused{0};
