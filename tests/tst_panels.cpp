@@ -1,12 +1,18 @@
 // The dashboard panels (ui/panels/): what each shows for a given snapshot or GPU sample.
+#include "RunInfo.h"
+#include "Settings.h"
+#include "TestSupport.h"
 #include "panels/GpuPanel.h"
+#include "panels/JoinPage.h"
 #include "panels/StatePanel.h"
 #include "panels/SwarmPanel.h"
+#include "run/RunManifest.h"
 
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QtTest>
 
 using namespace dedloc;
@@ -108,6 +114,36 @@ class TestPanels final : public QObject {
         s.targetBatchSize = 0; // not known yet: no division by zero
         p.update(s);
         QCOMPARE(p.progressPercent(), 0);
+    }
+    // The join page says whether the run is open or closed, and for a closed run where the
+    // volunteer's token is or how to get one.
+    void joinPageSaysWhetherTheRunIsClosed()
+    {
+        QTemporaryDir dir;
+        auto settings = Settings::forTesting(dir.filePath(QStringLiteral("s.ini")));
+        auto manifest = loadRunManifest(test::defaultManifest());
+        QVERIFY(!manifest.closed); // the bundled run is open
+        {
+            JoinPage page(runInfoFromManifest(manifest), *settings);
+            const auto texts = labelTexts(page).join('|');
+            QVERIFY2(texts.contains(QStringLiteral("open: anyone may join")), qPrintable(texts));
+        }
+        manifest.closed = true;
+        auto run = runInfoFromManifest(manifest);
+        QVERIFY(QString::fromStdString(run.access).startsWith(QStringLiteral("closed:")));
+        run.access = closedRunAccessText("/data/runs/r1/access.token", false);
+        {
+            JoinPage page(run, *settings);
+            const auto texts = labelTexts(page).join('|');
+            QVERIFY2(texts.contains(QStringLiteral("You have none yet")) && texts.contains(QStringLiteral("dedloc --print-peer-key"))
+                         && texts.contains(QStringLiteral("/data/runs/r1/access.token")) && !texts.contains(QStringLiteral("open:")),
+                     qPrintable(texts));
+        }
+        run.access = closedRunAccessText("/data/runs/r1/access.token", true);
+        JoinPage page(run, *settings);
+        const auto texts = labelTexts(page).join('|');
+        QVERIFY2(texts.contains(QStringLiteral("Your token: /data/runs/r1/access.token")) && !texts.contains(QStringLiteral("none yet")),
+                 qPrintable(texts));
     }
 };
 

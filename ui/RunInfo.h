@@ -17,9 +17,16 @@ struct RunInfo {
     std::string model;                          // "ALBERT default (H256, L4, vocab 8000)"
     std::string data;                           // "bn_pd_literature.txt (5.5 MB)"
     std::string signatureStatus = "not checked"; // the app sets the result of its signature check
+    std::string access;                          // open or closed (manifest "access"); the app adds
+                                                 // where the volunteer's access token is, or how to get one
 };
 
-// Fills a RunInfo from a parsed manifest (model shape, corpus file names; signature "not checked").
+// The join page's access line for a closed run, given where the volunteer's token is expected
+// and whether a file is there (the token itself is checked at Join, against the lead's key).
+[[nodiscard]] std::string closedRunAccessText(const std::string &tokenPath, bool tokenFileExists);
+
+// Fills a RunInfo from a parsed manifest (model shape, corpus file names, open or closed;
+// signature "not checked").
 [[nodiscard]] RunInfo runInfoFromManifest(const RunManifest &manifest);
 
 } // namespace dedloc::ui

@@ -10,6 +10,7 @@
 #include "run/RunManifest.h"
 #include "swarm/StatusLine.h"
 #include "security/RunTrust.h"
+#include "swarm/RunAccess.h"
 #include "swarm/SwarmPeer.h"
 #include "train/TrainingSession.h"
 #include "util/Error.h"
@@ -197,6 +198,12 @@ int main(int argc, char *argv[])
     signalWatch.start(200);
     auto runInfo = dedloc::ui::runInfoFromManifest(manifest);
     runInfo.signatureStatus = signatureStatus;
+    if (manifest.closed) {
+        const auto token = swarm.accessTokenFile.empty() ? dedloc::defaultAccessTokenPath(swarm.dataDir, manifest.runId)
+                                                         : swarm.accessTokenFile;
+        std::error_code ec;
+        runInfo.access = dedloc::ui::closedRunAccessText(token.string(), std::filesystem::is_regular_file(token, ec));
+    }
     const int code = dedloc::ui::runDesktopApp(static_cast<QApplication &>(*app), peer, runInfo, ui);
     if (local)
         local->stopAll();

@@ -36,6 +36,8 @@ JoinPage::JoinPage(const RunInfo &run, Settings &settings, QWidget *parent)
     row(tr("Model"), run.model);
     row(tr("Data"), run.data);
     row(tr("Signature"), run.signatureStatus);
+    if (!run.access.empty())
+        row(tr("Access"), run.access);
     auto font = m_join->font();
     font.setPointSizeF(font.pointSizeF() * 1.4);
     m_join->setFont(font);
