@@ -70,7 +70,7 @@ class TestMetricsCsv : public QObject {
         QCOMPARE(QString::fromStdString(dedloc::metricsCsvHeader()),
                  QStringLiteral("recorded_at,time,peer_id,name,role,step,global_epoch,samples,batch_samples,loss,"
                                 "samples_per_s,lr,grad_norm,applied,averaged,complete,group_size,peers,round_s,"
-                                "shard_elements,params_sha"));
+                                "shard_elements,params_sha,val_loss"));
     }
 
     void cell_data()

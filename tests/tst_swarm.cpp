@@ -124,13 +124,15 @@ private Q_SLOTS:
 
     // (b) 3 peers, 5 global steps, bitwise identical parameters after each; the monitor records
     // every peer's metrics. p3 binds fixed ports (`--port P`: all-reduce P, service P + 1), as
-    // behind a firewall rule, and the others reach it there.
+    // behind a firewall rule, and the others reach it there. Validation after every step is done
+    // by one member of the group, in turn, which reports val_loss in its step metrics (and so to
+    // the monitor).
     void threePeersStayIdentical()
     {
         const auto d = dir("b");
         // Steps of 64 samples: a step still takes a second or two, far below real steps
         // (minutes), yet longer than a progress record takes to spread.
-        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1), d / "peers");
         auto &monitor = h.startMonitor();
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--min-peers"),
                                QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("2")};
@@ -151,10 +153,37 @@ private Q_SLOTS:
             QCOMPARE(s3.at(step).value("params_sha", std::string()), sha);
             QCOMPARE(s1.at(step).value("group_size", 0), 3);
             QVERIFY(s1.at(step).value("applied", false));
+            const int validators = int(s1.at(step).contains("val_loss")) + int(s2.at(step).contains("val_loss"))
+                                   + int(s3.at(step).contains("val_loss"));
+            QCOMPARE(validators, 1);
         }
         QVERIFY(s1.at(1).value("params_sha", std::string()) != s1.at(5).value("params_sha", std::string()));
         // The monitor saw steps of all three peers.
         QVERIFY(SwarmHarness::waitFor([&] { return h.recordedPeers().size() == 3; }, 10));
+        // ... including validation losses, each the one its validator wrote. (The monitor records
+        // the newest metrics of each peer per read, so it may miss some of these fast steps.)
+        std::map<long, double> validated;
+        std::set<std::string> validators;
+        for (const auto *p : {&p1, &p2, &p3})
+            for (const auto &e : p->events())
+                if (e.contains("val_loss")) {
+                    validated[e["step"].get<long>()] = e["val_loss"].get<double>();
+                    validators.insert(e["peer_id"].get<std::string>());
+                }
+        QCOMPARE(validated.size(), std::size_t(5));
+        QCOMPARE(validators.size(), std::size_t(3)); // in turn: every member validated
+        std::map<long, double> recorded;
+        QVERIFY(SwarmHarness::waitFor(
+            [&] {
+                recorded.clear();
+                for (const auto &j : h.recordedLines())
+                    if (j.contains("val_loss"))
+                        recorded[j["step"].get<long>()] = j["val_loss"].get<double>();
+                return !recorded.empty();
+            },
+            15));
+        for (const auto &[step, loss] : recorded)
+            QCOMPARE(loss, validated.at(step));
     }
 
     // (c) A peer stalls inside a round and is killed with SIGKILL: the others finish that round

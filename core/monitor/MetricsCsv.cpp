@@ -14,6 +14,7 @@ const std::vector<std::string> &metricsCsvColumns()
         "recorded_at", "time",          "peer_id",    "name",          "role",    "step",           "global_epoch",
         "samples",     "batch_samples", "loss",       "samples_per_s", "lr",      "grad_norm",      "applied",
         "averaged",    "complete",      "group_size", "peers",         "round_s", "shard_elements", "params_sha",
+        "val_loss",
     };
     return columns;
 }

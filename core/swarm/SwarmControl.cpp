@@ -6,6 +6,7 @@
 #include "util/Log.h"
 
 #include <cmath>
+#include <future>
 
 namespace dedloc {
 
@@ -51,10 +52,23 @@ void SwarmPeer::Impl::controlLoop()
         mine = myRecord;
         metricsPayload.swap(pendingMetrics);
     }
+    // Both at once, each confirmed or given up within FinalPublishTimeout: a loaded machine may
+    // need more than a second, and a stopped peer should still exit promptly.
+    constexpr double FinalPublishTimeout = 3.0;
+    std::future<bool> progress, lastMetrics;
     if (!mine.peerId.empty())
-        dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), std::max(10.0, 5 * opt.progressPeriod), 1.0);
+        progress = std::async(std::launch::async, [&] {
+            return dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine),
+                                std::max(10.0, 5 * opt.progressPeriod), FinalPublishTimeout);
+        });
     if (metricsPayload)
-        dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, 1.0);
+        lastMetrics = std::async(std::launch::async, [&] {
+            return dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, FinalPublishTimeout);
+        });
+    if (lastMetrics.valid() && !lastMetrics.get())
+        log::warning("swarm", "the DHT did not confirm this peer's last metrics; the monitor may miss its last step");
+    if (progress.valid())
+        progress.wait();
 }
 
 void SwarmPeer::Impl::readProgress()

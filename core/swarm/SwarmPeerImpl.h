@@ -156,9 +156,16 @@ struct SwarmPeer::Impl {
     // fitMicroBatch) so that every peer reaches the step within a small micro-batch of the others.
     int fittedMicroBatch(double now, int fullMicroBatch);
     void takeStep(std::future<std::optional<FormedGroup>> &match, long matchEpoch, const std::string &matchWhy, bool alone);
+    // Writes the step's metrics event, publishes it for the monitor and prints the status line;
+    // `validationLoss`: this peer validated after the step (then the event carries val_loss).
     void reportStep(const StepResult &r, long localSamples, std::size_t groupSize, std::int64_t shardElements,
-                    bool averaged, bool complete, double roundSeconds, const std::string &status);
-    void validate();
+                    bool averaged, bool complete, double roundSeconds, const std::string &status,
+                    std::optional<double> validationLoss);
+    // Whether this peer validates after `step` (manifest validation_every_n_steps): a peer alone
+    // always; in a group, one member per group, each in turn.
+    bool validationDue(long step, std::size_t indexInGroup, std::size_t groupSize) const;
+    // Validation loss on the held-out split; also a "validation" event and a status line.
+    double validate();
     bool trySave();
     void applyCaps();
 

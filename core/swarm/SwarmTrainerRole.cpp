@@ -111,8 +111,6 @@ void SwarmPeer::Impl::runTrainer()
                 trySave();
                 stepsSinceCheckpoint = 0;
             }
-            if (t.validationEveryNSteps > 0 && trainer->step() % t.validationEveryNSteps == 0)
-                validate();
             setState(PeerState::Training);
             continue;
         }
@@ -225,11 +223,25 @@ void SwarmPeer::Impl::takeStep(std::future<std::optional<FormedGroup>> &match, l
     }
     const double roundSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - roundStart).count();
     afterStateChange();
-    reportStep(result, localSamples, groupSize, shardElements, averaged, complete, roundSeconds, status);
+    std::optional<double> validationLoss;
+    if (validationDue(result.step, group ? group->myIndex : 0, groupSize))
+        validationLoss = validate();
+    reportStep(result, localSamples, groupSize, shardElements, averaged, complete, roundSeconds, status, validationLoss);
+}
+
+bool SwarmPeer::Impl::validationDue(long step, std::size_t indexInGroup, std::size_t groupSize) const
+{
+    const long every = manifest->training.validationEveryNSteps;
+    if (every <= 0 || step % every != 0)
+        return false;
+    // After an averaged step every member holds the same parameters: one validation per group
+    // is enough, by each member in turn (members are sorted by peer id, so all agree who).
+    return groupSize <= 1 || static_cast<std::size_t>(step / every) % groupSize == indexInGroup;
 }
 
 void SwarmPeer::Impl::reportStep(const StepResult &r, long localSamples, std::size_t groupSize, std::int64_t shardElements,
-                bool averaged, bool complete, double roundSeconds, const std::string &status)
+                                 bool averaged, bool complete, double roundSeconds, const std::string &status,
+                                 std::optional<double> validationLoss)
 {
     long globalEpoch;
     int peers;
@@ -249,6 +261,8 @@ void SwarmPeer::Impl::reportStep(const StepResult &r, long localSamples, std::si
                              {"complete", complete}};
     if (hasLoss)
         fields["loss"] = r.loss;
+    if (validationLoss)
+        fields["val_loss"] = *validationLoss;
     if (opt.hashParameters) {
         const auto p = trainer->parametersFlat();
         fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
@@ -286,7 +300,7 @@ void SwarmPeer::Impl::reportStep(const StepResult &r, long localSamples, std::si
     }
 }
 
-void SwarmPeer::Impl::validate()
+double SwarmPeer::Impl::validate()
 {
     const double v = trainer->validationLoss();
     if (opt.statusOut) {
@@ -295,6 +309,7 @@ void SwarmPeer::Impl::validate()
         std::fflush(opt.statusOut);
     }
     metrics->write("validation", {{"step", trainer->step()}, {"val_loss", v}});
+    return v;
 }
 
 bool SwarmPeer::Impl::trySave()

@@ -22,12 +22,12 @@ namespace dedloc::test {
 
 namespace {
 
-ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool closed)
+ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool closed, long validationEvery = 1000)
 {
     auto m = tinyRun(dir);
     m.training.targetBatchSize = targetBatchSize;
     m.compression = Compression::None;
-    m.training.validationEveryNSteps = 1000;
+    m.training.validationEveryNSteps = validationEvery;
     m.training.checkpointEveryNSteps = 1000;
     m.closed = closed;
     const auto path = dir / "manifest.json";
@@ -40,9 +40,9 @@ ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool 
 
 } // namespace
 
-std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize)
+std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize, long validationEvery)
 {
-    return writeRun(dir, targetBatchSize, false).manifest;
+    return writeRun(dir, targetBatchSize, false, validationEvery).manifest;
 }
 
 ClosedRun writeSignedClosedTinyRun(const std::filesystem::path &dir, long targetBatchSize)
@@ -239,16 +239,24 @@ SwarmPeerProcess &SwarmHarness::startPeer(const QString &name, const QStringList
     return launch(name, args);
 }
 
-std::set<std::string> SwarmHarness::recordedPeers() const
+std::vector<nlohmann::json> SwarmHarness::recordedLines() const
 {
-    std::set<std::string> peers;
+    std::vector<nlohmann::json> lines;
     std::ifstream in(m_root / "swarm.jsonl");
     std::string line;
     while (std::getline(in, line)) {
-        const auto j = nlohmann::json::parse(line, nullptr, false); // a line being written
+        auto j = nlohmann::json::parse(line, nullptr, false); // a line being written
         if (j.is_object())
-            peers.insert(j.value("peer_id", std::string()));
+            lines.push_back(std::move(j));
     }
+    return lines;
+}
+
+std::set<std::string> SwarmHarness::recordedPeers() const
+{
+    std::set<std::string> peers;
+    for (const auto &j : recordedLines())
+        peers.insert(j.value("peer_id", std::string()));
     return peers;
 }
 

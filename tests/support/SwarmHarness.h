@@ -21,9 +21,11 @@
 namespace dedloc::test {
 
 // The tiny run of TestSupport.h with `targetBatchSize`, no compression (bitwise comparisons),
-// no validation or checkpoints in the way, written to <dir>/manifest.json and signed with a
-// throw-away lead key (lead.pub beside it: peers pin it on first join). Returns the manifest path.
-[[nodiscard]] std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32);
+// no checkpoints in the way and validation every `validationEvery` steps (default: none), written
+// to <dir>/manifest.json and signed with a throw-away lead key (lead.pub beside it: peers pin it
+// on first join). Returns the manifest path.
+[[nodiscard]] std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32,
+                                                       long validationEvery = 1000);
 
 // The same run marked "access": "closed" (only peers with an access token take part); keeps the
 // lead's secret key so that the test can issue tokens.
@@ -77,6 +79,8 @@ public:
 
     // Peer ids with at least one line in the monitor's swarm.jsonl (its record of the swarm).
     [[nodiscard]] std::set<std::string> recordedPeers() const;
+    // The complete lines of the monitor's swarm.jsonl, in file order.
+    [[nodiscard]] std::vector<nlohmann::json> recordedLines() const;
 
     [[nodiscard]] QStringList commonArguments() const;
     [[nodiscard]] quint16 dhtPort() const { return m_dhtPort; }
