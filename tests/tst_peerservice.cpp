@@ -15,6 +15,7 @@
 #include <zmq_addon.hpp>
 
 #include <chrono>
+#include <limits>
 
 using namespace dedloc;
 
@@ -194,6 +195,26 @@ private Q_SLOTS:
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("behind")), why.c_str());
         QVERIFY(!downloadState({{"d", donor.endpoint(), 5}}, "other-run", 0, 100, {}, stop, &why));
         QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("unknown run")), why.c_str());
+
+        // Invalid answers strike the donor (a wrong layout, non-finite values); a donor that is
+        // merely behind does not. A banned donor is not asked at all.
+        BanList bans;
+        QVERIFY(!downloadState({{"d", donor.endpoint(), 5}}, "r", 0, 99, {}, stop, &why, nullptr, &bans));
+        QCOMPARE(bans.strikes("d", now()), 1);
+        QVERIFY(!downloadState({{"d", donor.endpoint(), 5}}, "r", 6, 100, {}, stop, &why, nullptr, &bans));
+        QCOMPARE(bans.strikes("d", now()), 1);
+        PeerService poisoned("r");
+        std::vector<float> nan(100, 1.0F);
+        nan[57] = std::numeric_limits<float>::quiet_NaN();
+        poisoned.setState(std::make_shared<StateSnapshot>(StateSnapshot{5, nan}));
+        QVERIFY(!downloadState({{"p", poisoned.endpoint(), 5}}, "r", 0, 100, {}, stop, &why, nullptr, &bans));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("non-finite")), why.c_str());
+        QCOMPARE(bans.strikes("p", now()), 1);
+        bans.strike("p", "test", now(), 2); // third strike: banned
+        const auto served = poisoned.served("state?");
+        QVERIFY(!downloadState({{"p", poisoned.endpoint(), 5}}, "r", 0, 100, {}, stop, &why, nullptr, &bans));
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("banned")), why.c_str());
+        QCOMPARE(poisoned.served("state?"), served);
 
         zmq::socket_t silent(m_context, zmq::socket_type::router);
         silent.set(zmq::sockopt::linger, 0);

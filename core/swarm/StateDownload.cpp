@@ -2,6 +2,7 @@
 
 #include "net/DataPlaneSecurity.h"
 #include "swarm/ServiceClient.h"
+#include "util/Clock.h"
 #include "util/Log.h"
 
 #include <sodium.h>
@@ -42,7 +43,7 @@ namespace {
 
 std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
                                           std::uint64_t expectedElements, const StateDownloadOptions &options,
-                                          const std::atomic<bool> &stop, std::string &why,
+                                          const std::atomic<bool> &stop, std::string &why, bool &invalid,
                                           const std::shared_ptr<const DataPlaneSecurity> &security)
 {
     ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
@@ -65,6 +66,7 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
         info = stateInfoFromJson(reply->header, expectedElements);
     } catch (const std::exception &e) {
         why = std::string("donor offered a bad state: ") + e.what();
+        invalid = true;
         return std::nullopt;
     }
     if (info.epoch < minEpoch) {
@@ -100,6 +102,7 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
         if (part->data.size() != count * sizeof(float)) {
             why = "part " + std::to_string(k) + " has " + std::to_string(part->data.size()) + " bytes, expected "
                   + std::to_string(count * sizeof(float));
+            invalid = true;
             return std::nullopt;
         }
         std::memcpy(s.values.data() + offset, part->data.data(), part->data.size());
@@ -107,6 +110,7 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
     for (float x : s.values)
         if (!std::isfinite(x)) {
             why = "state holds non-finite values";
+            invalid = true;
             return std::nullopt;
         }
     return s;
@@ -117,7 +121,8 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
 std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &rankedDonors, const std::string &runId,
                                            long minEpoch, std::uint64_t expectedElements,
                                            const StateDownloadOptions &options, const std::atomic<bool> &stop,
-                                           std::string *why, const std::shared_ptr<const DataPlaneSecurity> &security)
+                                           std::string *why, const std::shared_ptr<const DataPlaneSecurity> &security,
+                                           BanList *bans)
 {
     std::string last = "no state donor at epoch " + std::to_string(minEpoch) + " or later";
     int tried = 0;
@@ -133,13 +138,21 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
                 continue;
             }
         }
-        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, reason, security)) {
+        if (bans && bans->isBanned(donor.peerId, unixNow())) {
+            last = "donor " + donor.peerId.substr(0, 8) + " is banned";
+            --tried;
+            continue;
+        }
+        bool invalid = false;
+        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, reason, invalid, security)) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + donor.peerId.substr(0, 8));
             return s;
         }
         last = "donor " + donor.peerId.substr(0, 8) + ": " + reason;
         log::warning("state", last);
+        if (invalid && bans) // its own answer on a link to its key: the donor is at fault
+            bans->strike(donor.peerId, "state download: " + reason, unixNow());
     }
     if (why)
         *why = last;

@@ -39,11 +39,14 @@ struct StateDownloadOptions {
 // The order in which to try donors: epoch >= minEpoch, highest first, ties shuffled.
 [[nodiscard]] std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch);
 
-// `security` null: plaintext (unit tests only).
+// `security` null: plaintext (unit tests only). `bans` (may be null): banned donors are skipped,
+// and a donor whose answer is invalid (another layout, a part of the wrong size, non-finite
+// values) gets a strike; one that is slow, refuses or is behind does not.
 std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &rankedDonors, const std::string &runId,
                                            long minEpoch, std::uint64_t expectedElements,
                                            const StateDownloadOptions &options, const std::atomic<bool> &stop,
                                            std::string *why = nullptr,
-                                           const std::shared_ptr<const DataPlaneSecurity> &security = nullptr);
+                                           const std::shared_ptr<const DataPlaneSecurity> &security = nullptr,
+                                           BanList *bans = nullptr);
 
 } // namespace dedloc

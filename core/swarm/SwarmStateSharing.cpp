@@ -22,7 +22,7 @@ bool SwarmPeer::Impl::syncState(long minEpoch)
     auto donors = rankDonors(usableDonors(), minEpoch);
     std::string why;
     auto s = downloadState(donors, manifest->runId, minEpoch, static_cast<std::uint64_t>(trainer->stateElements()),
-                           {}, stopFlag, &why, access.security);
+                           {}, stopFlag, &why, access.security, bans.get());
     if (!s) {
         log::warning("state", "state download failed: " + why);
         setState(PeerState::Syncing, "waiting for a state donor: " + why);

@@ -85,7 +85,7 @@ void SwarmPeer::Impl::runMonitor()
             std::string why;
             if (auto s = downloadState(donors, manifest->runId, trainer->step() + 1,
                                        static_cast<std::uint64_t>(trainer->stateElements()), {}, stopFlag, &why,
-                                       access.security)) {
+                                       access.security, bans.get())) {
                 trainer->loadStateFlat(s->values, s->epoch);
                 afterStateChange();
                 if (trySave())
