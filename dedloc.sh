@@ -17,12 +17,20 @@ cd "$(dirname "$(readlink -f "$0")")"
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-Release}
 
+# build [target...]: everything by default; `run` and `join` build only the apps (a first start
+# then skips compiling the tests and benchmarks).
 build() {
   installers/install-deps.sh
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
   fi
-  cmake --build "$BUILD_DIR" ${JOBS:+-j "$JOBS"}
+  local targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
+  cmake --build "$BUILD_DIR" ${JOBS:+-j "$JOBS"} "${targets[@]}"
+}
+
+usage() {
+  sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
 }
 
 cmd=${1:-run}
@@ -37,18 +45,21 @@ case "$cmd" in
     QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD_DIR" --output-on-failure ${JOBS:+-j "$JOBS"} "$@"
     ;;
   run)
-    build
+    build dedloc dedloc-lead dedloc-lead-serve
     exec "$BUILD_DIR/app/dedloc" --local-swarm 2 "$@"
     ;;
   join)
-    build
+    build dedloc
     case " $* " in
-      *" --bootstrap "*) exec "$BUILD_DIR/app/dedloc" --join "$@" ;;
+      *" --bootstrap "* | *" --bootstrap="*) exec "$BUILD_DIR/app/dedloc" --join "$@" ;;
       *) exec "$BUILD_DIR/app/dedloc" --join --bootstrap 127.0.0.1:31340 "$@" ;;
     esac
     ;;
+  help | -h | --help)
+    usage
+    ;;
   *)
-    echo "usage: ./dedloc.sh run|join|test|build [options]" >&2
+    usage >&2
     exit 2
     ;;
 esac

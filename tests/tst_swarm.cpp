@@ -167,8 +167,8 @@ private Q_SLOTS:
         for (const auto *p : {&p1, &p2, &p3})
             for (const auto &e : p->events())
                 if (e.contains("val_loss")) {
-                    validated[e["step"].get<long>()] = e["val_loss"].get<double>();
-                    validators.insert(e["peer_id"].get<std::string>());
+                    validated[e.at("step").get<long>()] = e.at("val_loss").get<double>();
+                    validators.insert(e.at("peer_id").get<std::string>());
                 }
         QCOMPARE(validated.size(), std::size_t(5));
         QCOMPARE(validators.size(), std::size_t(3)); // in turn: every member validated
@@ -178,7 +178,7 @@ private Q_SLOTS:
                 recorded.clear();
                 for (const auto &j : h.recordedLines())
                     if (j.contains("val_loss"))
-                        recorded[j["step"].get<long>()] = j["val_loss"].get<double>();
+                        recorded[j.at("step").get<long>()] = j.at("val_loss").get<double>();
                 return !recorded.empty();
             },
             15));

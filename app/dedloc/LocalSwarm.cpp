@@ -4,7 +4,11 @@
 #include <QDir>
 #include <QThread>
 
+#include <csignal>
 #include <cstdio>
+
+#include <sys/prctl.h>
+#include <unistd.h>
 
 LocalSwarm::LocalSwarm(LocalSwarmOptions options) : m_options(std::move(options)) {}
 
@@ -23,6 +27,17 @@ std::unique_ptr<QProcess> LocalSwarm::startPeer(const QString &name, QStringList
     arguments << m_options.peerArguments;
     auto p = std::make_unique<QProcess>();
     p->setProcessChannelMode(QProcess::ForwardedChannels);
+    // Each peer in its own process group: a terminal's Ctrl-C (SIGINT to the foreground group)
+    // reaches only this launcher, which then stops every peer once (stopAll). Had they got the
+    // SIGINT too, stopAll's SIGTERM would be their second signal, which exits at once without
+    // the final checkpoint. If the launcher itself dies, the kernel sends its peers SIGTERM.
+    const pid_t launcher = ::getpid();
+    p->setChildProcessModifier([launcher] {
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != launcher) // the launcher died before prctl
+            ::raise(SIGTERM);
+    });
     p->start(QCoreApplication::applicationFilePath(), arguments);
     if (!p->waitForStarted(10000)) {
         std::fprintf(stderr, "dedloc: could not start %s: %s\n", qPrintable(name), qPrintable(p->errorString()));

@@ -6,6 +6,9 @@
 // (<dataDir>/local-swarm/<name>) and, with a metrics directory, its own metrics file
 // (<metricsDir>/<name>.jsonl; the monitor also writes swarm.jsonl with every peer's steps).
 // With a window, the window's process is one of the trainers and the launcher starts the rest.
+// Signals: every peer runs in its own process group, so a terminal's Ctrl-C reaches only the
+// launcher, which stops each peer with one SIGTERM (each checkpoints); if the launcher dies, its
+// peers get SIGTERM from the kernel (PR_SET_PDEATHSIG).
 #include <QProcess>
 #include <QStringList>
 

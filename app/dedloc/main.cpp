@@ -62,8 +62,9 @@ bool wantsWindow(int argc, char *argv[])
            || qgetenv("QT_QPA_PLATFORM") == "offscreen";
 }
 
-int runHeadless(dedloc::SwarmPeer &peer, double statusInterval)
+int runHeadless(dedloc::SwarmPeer &peer, double statusInterval, const std::string &name)
 {
+    const std::string prefix = name.empty() ? std::string() : "[" + name + "] ";
     peer.start();
     auto lastStatus = std::chrono::steady_clock::now();
     while (!g_stop.load()) {
@@ -71,7 +72,7 @@ int runHeadless(dedloc::SwarmPeer &peer, double statusInterval)
         if (snapshot.state == dedloc::PeerState::Stopped || snapshot.state == dedloc::PeerState::Error)
             break;
         if (statusInterval > 0 && std::chrono::steady_clock::now() - lastStatus >= std::chrono::duration<double>(statusInterval)) {
-            std::printf("%s\n", dedloc::statusLine(snapshot).c_str());
+            std::printf("%s%s\n", prefix.c_str(), dedloc::statusLine(snapshot).c_str());
             std::fflush(stdout);
             lastStatus = std::chrono::steady_clock::now();
         }
@@ -150,6 +151,8 @@ int main(int argc, char *argv[])
     }
 
     auto swarm = cli.swarm;
+    if (!swarm.name.empty())
+        dedloc::log::setStderrTag(swarm.name); // a local swarm's peers share one terminal
     std::unique_ptr<LocalSwarm> local;
     if (cli.localSwarmTrainers > 0) {
         // With a window, this process is trainer-1 and the launcher starts the others.
@@ -175,7 +178,7 @@ int main(int argc, char *argv[])
     dedloc::log::info("app", "Ctrl-C stops after the current micro-batch and saves a checkpoint");
     if (!window) {
         dedloc::SwarmPeer peer(swarm);
-        return runHeadless(peer, cli.statusInterval);
+        return runHeadless(peer, cli.statusInterval, swarm.name);
     }
     swarm.statusOut = nullptr; // the window shows the status
     dedloc::SwarmPeer peer(swarm);

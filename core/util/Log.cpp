@@ -37,6 +37,12 @@ std::atomic<Level> &minimumLevel()
     return level;
 }
 
+std::string &stderrTag()
+{
+    static std::string tag; // guarded by sinkMutex()
+    return tag;
+}
+
 void writeStderr(Level level, std::string_view category, std::string_view message)
 {
     const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -44,8 +50,9 @@ void writeStderr(Level level, std::string_view category, std::string_view messag
     gmtime_r(&now, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    std::fprintf(stderr, "%s %c %.*s: %.*s\n", stamp, levelName(level)[0],
-                 static_cast<int>(category.size()), category.data(),
+    const std::string &tag = stderrTag();
+    std::fprintf(stderr, "%s %c %s%s%s%.*s: %.*s\n", stamp, levelName(level)[0], tag.empty() ? "" : "[",
+                 tag.c_str(), tag.empty() ? "" : "] ", static_cast<int>(category.size()), category.data(),
                  static_cast<int>(message.size()), message.data());
 }
 
@@ -68,6 +75,12 @@ Sink setSink(Sink sink)
     Sink previous = std::move(currentSink());
     currentSink() = std::move(sink);
     return previous;
+}
+
+void setStderrTag(std::string tag)
+{
+    std::lock_guard lock(sinkMutex());
+    stderrTag() = std::move(tag);
 }
 
 void setMinimumLevel(Level level) { minimumLevel().store(level); }

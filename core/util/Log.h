@@ -15,6 +15,10 @@ using Sink = std::function<void(Level, std::string_view category, std::string_vi
 
 // Replaces the sink (nullptr restores stderr). Returns the previous one.
 Sink setSink(Sink sink);
+// A tag the stderr sink prints in brackets before the category ("[trainer-2] match: ..."), so
+// that the interleaved output of several processes (a local swarm) says which peer wrote each
+// line. Empty (default): none.
+void setStderrTag(std::string tag);
 // Messages below this level are dropped (default Info; DEDLOC_LOG=debug lowers it).
 void setMinimumLevel(Level level);
 
