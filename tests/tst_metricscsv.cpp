@@ -14,17 +14,10 @@
 
 namespace fs = std::filesystem;
 using dedloc::test::errorOf;
+using dedloc::test::readLines;
 
 namespace {
 
-std::vector<std::string> lines(const fs::path &file)
-{
-    std::ifstream in(file);
-    std::vector<std::string> out;
-    for (std::string line; std::getline(in, line);)
-        out.push_back(line);
-    return out;
-}
 
 // Splits one CSV line into cells, undoing RFC 4180 quoting (a reader independent of the writer).
 std::vector<std::string> parseCsvLine(const std::string &line)
@@ -139,7 +132,7 @@ class TestMetricsCsv : public QObject {
             dedloc::MetricsCsvWriter again(file);
             QVERIFY(again.write({{"step", 2}, {"peer_id", "p1"}}));
         }
-        const auto l = lines(file);
+        const auto l = readLines(file);
         // header + 3 rows, the quoted line break spanning two physical lines
         QCOMPARE(l.size(), std::size_t(5));
         QCOMPARE(l[0], dedloc::metricsCsvHeader());
@@ -154,7 +147,7 @@ class TestMetricsCsv : public QObject {
         const auto file = fs::path(tmp.path().toStdString()) / "swarm.csv";
         std::ofstream(file) << "time,peer_id,step\n1,a,1\n";
         QVERIFY(errorOf([&] { dedloc::MetricsCsvWriter w(file); }).contains(QStringLiteral("other CSV columns")));
-        QCOMPARE(lines(file).size(), std::size_t(2)); // untouched
+        QCOMPARE(readLines(file).size(), std::size_t(2)); // untouched
     }
 
     void unwritableDestinationsAreErrors()

@@ -14,6 +14,8 @@
 namespace fs = std::filesystem;
 using namespace dedloc;
 
+using dedloc::test::readLines;
+
 namespace {
 
 SignedRecord metrics(const std::string &peer, long step, double loss)
@@ -24,14 +26,6 @@ SignedRecord metrics(const std::string &peer, long step, double loss)
     return r;
 }
 
-std::vector<std::string> lines(const fs::path &file)
-{
-    std::ifstream in(file);
-    std::vector<std::string> out;
-    for (std::string line; std::getline(in, line);)
-        out.push_back(line);
-    return out;
-}
 
 } // namespace
 
@@ -52,14 +46,14 @@ class TestSwarmMonitor : public QObject {
         QCOMPARE(recorder.record({metrics("aa", 2, 7.0), metrics("bb", 1, 8.0)}), 1);
         QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 0); // older than what was written
 
-        const auto json = lines(root / "m" / "swarm.jsonl");
+        const auto json = readLines(root / "m" / "swarm.jsonl");
         QCOMPARE(json.size(), std::size_t(3));
         const auto last = nlohmann::json::parse(json[2]);
         QCOMPARE(last.at("peer_id").get<std::string>(), std::string("aa")); // the signer, not "forged"
         QCOMPARE(last.at("step").get<long>(), 2L);
         QVERIFY(last.at("recorded_at").get<double>() > 1.6e9);
 
-        const auto csv = lines(root / "m" / "swarm.csv");
+        const auto csv = readLines(root / "m" / "swarm.csv");
         QCOMPARE(csv.size(), std::size_t(4)); // header + 3 rows
         QCOMPARE(csv[0], metricsCsvHeader());
         QVERIFY(csv[3].find(",aa,n-aa,") != std::string::npos);
@@ -91,7 +85,7 @@ class TestSwarmMonitor : public QObject {
         // The DHT still holds the record: the JSON line is tried again, the CSV row is not repeated.
         QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 0);
         QCOMPARE(recorder.stats().csvRows, 1LL);
-        QCOMPARE(lines(csv).size(), std::size_t(2)); // header + one row
+        QCOMPARE(readLines(csv).size(), std::size_t(2)); // header + one row
         QVERIFY(recorder.latestByPeer().empty());    // nothing counts as recorded until the JSON line is
     }
 

@@ -5,7 +5,18 @@
 #include "util/Error.h"
 #include "util/Hash.h"
 
+#include <fstream>
+
 namespace dedloc::test {
+
+std::vector<std::string> readLines(const std::filesystem::path &file)
+{
+    std::ifstream in(file);
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);)
+        out.push_back(line);
+    return out;
+}
 
 std::filesystem::path sourceResources() { return DEDLOC_SOURCE_RESOURCES; }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace dedloc::test {
 
@@ -16,6 +17,9 @@ namespace dedloc::test {
 [[nodiscard]] std::filesystem::path defaultManifest();
 // Writes the first `bytes` of the bundled Bengali corpus (cut at a line end) to `file`.
 void writeCorpusSample(const std::filesystem::path &file, std::size_t bytes);
+
+// The lines of a text file, without their line ends (none if it cannot be read).
+[[nodiscard]] std::vector<std::string> readLines(const std::filesystem::path &file);
 
 // The message of the dedloc::Error that `f` throws, or a text that no test expects
 // ("<no exception>", or "NOT A dedloc::Error: ..." for any other exception).
