@@ -9,20 +9,23 @@
 #                                         swarm's bootstrap node 127.0.0.1:31340)
 #   ./dedloc.sh test                      install what is missing, build, run every test
 #   ./dedloc.sh build                     install what is missing, build only
+#   ./dedloc.sh build-apps                the same, only the programs (no tests, no benchmarks)
 #
-# Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release), JOBS (ninja -j).
+# Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release), JOBS (ninja -j),
+# DEDLOC_GUI (default ON; OFF builds everything but the window: servers, CI).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-Release}
+DEDLOC_GUI=${DEDLOC_GUI:-ON}
 
 # build [target...]: everything by default; `run` and `join` build only the apps (a first start
 # then skips compiling the tests and benchmarks).
 build() {
   installers/install-deps.sh
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DDEDLOC_GUI="$DEDLOC_GUI"
   fi
   local targets=()
   for t in "$@"; do targets+=(--target "$t"); done
@@ -38,6 +41,9 @@ cmd=${1:-run}
 case "$cmd" in
   build)
     build
+    ;;
+  build-apps)
+    build dedloc dedloc-lead dedloc-lead-serve
     ;;
   test)
     build

@@ -16,7 +16,7 @@
 // --curve: our members' links use CurveZMQ as in the swarm (net/DataPlaneSecurity.h, open run);
 // members learn it from DEDLOC_BENCH_CURVE=1 in their environment. gloo is unaffected.
 #include "net/DataPlaneSecurity.h"
-#include "swarm/ButterflyAllReduce.h"
+#include "averaging/ButterflyAllReduce.h"
 #include "util/Hash.h"
 #include "system/TorchRuntime.h"
 #include "util/Log.h"

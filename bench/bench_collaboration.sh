@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Collaboration efficiency (issue 3): the throughput of a 2-peer local swarm (1 torch thread per
+# Collaboration efficiency: the throughput of a 2-peer local swarm (1 torch thread per
 # peer, plus the idle monitor) divided by twice the throughput of one peer training alone with 1
 # torch thread, on the bundled default run. Goal: at least 0.9.
 #

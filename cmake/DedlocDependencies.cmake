@@ -20,4 +20,6 @@ pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 pkg_check_modules(OPENDHT REQUIRED IMPORTED_TARGET opendht)
 # HTTP for `dedloc-lead serve`'s read-only status (Debian libcpp-httplib-dev; docs/DECISIONS.md).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
-find_package(Qt6 REQUIRED COMPONENTS Widgets Charts Svg)  # volunteer window (ui/)
+if(DEDLOC_GUI)
+  find_package(Qt6 REQUIRED COMPONENTS Widgets Charts Svg)  # the volunteer window (ui/)
+endif()

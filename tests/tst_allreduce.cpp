@@ -1,9 +1,9 @@
-// Butterfly all-reduce over ZeroMQ on loopback (core/swarm/ButterflyAllReduce.h): members are
+// Butterfly all-reduce over ZeroMQ on loopback (core/averaging/ButterflyAllReduce.h): members are
 // threads of this process, each with its own endpoint, talking over TCP on 127.0.0.1.
 #include "net/DataPlaneSecurity.h"
 #include "net/WireMessage.h"
 #include "security/AccessToken.h"
-#include "swarm/ButterflyAllReduce.h"
+#include "averaging/ButterflyAllReduce.h"
 #include "util/Clock.h"
 
 #include <QtTest>
@@ -120,7 +120,7 @@ class TestAllReduce final : public QObject {
     }
 
 private Q_SLOTS:
-    // The upload cap (issue 4 "Caps"): a member with a 2 MB/s token bucket sends its PARTs and
+    // The upload cap: a member with a 2 MB/s token bucket sends its PARTs and
     // RESULTs (4 MB here) at that rate, within 10%; the uncapped member is not held back more
     // than waiting for it requires, and the average is still exact.
     void uploadCapBoundsTheSendingRate()
@@ -369,7 +369,7 @@ private Q_SLOTS:
     }
 
     // A member that sends invalid data on its own authenticated links is named as the offender,
-    // so that the swarm can strike it (swarm/BanList.h): member 2 here is hand-written. As a
+    // so that the swarm can strike it (averaging/BanList.h): member 2 here is hand-written. As a
     // sender it sends NaN PARTs to reducers 0 and 1; as reducer of shard 2 it answers their
     // PARTs with NaN RESULTs. Both honest members drop all of it, name member 2 with every
     // message counted, average shards 0 and 1 without it and keep shard 2 at local values.

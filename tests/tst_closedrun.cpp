@@ -1,4 +1,4 @@
-// A closed run end to end (issue 5 item 4): real `dedloc` processes on loopback, every link
+// A closed run end to end: real `dedloc` processes on loopback, every link
 // CurveZMQ, the run's manifest marked "access": "closed". Two trainers with valid access tokens
 // (and the monitor, which holds one too) train together; three peers that try anyway (fault
 // injection DEDLOC_FAULT_IGNORE_TOKEN: no token, an expired token, another peer's token) are

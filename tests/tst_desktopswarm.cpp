@@ -1,4 +1,4 @@
-// The volunteer window against a real local swarm (issue 4 evidence): a monitor and a trainer
+// The volunteer window against a real local swarm: a monitor and a trainer
 // run as `dedloc` processes on loopback; the window drives an in-process SwarmPeer (the real
 // PeerControl). Join reaches Training and takes part in averaged global steps; the tray's Pause
 // gives Paused within 2 s and the samples counter stays frozen; Resume trains again.
@@ -10,7 +10,7 @@
 #include "TrayController.h"
 #include "panels/JoinPage.h"
 #include "panels/StatePanel.h"
-#include "swarm/SwarmPeer.h"
+#include "peer/SwarmPeer.h"
 
 #include <QPushButton>
 #include <QTemporaryDir>

@@ -1,4 +1,4 @@
-// The GUI thread is never blocked while training runs (issue 4, Evidence): the whole window
+// The GUI thread is never blocked while training runs: the whole window
 // against a fake peer that burns a CPU core in its own thread, with the bridge polling at 4 Hz
 // and log lines arriving from the worker. A 10 ms QTimer on the GUI thread records how late each
 // timeout comes, for 4 s, and prints p50/p99/max.

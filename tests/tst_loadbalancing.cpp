@@ -1,5 +1,5 @@
-// Butterfly all-reduce shard sizes (core/swarm/LoadBalancing.h).
-#include "swarm/LoadBalancing.h"
+// Butterfly all-reduce shard sizes (core/averaging/LoadBalancing.h).
+#include "averaging/LoadBalancing.h"
 #include "util/Error.h"
 
 #include <QtTest>
@@ -23,7 +23,7 @@ private Q_SLOTS:
         QTest::addColumn<Bandwidths>("bandwidths");
         QTest::addColumn<qint64>("minShard");
         QTest::addColumn<Shards>("expected");
-        // The cases the DeDLOC reference implementation is held to (METHOD.md).
+        // The cases the DeDLOC reference implementation is held to (hivemind's load balancing).
         QTest::newRow("slowest drops below the minimum") << qint64(60) << Bandwidths{0.55, 0.44, 0.40} << qint64(10) << Shards{41, 19, 0};
         QTest::newRow("slow peer gets nothing") << qint64(60) << Bandwidths{0.32, 0.55, 0.44} << qint64(10) << Shards{0, 40, 20};
         QTest::newRow("two unknown") << qint64(100) << Bandwidths{-1, -1} << qint64(0) << Shards{50, 50};

@@ -1,5 +1,6 @@
 // Run manifest: strict parsing (every field's path in the error), canonical round trip, file
 // verification by SHA-256, and the default-run / data-dir lookup of RunPaths.
+#include "ManifestFixtures.h"
 #include "TestSupport.h"
 
 #include "run/RunManifest.h"
@@ -18,105 +19,16 @@
 
 using dedloc::Compression;
 using dedloc::RunManifest;
+using dedloc::test::edited;
+using dedloc::test::EnvGuard;
+using dedloc::test::flipOneByte;
+using dedloc::test::kAbcSha256;
+using dedloc::test::kHashA;
+using dedloc::test::kHashB;
+using dedloc::test::kValidManifest;
+using dedloc::test::parseError;
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-namespace {
-
-// SHA-256("abc"), FIPS 180-2 appendix B.1: a known answer, so the verification tests do not only
-// compare sha256File with itself.
-constexpr const char *kAbc = "abc";
-constexpr const char *kAbcSha256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-constexpr const char *kHashA = "0000000000000000000000000000000000000000000000000000000000000001";
-constexpr const char *kHashB = "00000000000000000000000000000000000000000000000000000000000000b2";
-
-// Values differ from the struct defaults wherever possible, so a field the parser forgot to read
-// shows up as a wrong value.
-constexpr const char *kValidManifest = R"({
-  "format_version": 1,
-  "run_id": "bn-albert-demo",
-  "name": "Bengali ALBERT demo",
-  "lead": "Test Lead",
-  "description": "A test run.",
-  "model": {"preset": "tiny", "vocab_size": 8000, "embedding_size": 96, "hidden_size": 256, "num_layers": 4,
-            "num_heads": 4, "intermediate_size": 1024, "max_positions": 128},
-  "tokenizer": {"path": "tokenizer.model", "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-  "corpus": {"files": [{"path": "corpus/a.txt", "sha256": "0000000000000000000000000000000000000000000000000000000000000001"},
-                       {"path": "corpus/b.txt", "sha256": "00000000000000000000000000000000000000000000000000000000000000b2"}],
-             "validation_fraction": 0.05},
-  "training": {"sequence_length": 64, "target_batch_size": 256, "micro_batch_size": 16, "mask_probability": 0.2,
-               "max_grad_norm": 2.5, "validation_every_n_steps": 7, "validation_samples": 32,
-               "checkpoint_every_n_steps": 11},
-  "optimizer": {"name": "lamb", "learning_rate": 0.00176, "beta1": 0.85, "beta2": 0.995, "epsilon": 1e-7,
-                "weight_decay": 0.02, "clamp_value": 8.0, "debias": false},
-  "schedule": {"warmup_steps": 50, "total_steps": 2000},
-  "compression": "blockwise8bit",
-  "bootstrap_peers": ["192.168.1.10:31337", "peer.example.org:31338"]
-})";
-
-// Applies one edit to the valid manifest: "remove" the key at `pointer`, or "set" it to `value`
-// (JSON text); the empty pointer is the whole document.
-std::string edited(const QString &op, const QString &pointer, const QString &value)
-{
-    json doc = json::parse(kValidManifest);
-    const json::json_pointer ptr(pointer.toStdString());
-    if (op == QLatin1String("remove"))
-        doc.at(ptr.parent_pointer()).erase(ptr.back());
-    else
-        doc[ptr] = json::parse(value.toStdString());
-    return doc.dump();
-}
-
-// The message of the dedloc::Error that parsing throws; nullopt when it is accepted. Any other
-// exception type is a bug (a json::type_error leaking out), reported as a message that no test
-// expects.
-std::optional<QString> parseError(const std::string &text)
-{
-    try {
-        (void)dedloc::parseRunManifest(text, {});
-    } catch (const dedloc::Error &e) {
-        return QString::fromStdString(e.what());
-    } catch (const std::exception &e) {
-        return QStringLiteral("NOT A dedloc::Error: ") + QString::fromStdString(e.what());
-    }
-    return std::nullopt;
-}
-
-void flipOneByte(const fs::path &file)
-{
-    std::string bytes = dedloc::readWholeFile(file);
-    bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x01);
-    dedloc::writeFileAtomically(file, bytes);
-}
-
-// Sets or unsets an environment variable for one scope and restores the previous state.
-class EnvGuard final {
-public:
-    EnvGuard(const char *name, const std::optional<QByteArray> &value)
-        : m_name(name), m_hadValue(qEnvironmentVariableIsSet(name)), m_old(qgetenv(name))
-    {
-        if (value)
-            qputenv(name, *value);
-        else
-            qunsetenv(name);
-    }
-    ~EnvGuard()
-    {
-        if (m_hadValue)
-            qputenv(m_name, m_old);
-        else
-            qunsetenv(m_name);
-    }
-    EnvGuard(const EnvGuard &) = delete;
-    EnvGuard &operator=(const EnvGuard &) = delete;
-
-private:
-    const char *m_name;
-    bool m_hadValue;
-    QByteArray m_old;
-};
-
-} // namespace
 
 class TestManifest final : public QObject {
     Q_OBJECT
@@ -501,15 +413,7 @@ void TestManifest::verifyRunFiles()
     QTemporaryDir tmp;
     QVERIFY(tmp.isValid());
     const fs::path root = tmp.path().toStdString();
-    fs::create_directories(root / "corpus");
-    dedloc::writeFileAtomically(root / "tokenizer.model", kAbc);
-    dedloc::test::writeCorpusSample(root / "corpus" / "a.txt", 4096);
-    dedloc::test::writeCorpusSample(root / "corpus" / "b.txt", 64 * 1024);
-
-    json doc = json::parse(kValidManifest);
-    doc["corpus"]["files"][0]["sha256"] = dedloc::sha256File(root / "corpus" / "a.txt");
-    doc["corpus"]["files"][1]["sha256"] = dedloc::sha256File(root / "corpus" / "b.txt");
-    const RunManifest m = dedloc::parseRunManifest(doc.dump(), root);
+    const RunManifest m = dedloc::test::writeVerifiableRun(root);
 
     // The second corpus file, so that a check that stops after the first one fails.
     const fs::path victim = target == QLatin1String("tokenizer") ? root / "tokenizer.model" : root / "corpus" / "b.txt";

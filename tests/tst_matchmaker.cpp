@@ -1,9 +1,9 @@
-// Matchmaking (core/swarm/Matchmaker.h): peers in threads, each with its own OpenDHT node and
+// Matchmaking (core/averaging/Matchmaker.h): peers in threads, each with its own OpenDHT node and
 // service socket on loopback, look for a group at the same time.
 #include "net/DhtNode.h"
 #include "net/PeerIdentity.h"
-#include "swarm/Matchmaker.h"
-#include "swarm/PeerService.h"
+#include "averaging/Matchmaker.h"
+#include "averaging/PeerService.h"
 #include "util/Clock.h"
 
 #include <QTest>
@@ -155,7 +155,7 @@ private Q_SLOTS:
         QVERIFY(!b.get());
     }
 
-    // A peer this one has banned (it sent invalid data, swarm/BanList.h) is neither asked to
+    // A peer this one has banned (it sent invalid data, averaging/BanList.h) is neither asked to
     // lead nor accepted as a follower. B has banned A; without the ban these two always form a
     // group (simultaneousPeersFormOneGroup). A declares first, so B would join it: B does not,
     // and when A, alone, asks B in the second half of its window, B refuses it.

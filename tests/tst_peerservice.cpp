@@ -1,12 +1,12 @@
-// A peer's service socket (core/swarm/PeerService.h) against bad input, and state downloads
-// from it (core/swarm/StateDownload.h); the ban list (core/swarm/BanList.h).
+// A peer's service socket (core/averaging/PeerService.h) against bad input, and state downloads
+// from it (core/averaging/StateDownload.h); the ban list (core/averaging/BanList.h).
 #include "net/DataPlaneSecurity.h"
 #include "security/AccessToken.h"
 #include "util/Hash.h"
-#include "swarm/BanList.h"
-#include "swarm/PeerService.h"
-#include "swarm/ServiceClient.h"
-#include "swarm/StateDownload.h"
+#include "averaging/BanList.h"
+#include "averaging/PeerService.h"
+#include "averaging/ServiceClient.h"
+#include "averaging/StateDownload.h"
 #include "util/Clock.h"
 
 #include <QTest>

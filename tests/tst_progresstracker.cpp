@@ -1,5 +1,5 @@
-// Collaborative progress and the step trigger (core/swarm/ProgressTracker.h), on an injected clock.
-#include "swarm/ProgressTracker.h"
+// Collaborative progress and the step trigger (core/averaging/ProgressTracker.h), on an injected clock.
+#include "averaging/ProgressTracker.h"
 
 #include <QtTest>
 

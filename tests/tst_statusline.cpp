@@ -1,5 +1,5 @@
-// The headless status line (core/swarm/StatusLine.h): every state, unknown values left out.
-#include "swarm/StatusLine.h"
+// The headless status line (core/face/StatusLine.h): every state, unknown values left out.
+#include "face/StatusLine.h"
 
 #include <QtTest>
 

@@ -1,5 +1,5 @@
 // The swarm end to end: real `dedloc` processes on loopback training the tiny run together
-// (issue 3 evidence (a)-(e)). Each case starts a monitor (the DHT bootstrap node) and peers,
+// (cases (a)-(e) below). Each case starts a monitor (the DHT bootstrap node) and peers,
 // and judges them by their metrics files (params_sha: SHA-256 of the parameters after a step).
 #include "SwarmHarness.h"
 #include "TestSupport.h"

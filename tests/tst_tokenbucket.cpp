@@ -1,5 +1,5 @@
 // Token bucket (core/net/TokenBucket.h): logic on a fake clock, and the cap measured on a real
-// ZeroMQ loopback stream (issue 4: "the bandwidth cap measured within 10% on loopback").
+// ZeroMQ loopback stream (the bandwidth cap holds within 10% on loopback).
 #include "net/TokenBucket.h"
 
 #include "TestSupport.h"

@@ -1,6 +1,6 @@
 #pragma once
 // Human-readable numbers for the panels: bytes (binary units), durations, counts, state names.
-#include "swarm/PeerStatus.h"
+#include "face/PeerStatus.h"
 
 #include <QIcon>
 #include <QString>

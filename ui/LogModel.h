@@ -1,5 +1,5 @@
 #pragma once
-// The program's log as a table for the log view (STYLE.md 9: the GUI reads the same stream).
+// The program's log as a table for the log view (the window reads the same stream as stderr).
 //
 // install() replaces the dedloc::log sink. The sink runs on whatever thread logs (trainer,
 // network, DHT threads): it appends the line to the log file (if one is set) and to a pending

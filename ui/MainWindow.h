@@ -7,7 +7,7 @@
 // the tray; without one (some Wayland desktops, Xvfb, offscreen) the window stays open and a
 // notice says why and how to quit (menu DeDLOC > Quit).
 #include "RunInfo.h"
-#include "swarm/PeerStatus.h"
+#include "face/PeerStatus.h"
 
 #include <QMainWindow>
 

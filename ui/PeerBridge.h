@@ -1,6 +1,6 @@
 #pragma once
-// The one object through which the window talks to a peer (ARCHITECTURE.md "Threads and data
-// flow"; STYLE.md 2-4). It holds a PeerControl& and nothing else of the core.
+// The one object through which the window talks to a peer (docs/ARCHITECTURE.md "Threads";
+// ui/README.md). It holds a PeerControl& and nothing else of the core.
 //
 // Core -> UI: a QTimer on the GUI thread polls PeerControl::snapshot() 4 times a second (the
 // snapshot is a copy made under the peer's mutex; it never waits for a step or the network),
@@ -15,7 +15,7 @@
 //
 // Clock and probes are injected (Options) so tests drive time and the host's state.
 // Threads: GUI thread only.
-#include "swarm/PeerControl.h"
+#include "face/PeerControl.h"
 #include "system/AutoPausePolicy.h"
 #include "system/GpuProbe.h"
 

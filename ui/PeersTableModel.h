@@ -1,11 +1,11 @@
 #pragma once
-// The swarm's other peers as a table (STYLE.md 5), fed from PeerSnapshot::peers by the bridge.
+// The swarm's other peers as a table, fed from PeerSnapshot::peers by the bridge.
 // Columns: Peer (first 16 hex digits of the id), Role, Reachability (reachable / client mode),
 // State (training / paused), Epoch, Samples (toward the current global batch), Samples/s,
 // Last report (seconds ago). Rows keep the snapshot's order. When the set of peer ids is unchanged
 // an update emits dataChanged for the whole table (selection and scroll stay); otherwise the model
 // resets. Threads: GUI thread only.
-#include "swarm/PeerStatus.h"
+#include "face/PeerStatus.h"
 
 #include <QAbstractTableModel>
 

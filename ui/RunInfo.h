@@ -1,5 +1,5 @@
 #pragma once
-// What the join page shows about the run before the volunteer clicks Join (issue 4 item 2).
+// What the join page shows about the run before the volunteer clicks Join.
 // Plain strings so the app can fill it from a RunManifest (runInfoFromManifest) or anything else.
 #include <string>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The volunteer's settings, typed, over QSettings (STYLE.md "Settings"): auto-rejoin, resource
+// The volunteer's settings, typed, over QSettings: auto-rejoin, resource
 // caps, auto-pause rules and schedule, listed applications, quiet period, tray behaviour.
 //
 // Storage: the platform's QSettings location for organisation "dedloc", application "dedloc"
@@ -7,7 +7,7 @@
 // file (a QTemporaryFile / QTemporaryDir path) so tests never touch the user's settings.
 // Every setter writes through at once and emits changed() when the value actually changed.
 // Threads: GUI thread only.
-#include "swarm/PeerControl.h"
+#include "face/PeerControl.h"
 #include "system/AutoPausePolicy.h"
 
 #include <QObject>

@@ -5,7 +5,7 @@
 // Settings::resumeTomorrowAt() (default 08:00 local).
 // The actions exist (and can be triggered, e.g. by tests or the window's menu) even where no tray
 // is available; the icon is then simply not shown. Threads: GUI thread.
-#include "swarm/PeerStatus.h"
+#include "face/PeerStatus.h"
 
 #include <QObject>
 

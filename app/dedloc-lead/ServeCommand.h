@@ -1,7 +1,7 @@
 #pragma once
 // `dedloc-lead serve`: the lead's bootstrap node and monitor in one command. A monitor peer
-// (swarm/SwarmPeer.h, role monitor) on a fixed DHT port and host, recording every peer's step
-// metrics as JSON lines and CSV (swarm/SwarmMonitor.h, monitor/MetricsCsv.h), keeping the last
+// (peer/SwarmPeer.h, role monitor) on a fixed DHT port and host, recording every peer's step
+// metrics as JSON lines and CSV (monitor/SwarmMetricsRecorder.h, monitor/MetricsCsv.h), keeping the last
 // states it downloaded (monitor/CheckpointArchive.h) and serving as the state donor of last
 // resort, plus a read-only JSON status over HTTP (monitor/StatusHttpServer.h,
 // monitor/ServeStatus.h). Argument parsing and wiring only; docs/LEAD_GUIDE.md section 6.

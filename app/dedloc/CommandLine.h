@@ -1,7 +1,7 @@
 #pragma once
 // The options of `dedloc` (see --help), parsed into the core's option structs.
 #include "LocalSwarm.h"
-#include "swarm/SwarmPeer.h"
+#include "peer/SwarmPeer.h"
 #include "train/TrainingSession.h"
 
 #include <QString>

@@ -3,25 +3,21 @@
 // machine (a monitor and N trainers, each its own process; with a window, the window's process
 // is one of the trainers).
 #include "CommandLine.h"
-#include "DesktopApp.h"
 #include "LocalSwarm.h"
+#include "Window.h"
 #include "net/PeerIdentity.h"
 #include "run/RunPaths.h"
-#include "run/RunManifest.h"
-#include "swarm/StatusLine.h"
+#include "face/StatusLine.h"
 #include "security/RunTrust.h"
-#include "swarm/RunAccess.h"
-#include "swarm/SwarmPeer.h"
+#include "peer/SwarmPeer.h"
 #include "train/TrainingSession.h"
 #include "util/Error.h"
 #include "util/Hash.h"
 #include "util/Log.h"
 
-#include <QApplication>
 #include <QCoreApplication>
 #include <QDir>
 #include <QThread>
-#include <QTimer>
 
 #include <atomic>
 #include <chrono>
@@ -49,6 +45,8 @@ void onSignal(int)
 // Decided before Qt starts: a QApplication cannot replace a QCoreApplication later.
 bool wantsWindow(int argc, char *argv[])
 {
+    if (!buildHasWindow())
+        return false;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (!std::strcmp(a, "--headless") || !std::strcmp(a, "--solo") || !std::strcmp(a, "--help")
@@ -129,8 +127,7 @@ int verifyRun(CommandLine &cli, std::string &status)
 int main(int argc, char *argv[])
 {
     const bool window = wantsWindow(argc, argv);
-    std::unique_ptr<QCoreApplication> app = window ? std::make_unique<QApplication>(argc, argv)
-                                                   : std::make_unique<QCoreApplication>(argc, argv);
+    const auto app = makeApplication(window, argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("dedloc"));
     QCoreApplication::setApplicationVersion(QStringLiteral(DEDLOC_VERSION));
 
@@ -182,33 +179,5 @@ int main(int argc, char *argv[])
     }
     swarm.statusOut = nullptr; // the window shows the status
     dedloc::SwarmPeer peer(swarm);
-    dedloc::RunManifest manifest;
-    try {
-        manifest = dedloc::loadRunManifest(swarm.manifest);
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "dedloc: %s\n", e.what());
-        return 2;
-    }
-    dedloc::ui::DesktopRunOptions ui;
-    ui.joinAtStart = cli.localSwarmTrainers > 0 || cli.join;
-    ui.screenshotPath = cli.screenshotPath;
-    ui.screenshotAfterSeconds = cli.screenshotAfter;
-    QTimer signalWatch; // Ctrl-C in the terminal quits the window too
-    QObject::connect(&signalWatch, &QTimer::timeout, [] {
-        if (g_stop.load())
-            QCoreApplication::quit();
-    });
-    signalWatch.start(200);
-    auto runInfo = dedloc::ui::runInfoFromManifest(manifest);
-    runInfo.signatureStatus = signatureStatus;
-    if (manifest.closed) {
-        const auto token = swarm.accessTokenFile.empty() ? dedloc::defaultAccessTokenPath(swarm.dataDir, manifest.runId)
-                                                         : swarm.accessTokenFile;
-        std::error_code ec;
-        runInfo.access = dedloc::ui::closedRunAccessText(token.string(), std::filesystem::is_regular_file(token, ec));
-    }
-    const int code = dedloc::ui::runDesktopApp(static_cast<QApplication &>(*app), peer, runInfo, ui);
-    if (local)
-        local->stopAll();
-    return code;
+    return runWindow(*app, peer, cli, swarm, local.get(), signatureStatus, g_stop);
 }

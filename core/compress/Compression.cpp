@@ -8,8 +8,45 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace dedloc {
+
+namespace {
+
+constexpr std::pair<Compression, const char *> kCompressionNames[] = {
+    {Compression::None, "none"},
+    {Compression::Fp16, "fp16"},
+    {Compression::Uniform8Bit, "uniform8bit"},
+    {Compression::Blockwise8Bit, "blockwise8bit"},
+    {Compression::SizeAdaptive, "size_adaptive"},
+};
+
+} // namespace
+
+const char *compressionName(Compression c)
+{
+    for (const auto &[value, spelling] : kCompressionNames)
+        if (value == c)
+            return spelling;
+    return "unknown";
+}
+
+std::optional<Compression> compressionFromName(std::string_view name)
+{
+    for (const auto &[value, spelling] : kCompressionNames)
+        if (name == spelling)
+            return value;
+    return std::nullopt;
+}
+
+std::string compressionChoices()
+{
+    std::string choices;
+    for (const auto &[value, spelling] : kCompressionNames)
+        choices += choices.empty() ? spelling : std::string(", ") + spelling;
+    return choices;
+}
 
 namespace {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Wire compression of gradient and state tensors (METHOD.md "Compression used in practice";
+// Wire compression of gradient and state tensors (docs/PROTOCOL.md "Butterfly all-reduce data plane";
 // DeDLOC section 3.2 and appendix; hivemind's quantisation codecs as the reference behaviour).
 // Torch-free: flat float spans in, bytes out. All multi-byte values are little-endian.
 //
@@ -22,13 +22,24 @@
 // that codec take before it reads anything, and throws dedloc::Error if not; it never allocates
 // by what the bytes say. Hostile bytes can still decode to non-finite values (a NaN scale):
 // reducers check the decoded shard before they use it. Thread-safe (no shared state).
-#include "run/RunManifest.h"
-
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace dedloc {
+
+// The codecs a run manifest may name ("compression", docs/MANIFEST.md).
+enum class Compression { None, Fp16, Uniform8Bit, Blockwise8Bit, SizeAdaptive };
+
+// The manifest's spelling: "none", "fp16", "uniform8bit", "blockwise8bit", "size_adaptive".
+[[nodiscard]] const char *compressionName(Compression c);
+// The codec of a spelling above; nothing for any other string.
+[[nodiscard]] std::optional<Compression> compressionFromName(std::string_view name);
+// Every spelling, comma-separated (for error messages).
+[[nodiscard]] std::string compressionChoices();
 
 inline constexpr std::size_t BlockwiseBlockElements = 4096;
 inline constexpr std::size_t SizeAdaptiveFp16Limit = 1U << 16;

@@ -9,7 +9,7 @@
 // Dropout is 0 (ALBERT v2 removed it), so a forward pass is a pure function of the parameters.
 // The head runs only at positions that carry a label, which saves most of the V-wide matmul.
 // Include only from core/ translation units that already pay for <torch/torch.h>.
-#include "run/RunManifest.h"
+#include "model/ModelShape.h"
 
 #include <torch/torch.h>
 

@@ -2,7 +2,6 @@
 
 #include "util/Error.h"
 
-#include <cerrno>
 #include <fstream>
 
 namespace dedloc {
@@ -80,18 +79,13 @@ std::string metricsCsvRow(const nlohmann::json &fields)
     return out;
 }
 
-MetricsCsvWriter::MetricsCsvWriter(const std::filesystem::path &file) : m_path(file)
+MetricsCsvWriter::MetricsCsvWriter(const std::filesystem::path &file)
 {
     if (file.empty())
         return;
-    std::error_code ec;
-    if (file.has_parent_path()) {
-        std::filesystem::create_directories(file.parent_path(), ec);
-        if (ec)
-            throw Error("cannot create " + file.parent_path().string() + " for the CSV metrics: " + ec.message());
-    }
     const auto header = metricsCsvHeader();
     bool writeHeader = true;
+    std::error_code ec;
     if (std::filesystem::exists(file, ec) && std::filesystem::file_size(file, ec) > 0 && !ec) {
         std::ifstream in(file);
         std::string first;
@@ -101,42 +95,19 @@ MetricsCsvWriter::MetricsCsvWriter(const std::filesystem::path &file) : m_path(f
                                         "move it away or choose another metrics directory");
         writeHeader = false;
     }
-    m_file = std::fopen(file.c_str(), "a");
-    if (!m_file)
-        throw Error(systemErrorText("cannot open " + file.string() + " for the CSV metrics", errno));
-    // Unbuffered: each row is one write(), so a failed write leaves nothing in a buffer to come
-    // out later beside its retry.
-    std::setvbuf(m_file, nullptr, _IONBF, 0);
-    if (writeHeader) {
-        const auto line = header + "\n";
-        if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0) {
-            const int e = errno;
-            std::fclose(m_file);
-            m_file = nullptr;
-            throw Error(systemErrorText("cannot write the CSV header to " + file.string(), e));
-        }
+    m_out.open(file, "the CSV metrics");
+    if (writeHeader && !m_out.append(header + "\n")) {
+        const int e = m_out.lastErrno();
+        m_out.close();
+        throw Error(systemErrorText("cannot write the CSV header to " + file.string(), e));
     }
 }
 
-MetricsCsvWriter::~MetricsCsvWriter()
-{
-    if (m_file)
-        std::fclose(m_file);
-}
+MetricsCsvWriter::~MetricsCsvWriter() = default;
 
 bool MetricsCsvWriter::write(const nlohmann::json &fields)
 {
-    if (!m_file)
-        return true;
-    const auto line = metricsCsvRow(fields) + "\n";
-    errno = 0;
-    if (std::fwrite(line.data(), 1, line.size(), m_file) != line.size() || std::fflush(m_file) != 0) {
-        m_lastError = systemErrorText("cannot append to " + m_path.string(), errno);
-        std::clearerr(m_file);
-        return false;
-    }
-    m_lastError.clear();
-    return true;
+    return m_out.append(metricsCsvRow(fields) + "\n");
 }
 
 } // namespace dedloc

@@ -1,6 +1,6 @@
 #pragma once
 // The swarm's step metrics as CSV, for spreadsheets and plotting tools that do not read JSON
-// lines. One row per (peer, step) the monitor records (swarm/SwarmMonitor.h), with a fixed,
+// lines. One row per (peer, step) the monitor records (monitor/SwarmMetricsRecorder.h), with a fixed,
 // documented column set (docs/METRICS.md "CSV"): a file written by this version always has
 // the same header, whatever fields the peers sent. Later versions only append columns.
 //
@@ -11,9 +11,10 @@
 // Lines end with LF.
 //
 // Thread-safety: one writer per file, used from one thread.
+#include "util/LineAppender.h"
+
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -44,13 +45,11 @@ class MetricsCsvWriter final {
     // Appends one row and flushes. Returns false (and leaves the reason in lastError()) when
     // the write fails (full disk); the caller decides whether to try again.
     bool write(const nlohmann::json &fields);
-    [[nodiscard]] const std::string &lastError() const { return m_lastError; }
-    [[nodiscard]] const std::filesystem::path &path() const { return m_path; }
+    [[nodiscard]] const std::string &lastError() const { return m_out.lastError(); }
+    [[nodiscard]] const std::filesystem::path &path() const { return m_out.path(); }
 
   private:
-    std::filesystem::path m_path;
-    std::FILE *m_file = nullptr;
-    std::string m_lastError;
+    LineAppender m_out;
 };
 
 } // namespace dedloc

@@ -8,8 +8,8 @@
 // ignore fields they do not know. Units: seconds, samples, samples per second, bytes; times
 // are Unix seconds. A value that is not known yet is null, never a made-up number.
 #include "monitor/CheckpointArchive.h"
-#include "swarm/PeerStatus.h"
-#include "swarm/SwarmMonitor.h"
+#include "face/PeerStatus.h"
+#include "monitor/SwarmMetricsRecorder.h"
 
 #include <nlohmann/json.hpp>
 

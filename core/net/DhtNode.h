@@ -1,6 +1,6 @@
 #pragma once
 // The control plane's storage: signed, sequence-numbered, expiring records on OpenDHT
-// (libopendht's Kademlia DHT; ARCHITECTURE.md "Swarm protocol").
+// (libopendht's Kademlia DHT; docs/PROTOCOL.md "DHT records").
 //
 // A record is published under a text key (derived from the run id: runKey()) as one DHT value
 // whose bytes are a CBOR map {k: key, p: Ed25519 public key, q: sequence, t: time, e: expires at,

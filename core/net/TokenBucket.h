@@ -1,5 +1,5 @@
 #pragma once
-// Token bucket for the upload / download caps of the data plane (issue 4 item 7).
+// Token bucket for the upload / download caps of the data plane.
 //
 // The bucket holds up to `burstBytes` tokens and refills at `bytesPerSecond`. reserve(n) takes n
 // tokens at once, letting the level go negative (debt), and returns how long the caller must wait

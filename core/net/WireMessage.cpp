@@ -1,8 +1,10 @@
 #include "net/WireMessage.h"
 
+#include "util/JsonReader.h"
+
 #include <nlohmann/json.hpp>
 
-#include <cmath>
+#include <limits>
 
 namespace dedloc {
 
@@ -17,19 +19,13 @@ Compression codecFromName(const std::string &name)
     throw ProtocolError("unknown codec \"" + name + "\"");
 }
 
-std::uint64_t unsignedField(const nlohmann::json &j, const char *key, std::uint64_t max)
+// A refused header field, as the ProtocolError the caller drops the message for.
+[[noreturn]] void headerFailure(const std::string &field, const std::string &what)
 {
-    const auto it = j.find(key);
-    if (it == j.end())
-        throw ProtocolError(std::string("header field ") + key + " is missing");
-    if (!it->is_number_unsigned())
-        throw ProtocolError(std::string("header field ") + key + " is not an unsigned integer");
-    const auto v = it->get<std::uint64_t>();
-    if (v > max)
-        throw ProtocolError(std::string("header field ") + key + " = " + std::to_string(v) + " exceeds "
-                            + std::to_string(max));
-    return v;
+    throw ProtocolError(field.empty() ? "header: " + what : "header field " + field + ": " + what);
 }
+
+constexpr std::size_t MaxGroupBytes = 64;
 
 } // namespace
 
@@ -61,43 +57,38 @@ ShardHeader parseShardHeader(std::span<const std::uint8_t> bytes, const ShardSch
     }
     if (!j.is_object())
         throw ProtocolError("header is not a map");
-    if (unsignedField(j, "v", 1000) != 1)
+    // The version before the field set: another version may have other fields.
+    if (const auto v = j.find("v"); v != j.end() && v->is_number_integer() && *v != 1)
         throw ProtocolError("unsupported protocol version");
+    const JsonObjectReader r(j, {"v", "t", "g", "s", "h", "p", "n", "o", "c", "w", "z"}, headerFailure);
+    (void)r.unsignedInteger("v", 1);
     ShardHeader h;
-    const auto type = unsignedField(j, "t", 2);
+    const auto type = r.unsignedInteger("t", 2);
     if (type == 0)
         throw ProtocolError("unknown message type 0");
     h.type = static_cast<MessageType>(type);
-    const auto g = j.find("g");
-    if (g == j.end() || !g->is_string() || g->get_ref<const std::string &>().size() > 64)
-        throw ProtocolError("header field g (group) is missing or malformed");
-    h.group = g->get<std::string>();
+    h.group = r.string("g");
+    if (h.group.size() > MaxGroupBytes)
+        r.fail("g", "longer than " + std::to_string(MaxGroupBytes) + " bytes");
     if (h.group != schema.group)
         throw ProtocolError("message for another group");
-    h.sender = static_cast<std::uint32_t>(unsignedField(j, "s", schema.members == 0 ? 0 : schema.members - 1));
-    h.shard = static_cast<std::uint32_t>(unsignedField(j, "h", schema.members == 0 ? 0 : schema.members - 1));
-    h.parts = static_cast<std::uint32_t>(unsignedField(j, "n", 1U << 20));
-    h.part = static_cast<std::uint32_t>(unsignedField(j, "p", h.parts == 0 ? 0 : h.parts - 1));
+    const std::uint64_t lastMember = schema.members == 0 ? 0 : schema.members - 1;
+    h.sender = static_cast<std::uint32_t>(r.unsignedInteger("s", lastMember));
+    h.shard = static_cast<std::uint32_t>(r.unsignedInteger("h", lastMember));
+    h.parts = static_cast<std::uint32_t>(r.unsignedInteger("n", 1U << 20));
+    h.part = static_cast<std::uint32_t>(r.unsignedInteger("p", h.parts == 0 ? 0 : h.parts - 1));
     if (h.parts == 0)
-        throw ProtocolError("header field n (parts) is 0");
-    h.offset = unsignedField(j, "o", schema.shardElements);
-    h.count = unsignedField(j, "c", schema.partElements);
+        r.fail("n", "must be at least 1");
+    h.offset = r.unsignedInteger("o", schema.shardElements);
+    h.count = r.unsignedInteger("c", schema.partElements);
     if (h.offset + h.count > schema.shardElements)
-        throw ProtocolError("piece [" + std::to_string(h.offset) + ", +" + std::to_string(h.count)
-                            + ") lies outside the shard of " + std::to_string(schema.shardElements));
-    const auto w = j.find("w");
-    if (w == j.end() || !w->is_number() || !std::isfinite(w->get<double>()) || w->get<double>() < 0.0)
-        throw ProtocolError("header field w (weight) is missing, negative or not finite");
-    h.weight = w->get<double>();
-    const auto z = j.find("z");
-    if (z == j.end() || !z->is_string())
-        throw ProtocolError("header field z (codec) is missing");
-    h.codec = codecFromName(z->get<std::string>());
+        throw ProtocolError("piece [" + std::to_string(h.offset) + ", +" + std::to_string(h.count) +
+                            ") lies outside the shard of " + std::to_string(schema.shardElements));
+    h.weight = r.numberIn("w", 0.0, false, std::numeric_limits<double>::infinity(), true);
+    const auto codec = r.string("z");
+    h.codec = codecFromName(codec);
     if (h.codec != schema.codec)
-        throw ProtocolError("message uses codec " + z->get<std::string>() + ", the group agreed on "
-                            + compressionName(schema.codec));
-    if (j.size() != 11)
-        throw ProtocolError("header has unknown fields");
+        throw ProtocolError("message uses codec " + codec + ", the group agreed on " + compressionName(schema.codec));
     return h;
 }
 

@@ -11,7 +11,7 @@
 // parseShardHeader() checks every field's presence, type and range against what the receiver
 // expects BEFORE anything is allocated; a bad message raises ProtocolError with the reason and
 // the caller drops it (and may ban the sender). Pure functions; thread-safe.
-#include "run/RunManifest.h"
+#include "compress/Compression.h"
 
 #include <cstdint>
 #include <span>

@@ -3,18 +3,14 @@
 #include "util/AtomicFile.h"
 #include "util/Error.h"
 #include "util/Hash.h"
+#include "util/JsonReader.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <cstdint>
 #include <limits>
 #include <set>
-#include <string_view>
 #include <system_error>
-#include <utility>
 #include <vector>
 
 namespace dedloc {
@@ -27,150 +23,11 @@ constexpr int kFormatVersion = 1;
 // Name used in messages about the document itself (it has no dotted path of its own).
 constexpr const char *kRootName = "manifest";
 
-// A value as it appears in the file, shortened so one bad field cannot flood the message.
-std::string quote(const json &value)
-{
-    std::string text = value.dump();
-    constexpr std::size_t kMax = 40;
-    if (text.size() > kMax)
-        text = text.substr(0, kMax) + "...";
-    return text;
-}
-
-std::string quote(const std::string &text)
-{
-    return quote(json(text));
-}
-
-// Shortest form that round-trips: "0.5", "1", "1e-06".
-std::string numberText(double value)
-{
-    char buffer[32];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-    return {buffer, result.ptr};
-}
-
+// Every refusal, the field reader's included: "<dotted path>: <what>" as a dedloc::Error.
 [[noreturn]] void fail(const std::string &path, const std::string &what)
 {
-    throw Error(path + ": " + what);
+    throw Error((path.empty() ? std::string(kRootName) : path) + ": " + what);
 }
-
-// Reads one JSON object field by field. The set of known keys is given up front so a misspelt
-// key is reported as unknown (naming the typo) rather than as the correctly spelt key "missing".
-class ObjectReader final {
-public:
-    ObjectReader(const json &object, std::string path, std::initializer_list<std::string_view> known)
-        : m_object(object), m_path(std::move(path)), m_known(known)
-    {
-        if (!m_object.is_object())
-            fail(displayPath(), "expected an object, got " + quote(m_object));
-        for (const auto &item : m_object.items()) {
-            if (std::find(m_known.begin(), m_known.end(), item.key()) == m_known.end())
-                fail(displayPath(), "unknown field \"" + item.key() + "\"");
-        }
-    }
-
-    [[nodiscard]] std::string fieldPath(std::string_view key) const
-    {
-        return m_path.empty() ? std::string(key) : m_path + "." + std::string(key);
-    }
-
-    [[nodiscard]] bool has(std::string_view key) const { return m_object.contains(key); }
-
-    [[nodiscard]] const json &require(std::string_view key) const
-    {
-        const auto it = m_object.find(key);
-        if (it == m_object.end())
-            fail(fieldPath(key), "missing");
-        return *it;
-    }
-
-    [[nodiscard]] std::string string(std::string_view key) const
-    {
-        const json &v = require(key);
-        if (!v.is_string())
-            fail(fieldPath(key), "expected a string, got " + quote(v));
-        return v.get<std::string>();
-    }
-
-    [[nodiscard]] std::string nonEmptyString(std::string_view key) const
-    {
-        std::string s = string(key);
-        if (s.empty())
-            fail(fieldPath(key), "must not be empty");
-        return s;
-    }
-
-    // JSON has one number type; booleans and 2.0 / 2.5 are rejected so that a field means the
-    // same thing to every peer whatever language wrote the file.
-    [[nodiscard]] int integer(std::string_view key, int minimum) const
-    {
-        const json &v = require(key);
-        const char *expected = minimum > 0 ? "expected a positive integer" : "expected a non-negative integer";
-        if (!v.is_number_integer())
-            fail(fieldPath(key), std::string(expected) + ", got " + quote(v));
-        constexpr auto kMax = std::numeric_limits<int>::max();
-        // The parser stores non-negative literals as unsigned and negative ones as signed.
-        const bool tooLarge = v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax)
-                                                     : v.get<std::int64_t>() > kMax;
-        if (tooLarge)
-            fail(fieldPath(key), std::string(expected) + " up to " + std::to_string(kMax) + ", got " + quote(v));
-        if (v.get<std::int64_t>() < minimum)
-            fail(fieldPath(key), std::string(expected) + ", got " + quote(v));
-        return v.get<int>();
-    }
-
-    [[nodiscard]] double number(std::string_view key) const
-    {
-        const json &v = require(key);
-        if (!v.is_number() || !std::isfinite(v.get<double>()))
-            fail(fieldPath(key), "expected a number, got " + quote(v));
-        return v.get<double>();
-    }
-
-    // lowOpen/highOpen: whether the bound itself is excluded.
-    [[nodiscard]] double numberIn(std::string_view key, double low, bool lowOpen, double high, bool highOpen) const
-    {
-        const double x = number(key);
-        const bool ok = (lowOpen ? x > low : x >= low) && (highOpen ? x < high : x <= high);
-        if (!ok) {
-            const std::string range = std::isinf(high)
-                                          ? std::string(lowOpen ? "> " : ">= ") + numberText(low)
-                                          : std::string("in ") + (lowOpen ? "(" : "[") + numberText(low) + ", " +
-                                                numberText(high) + (highOpen ? ")" : "]");
-            fail(fieldPath(key), "expected a number " + range + ", got " + quote(require(key)));
-        }
-        return x;
-    }
-
-    [[nodiscard]] bool boolean(std::string_view key) const
-    {
-        const json &v = require(key);
-        if (!v.is_boolean())
-            fail(fieldPath(key), "expected true or false, got " + quote(v));
-        return v.get<bool>();
-    }
-
-    [[nodiscard]] ObjectReader object(std::string_view key, std::initializer_list<std::string_view> known) const
-    {
-        return {require(key), fieldPath(key), known};
-    }
-
-    [[nodiscard]] const json &array(std::string_view key) const
-    {
-        const json &v = require(key);
-        if (!v.is_array())
-            fail(fieldPath(key), "expected an array, got " + quote(v));
-        return v;
-    }
-
-private:
-    [[nodiscard]] std::string displayPath() const { return m_path.empty() ? kRootName : m_path; }
-
-    const json &m_object;
-    std::string m_path;
-    std::vector<std::string_view> m_known;
-};
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -210,33 +67,21 @@ bool isValidPeerAddress(const std::string &s)
     return host.find_first_of(":[]") == std::string::npos;
 }
 
-FileRef readFileRef(const ObjectReader &r)
+FileRef readFileRef(const JsonObjectReader &r)
 {
     FileRef ref;
     ref.path = r.nonEmptyString("path");
     ref.sha256 = r.string("sha256");
     if (!isLowerHex64(ref.sha256))
-        fail(r.fieldPath("sha256"), "expected 64 lowercase hex digits, got " + quote(ref.sha256));
+        r.fail("sha256", "expected 64 lowercase hex digits, got " + jsonExcerpt(ref.sha256));
     return ref;
 }
 
-constexpr std::pair<Compression, const char *> kCompressionNames[] = {
-    {Compression::None, "none"},
-    {Compression::Fp16, "fp16"},
-    {Compression::Uniform8Bit, "uniform8bit"},
-    {Compression::Blockwise8Bit, "blockwise8bit"},
-    {Compression::SizeAdaptive, "size_adaptive"},
-};
-
 Compression parseCompression(const std::string &name, const std::string &path)
 {
-    std::string choices;
-    for (const auto &[value, spelling] : kCompressionNames) {
-        if (name == spelling)
-            return value;
-        choices += choices.empty() ? spelling : std::string(", ") + spelling;
-    }
-    fail(path, "unknown compression \"" + name + "\" (expected one of " + choices + ")");
+    if (const auto codec = compressionFromName(name))
+        return *codec;
+    fail(path, "unknown compression \"" + name + "\" (expected one of " + compressionChoices() + ")");
 }
 
 // nlohmann keeps the last of duplicate keys silently; two peers reading the "same" manifest with
@@ -298,31 +143,34 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     if (doc.is_object() && doc.contains("format_version")) {
         const auto &v = doc["format_version"];
         if (v.is_number_integer() && v != kFormatVersion)
-            fail("format_version", "unsupported version " + quote(v) + " (this build reads version " +
+            fail("format_version", "unsupported version " + jsonExcerpt(v) + " (this build reads version " +
                                        std::to_string(kFormatVersion) + ")");
     }
-    const ObjectReader root(doc, "",
-                            {"format_version", "run_id", "name", "lead", "description", "model", "tokenizer", "corpus",
-                             "training", "optimizer", "schedule", "compression", "bootstrap_peers", "access"});
+    const JsonObjectReader root(doc,
+                                {"format_version", "run_id", "name", "lead", "description", "model", "tokenizer",
+                                 "corpus", "training", "optimizer", "schedule", "compression", "bootstrap_peers",
+                                 "access"},
+                                fail);
     RunManifest m;
     m.baseDir = baseDir;
 
     m.formatVersion = root.integer("format_version", 1);
     m.runId = root.string("run_id");
     if (!isValidRunId(m.runId))
-        fail("run_id", "expected 1 to 64 of A-Z a-z 0-9 . _ -, got " + quote(m.runId));
+        fail("run_id", "expected 1 to 64 of A-Z a-z 0-9 . _ -, got " + jsonExcerpt(m.runId));
     m.name = root.nonEmptyString("name");
     m.lead = root.string("lead");
     if (root.has("description"))
         m.description = root.string("description");
 
     {
-        const ObjectReader r = root.object("model", {"preset", "vocab_size", "embedding_size", "hidden_size", "num_layers",
-                                                     "num_heads", "intermediate_size", "max_positions"});
+        const JsonObjectReader r =
+            root.object("model", {"preset", "vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+                                  "intermediate_size", "max_positions"});
         ModelShape &s = m.model;
         s.preset = r.string("preset");
         if (s.preset != "tiny" && s.preset != "default" && s.preset != "large" && s.preset != "custom")
-            fail(r.fieldPath("preset"), "expected one of tiny, default, large, custom, got " + quote(s.preset));
+            r.fail("preset", "expected one of tiny, default, large, custom, got " + jsonExcerpt(s.preset));
         s.vocabSize = r.integer("vocab_size", 1);
         s.embeddingSize = r.integer("embedding_size", 1);
         s.hiddenSize = r.integer("hidden_size", 1);
@@ -331,38 +179,37 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
         s.intermediateSize = r.integer("intermediate_size", 1);
         s.maxPositions = r.integer("max_positions", 1);
         if (s.hiddenSize % s.numHeads != 0)
-            fail(r.fieldPath("hidden_size"), std::to_string(s.hiddenSize) + " is not a multiple of model.num_heads (" +
-                                                 std::to_string(s.numHeads) + ")");
+            r.fail("hidden_size", std::to_string(s.hiddenSize) + " is not a multiple of model.num_heads (" +
+                                      std::to_string(s.numHeads) + ")");
     }
 
     m.tokenizer = readFileRef(root.object("tokenizer", {"path", "sha256"}));
 
     {
-        const ObjectReader r = root.object("corpus", {"files", "validation_fraction"});
+        const JsonObjectReader r = root.object("corpus", {"files", "validation_fraction"});
         const auto &files = r.array("files");
         if (files.empty())
-            fail(r.fieldPath("files"), "expected at least one file");
+            r.fail("files", "expected at least one file");
         for (std::size_t i = 0; i < files.size(); ++i)
-            m.corpus.files.push_back(
-                readFileRef(ObjectReader(files[i], r.fieldPath("files") + "[" + std::to_string(i) + "]", {"path", "sha256"})));
+            m.corpus.files.push_back(readFileRef(r.objectAt("files", i, {"path", "sha256"})));
         m.corpus.validationFraction = r.numberIn("validation_fraction", 0.0, false, 0.5, true);
     }
 
     {
-        const ObjectReader r = root.object("training", {"sequence_length", "target_batch_size", "micro_batch_size",
-                                                        "mask_probability", "max_grad_norm", "validation_every_n_steps",
-                                                        "validation_samples", "checkpoint_every_n_steps"});
+        const JsonObjectReader r =
+            root.object("training", {"sequence_length", "target_batch_size", "micro_batch_size", "mask_probability",
+                                     "max_grad_norm", "validation_every_n_steps", "validation_samples",
+                                     "checkpoint_every_n_steps"});
         TrainingSpec &t = m.training;
         t.sequenceLength = r.integer("sequence_length", 1);
         // [CLS] + [SEP] + a few tokens to mask; shorter sequences cannot train anything.
         if (t.sequenceLength < 8)
-            fail(r.fieldPath("sequence_length"), "must be at least 8, got " + std::to_string(t.sequenceLength));
+            r.fail("sequence_length", "must be at least 8, got " + std::to_string(t.sequenceLength));
         t.targetBatchSize = r.integer("target_batch_size", 1);
         t.microBatchSize = r.integer("micro_batch_size", 1);
         if (t.microBatchSize > t.targetBatchSize)
-            fail(r.fieldPath("micro_batch_size"), std::to_string(t.microBatchSize) +
-                                                      " exceeds training.target_batch_size (" +
-                                                      std::to_string(t.targetBatchSize) + ")");
+            r.fail("micro_batch_size", std::to_string(t.microBatchSize) + " exceeds training.target_batch_size (" +
+                                           std::to_string(t.targetBatchSize) + ")");
         t.maskProbability = r.numberIn("mask_probability", 0.0, true, 1.0, true);
         t.maxGradNorm = r.number("max_grad_norm");
         t.validationEveryNSteps = r.integer("validation_every_n_steps", 1);
@@ -374,12 +221,12 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
                                         std::to_string(m.training.sequenceLength) + ")");
 
     {
-        const ObjectReader r = root.object("optimizer", {"name", "learning_rate", "beta1", "beta2", "epsilon",
-                                                         "weight_decay", "clamp_value", "debias"});
+        const JsonObjectReader r = root.object("optimizer", {"name", "learning_rate", "beta1", "beta2", "epsilon",
+                                                             "weight_decay", "clamp_value", "debias"});
         OptimizerSpec &o = m.optimizer;
         o.name = r.string("name");
         if (o.name != "lamb")
-            fail(r.fieldPath("name"), "unsupported optimizer " + quote(o.name) + " (only \"lamb\" is implemented)");
+            r.fail("name", "unsupported optimizer " + jsonExcerpt(o.name) + " (only \"lamb\" is implemented)");
         o.learningRate = r.numberIn("learning_rate", 0.0, true, kInf, true);
         o.beta1 = r.numberIn("beta1", 0.0, true, 1.0, true);
         o.beta2 = r.numberIn("beta2", 0.0, true, 1.0, true);
@@ -390,13 +237,12 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     }
 
     {
-        const ObjectReader r = root.object("schedule", {"warmup_steps", "total_steps"});
+        const JsonObjectReader r = root.object("schedule", {"warmup_steps", "total_steps"});
         m.schedule.warmupSteps = r.integer("warmup_steps", 0);
         m.schedule.totalSteps = r.integer("total_steps", 1);
         if (m.schedule.warmupSteps >= m.schedule.totalSteps)
-            fail(r.fieldPath("warmup_steps"), "must be less than schedule.total_steps (" +
-                                                  std::to_string(m.schedule.totalSteps) + "), got " +
-                                                  std::to_string(m.schedule.warmupSteps));
+            r.fail("warmup_steps", "must be less than schedule.total_steps (" + std::to_string(m.schedule.totalSteps) +
+                                       "), got " + std::to_string(m.schedule.warmupSteps));
     }
 
     m.compression = parseCompression(root.string("compression"), "compression");
@@ -405,16 +251,16 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     for (std::size_t i = 0; i < peers.size(); ++i) {
         const std::string path = "bootstrap_peers[" + std::to_string(i) + "]";
         if (!peers[i].is_string())
-            fail(path, "expected a string, got " + quote(peers[i]));
+            fail(path, "expected a string, got " + jsonExcerpt(peers[i]));
         const std::string address = peers[i].get<std::string>();
         if (!isValidPeerAddress(address))
-            fail(path, "expected \"host:port\" with port 1..65535, got " + quote(peers[i]));
+            fail(path, "expected \"host:port\" with port 1..65535, got " + jsonExcerpt(peers[i]));
         m.bootstrapPeers.push_back(address);
     }
     if (root.has("access")) {
         const std::string access = root.string("access");
         if (access != "open" && access != "closed")
-            fail("access", "expected \"open\" or \"closed\", got " + quote(access));
+            fail("access", "expected \"open\" or \"closed\", got " + jsonExcerpt(access));
         m.closed = access == "closed";
     }
     return m;
@@ -496,15 +342,6 @@ void verifyRunFiles(const RunManifest &manifest)
     verifyFile(manifest, manifest.tokenizer, "tokenizer");
     for (const FileRef &f : manifest.corpus.files)
         verifyFile(manifest, f, "corpus");
-}
-
-const char *compressionName(Compression c)
-{
-    for (const auto &[value, spelling] : kCompressionNames) {
-        if (value == c)
-            return spelling;
-    }
-    return "unknown";
 }
 
 } // namespace dedloc

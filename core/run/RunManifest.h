@@ -5,23 +5,15 @@
 // Parsing is strict: a missing field, an unknown field or a value of the wrong type or range is
 // rejected with dedloc::Error whose message starts with the field's dotted path, e.g.
 // "model.hidden_size: expected a positive integer, got \"256\"".
+#include "compress/Compression.h"
+#include "model/ModelShape.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace dedloc {
-
-struct ModelShape {
-    std::string preset;          // "tiny" | "default" | "large" | "custom" (a label; the numbers rule)
-    int vocabSize = 0;           // tokens, must equal the tokenizer's vocabulary
-    int embeddingSize = 128;     // E of ALBERT's factorised embedding
-    int hiddenSize = 0;          // H
-    int numLayers = 0;           // L (applications of the one shared layer)
-    int numHeads = 0;            // H % numHeads == 0
-    int intermediateSize = 0;    // feed-forward width, usually 4H
-    int maxPositions = 0;        // >= training.sequence_length
-};
 
 struct FileRef {
     std::string path;            // relative to the manifest's directory (or absolute)
@@ -60,8 +52,6 @@ struct ScheduleSpec {
     int totalSteps = 0;          // then linear decay to 0 at this step
 };
 
-enum class Compression { None, Fp16, Uniform8Bit, Blockwise8Bit, SizeAdaptive };
-
 struct RunManifest {
     int formatVersion = 1;
     std::string runId;           // [A-Za-z0-9._-]{1,64}; DHT keys derive from it
@@ -96,7 +86,5 @@ struct RunManifest {
 // Checks that the tokenizer and every corpus file exist and match their SHA-256. Throws
 // dedloc::Error naming the file, the expected and the actual hash.
 void verifyRunFiles(const RunManifest &manifest);
-
-[[nodiscard]] const char *compressionName(Compression c);
 
 } // namespace dedloc

@@ -102,4 +102,9 @@ std::filesystem::path userDataDir()
     return dir;
 }
 
+std::filesystem::path runDataDir(const std::filesystem::path &dataDir, const std::string &runId)
+{
+    return dataDir / "runs" / runId;
+}
+
 } // namespace dedloc

@@ -2,6 +2,7 @@
 // Where things live on disk. Nothing here touches the network.
 #include <filesystem>
 #include <optional>
+#include <string>
 
 namespace dedloc {
 
@@ -13,5 +14,9 @@ namespace dedloc {
 // Per-user data directory: $DEDLOC_DATA_DIR, else $XDG_DATA_HOME/dedloc, else
 // ~/.local/share/dedloc. Created on demand. Holds identity, checkpoints and contribution totals.
 [[nodiscard]] std::filesystem::path userDataDir();
+
+// A run's own directory in a data directory: <dataDir>/runs/<runId>. Checkpoints, contribution
+// totals and the access token of a closed run live there.
+[[nodiscard]] std::filesystem::path runDataDir(const std::filesystem::path &dataDir, const std::string &runId);
 
 } // namespace dedloc

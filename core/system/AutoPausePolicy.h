@@ -1,5 +1,5 @@
 #pragma once
-// When the volunteer's machine should stop training by itself (issue 4 item 6), and the manual
+// When the volunteer's machine should stop training by itself, and the manual
 // pauses of the tray (plain, "for 1 hour", "until tomorrow").
 //
 // Pure logic: no I/O, no clock of its own. The caller (ui/PeerBridge) samples the probes

@@ -1,6 +1,6 @@
 #pragma once
 // What the accelerator (or, without one, the CPU) is doing: for the GPU panel and the auto-pause
-// policy (issue 4 items 3 and 6).
+// policy.
 //
 // Sources, tried in this order when the probe is made:
 //   1. NVIDIA: NVML, loaded at run time with dlopen (default "libnvidia-ml.so.1"; never linked,

@@ -1,5 +1,5 @@
 #pragma once
-// The host facts the auto-pause policy needs besides the GPU (issue 4 item 6): whether the
+// The host facts the auto-pause policy needs besides the GPU: whether the
 // machine runs on battery and which programs run. Linux only; roots injectable for tests.
 //
 // Sources:

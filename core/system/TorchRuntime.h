@@ -23,7 +23,7 @@ void logRuntime(bool allowCuda);
 // No-op without CUDA.
 void releaseAcceleratorMemory();
 // Caps the accelerator memory the trainer's allocator may take, as a fraction (0, 1] of the
-// device's memory (issue 4 "Caps"); allocations beyond it fail as out-of-memory. No-op without
+// device's memory; allocations beyond it fail as out-of-memory. No-op without
 // CUDA.
 void setAcceleratorMemoryFraction(double fraction);
 

@@ -4,11 +4,12 @@
 //   {"event":"step","time":<unix s>,"peer_id":"..","role":"trainer","step":N,"samples":N,
 //    "loss":x,"samples_per_s":x,"lr":x,"grad_norm":x,"applied":true}
 //   {"event":"validation","time":..,"peer_id":..,"role":..,"step":N,"val_loss":x}
-// Later issues add fields; readers must ignore fields they do not know.
+// Later versions add fields; readers must ignore fields they do not know.
 // Thread-safety: one writer per file, used from one thread.
+#include "util/LineAppender.h"
+
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -16,7 +17,8 @@ namespace dedloc {
 
 class MetricsWriter final {
 public:
-    // Opens for appending; throws dedloc::Error if it cannot. An empty path writes nothing.
+    // Opens for appending, creating the directory; throws dedloc::Error if it cannot. An empty
+    // path writes nothing.
     MetricsWriter(const std::filesystem::path &file, std::string peerId, std::string role);
     ~MetricsWriter();
     MetricsWriter(const MetricsWriter &) = delete;
@@ -27,7 +29,7 @@ public:
     void write(const std::string &event, nlohmann::json fields);
 
 private:
-    std::FILE *m_file = nullptr;
+    LineAppender m_out;
     std::string m_peerId;
     std::string m_role;
     bool m_failed = false;

@@ -1,5 +1,5 @@
 #pragma once
-// Learning-rate schedule keyed on the optimizer step (in a swarm: the global epoch, METHOD.md
+// Learning-rate schedule keyed on the optimizer step (in a swarm: the global epoch, docs/PROTOCOL.md
 // "Global batch"): linear warm-up from 0 to the peak over `warmupSteps`, then linear decay to 0
 // at `totalSteps` (the schedule of BERT/ALBERT pretraining and of the sahajBERT run).
 //   lr(s) = peak * s / warmup                                for s < warmup

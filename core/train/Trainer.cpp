@@ -65,7 +65,7 @@ struct Trainer::Impl {
     // resumed run redoes an interrupted accumulation exactly.
     DataPosition boundaryPosition;
     std::string boundaryMaskerState;
-    ContributionCounters contribution;
+    ContributionTotals contribution;
 
     Impl(const RunManifest &m, const Tokenizer &tokenizer, const TrainerConfig &c)
         : manifest(m), config(c),
@@ -306,7 +306,7 @@ double Trainer::validationLoss()
 long Trainer::step() const { return d->optimizer->stepCount(); }
 long long Trainer::parameterCount() const { return d->model->parameterCount(); }
 std::string Trainer::deviceName() const { return d->device.str(); }
-ContributionCounters Trainer::contribution() const { return d->contribution; }
+ContributionTotals Trainer::contribution() const { return d->contribution; }
 const RunManifest &Trainer::manifest() const { return d->manifest; }
 
 void Trainer::saveCheckpoint(const std::filesystem::path &directory)

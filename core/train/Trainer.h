@@ -3,15 +3,16 @@
 // LAMB with a linear warm-up/decay schedule, gradient clipping, a non-finite guard, checkpoints.
 // This header is torch-free (pimpl) so that apps and the UI never compile libtorch.
 //
-// Accumulation semantics (METHOD.md "Global batch"): each sample's loss is the mean masked-LM
+// Accumulation semantics (DeDLOC section 3.1, the global batch): each sample's loss is the mean masked-LM
 // loss over its own masked positions; a micro-batch back-propagates the SUM of its samples'
 // losses, and applyStep() divides by the samples accumulated. The gradient is the mean over the
 // batch's samples, whatever the micro-batches were (the swarm cuts the last one to fit the step,
-// swarm/ProgressTracker.h fitMicroBatch) and however the samples were shared among peers: the
+// averaging/ProgressTracker.h fitMicroBatch) and however the samples were shared among peers: the
 // swarm's sample-weighted all-reduce gives the same mean.
 //
 // Threads: a Trainer is used from one thread (the trainer thread). Not copyable.
 // Errors: dedloc::Error for bad input (corpus, tokenizer/manifest mismatch, checkpoints).
+#include "face/Contribution.h"
 #include "run/RunManifest.h"
 
 #include <atomic>
@@ -51,12 +52,6 @@ struct StepResult {
     double samplesPerSecond = 0.0;
 };
 
-struct ContributionCounters {
-    long long samples = 0;         // samples this peer computed gradients on, ever
-    double computeSeconds = 0.0;   // forward/backward wall time, ever
-    long stepsTakenPart = 0;       // optimizer steps this peer contributed to
-};
-
 class Trainer final {
 public:
     // Loads data (the manifest's corpus) and builds the model. Checks that the tokenizer's
@@ -94,7 +89,7 @@ public:
     [[nodiscard]] long step() const;
     [[nodiscard]] long long parameterCount() const;
     [[nodiscard]] std::string deviceName() const;
-    [[nodiscard]] ContributionCounters contribution() const;
+    [[nodiscard]] ContributionTotals contribution() const; // ever (checkpointed)
     [[nodiscard]] const RunManifest &manifest() const;
 
     // Checkpoints hold parameters, LAMB statistics, the step, the data position and masking RNG
@@ -108,7 +103,7 @@ public:
     // Flattened parameters (fp32, CPU) for tests and state comparison.
     [[nodiscard]] std::vector<float> parametersFlat() const;
 
-    // The shareable training state for DeDLOC state sharing and state averaging (METHOD.md
+    // The shareable training state for DeDLOC state sharing and state averaging (docs/PROTOCOL.md
     // "State sharing"): the parameters in registration order, then the LAMB statistics in
     // Lamb::state() order (exp_avg and exp_avg_sq of each parameter in turn); fp32, CPU,
     // stateElements() = 3 * parameterCount() elements.

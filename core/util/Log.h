@@ -1,5 +1,5 @@
 #pragma once
-// One logging facade for the whole program (STYLE.md #9). Messages carry a level and a category
+// One logging facade for the whole program. Messages carry a level and a category
 // ("train", "data", "ckpt", "system", ...). The default sink writes
 // "2026-11-29T20:00:00Z W train: message" to stderr; the GUI installs its own sink later.
 // Thread-safe: any thread may log; the sink is called under a mutex.

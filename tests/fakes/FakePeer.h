@@ -4,7 +4,7 @@
 // while training (sleeping, or spinning the CPU with burnCpu), completes a global step every
 // `targetBatch` swarm samples (Averaging for one micro-batch, a loss point, a log line), and obeys
 // pause() within one micro-batch (<< 2 s). Two other fake peers appear in the snapshot.
-#include "swarm/PeerControl.h"
+#include "face/PeerControl.h"
 
 #include <atomic>
 #include <condition_variable>

@@ -1,5 +1,5 @@
 #pragma once
-// Measures how late the GUI thread's event loop serves a 10 ms timer (issue 4: the GUI thread
+// Measures how late the GUI thread's event loop serves a 10 ms timer (the GUI thread
 // never waits on the core). Each tick's lateness is also given minus the time the thread spent
 // runnable but not running (/proc/thread-self/schedstat field 2): on a shared 2-core machine
 // other processes can keep the GUI thread off the CPU, which is not the GUI's doing.

@@ -1,7 +1,7 @@
 #pragma once
 // What this volunteer gave: samples, compute time and global steps taken part in, for this
 // session and all time (kept across restarts by the core), and the share of the swarm's samples.
-#include "swarm/PeerStatus.h"
+#include "face/PeerStatus.h"
 
 #include <QGroupBox>
 

@@ -3,7 +3,7 @@
 // Error), one line saying why or what to do, the last round's status, and the Pause/Resume
 // button (the window's one main control after Join). Emits pauseClicked / resumeClicked; the
 // window connects them to the bridge.
-#include "swarm/PeerStatus.h"
+#include "face/PeerStatus.h"
 
 #include <QGroupBox>
 

@@ -2,7 +2,7 @@
 // The swarm: global step, progress toward the target batch with ETA, peers by role, swarm
 // samples/s, and the loss of recent global steps as a Qt Charts line chart (x: global step,
 // y: masked-LM loss in nats). The chart is rebuilt only when the loss history changed.
-#include "swarm/PeerStatus.h"
+#include "face/PeerStatus.h"
 
 #include <QGroupBox>
 

@@ -1,0 +1,373 @@
+#include "averaging/ButterflyAllReduce.h"
+
+#include "averaging/LoadBalancing.h"
+#include "averaging/PartReducer.h"
+#include "averaging/PartSender.h"
+#include "net/DataPlaneSecurity.h"
+#include "util/Error.h"
+#include "util/Log.h"
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <thread>
+
+namespace dedloc {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using allreduce::PartReducer;
+using allreduce::PartSender;
+using allreduce::RoundContext;
+
+// Parts encoded per pass of the poll loop before it looks at the sockets.
+constexpr int SendBudget = 32;
+// Messages of rounds not started here yet: how many are kept, and for how long.
+constexpr std::size_t PendingLimit = 4096;
+constexpr auto PendingAge = std::chrono::seconds(120);
+
+// Messages for a group whose round has not started here yet (a faster peer began earlier), with
+// the steady-clock time they arrived: at most PendingLimit, none older than PendingAge.
+struct EarlyMessage {
+    Clock::time_point arrived;
+    std::vector<zmq::message_t> frames;
+};
+using EarlyMessages = std::multimap<std::string, EarlyMessage>;
+
+// Checks the arguments and lays out the round: shard sizes (balanceShards from the bandwidths;
+// client-mode members reduce nothing), their offsets, the codec and part size, this member's
+// weight. Throws dedloc::Error for an empty group, an index out of range or a part size of 0.
+RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMember> &members, std::size_t me,
+                         std::span<float> values, const AllReduceOptions &options)
+{
+    const std::size_t n = members.size();
+    if (n == 0 || me >= n)
+        throw Error("all-reduce: member index " + std::to_string(me) + " outside a group of " + std::to_string(n));
+    if (options.partElements == 0)
+        throw Error("all-reduce: part size must be positive");
+    std::vector<double> bandwidths;
+    for (const auto &m : members)
+        bandwidths.push_back(m.endpoint.empty() ? 0.0 : m.bandwidth);
+    RoundContext round;
+    round.groupId = groupId;
+    round.members = members;
+    round.me = me;
+    round.shardSizes = balanceShards(static_cast<std::int64_t>(values.size()), bandwidths, options.minShardElements);
+    round.shardOffsets.assign(n, 0);
+    for (std::size_t j = 1; j < n; ++j)
+        round.shardOffsets[j] = round.shardOffsets[j - 1] + round.shard(j - 1);
+    round.codec = options.codec;
+    round.partElements = options.partElements;
+    round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
+    round.values = values;
+    round.upload = options.upload;
+    return round;
+}
+
+// Per member, the CURVE key its connections authenticate with.
+std::vector<CurveKey> curveKeysOf(const std::vector<GroupMember> &members)
+{
+    std::vector<CurveKey> keys(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        try {
+            keys[i] = curvePublicKeyOf(members[i].publicKey);
+        } catch (const Error &) {
+            // All zeros never matches a connection: that member's PARTs are refused.
+        }
+    }
+    return keys;
+}
+
+// One round on this member: its sender and reducer sides, the messages of its group that came
+// early, the poll loop over the ROUTER and the round's DEALERs, the offences and the report.
+class RoundRunner final {
+  public:
+    RoundRunner(RoundContext round, zmq::context_t &context, zmq::socket_t *router, EarlyMessages &pending,
+                const AllReduceOptions &options);
+    RoundRunner(const RoundRunner &) = delete;
+    RoundRunner &operator=(const RoundRunner &) = delete;
+
+    AllReduceReport run();
+
+  private:
+    std::optional<std::size_t> memberOfConnection(const zmq::message_t &frame) const;
+    void offence(std::size_t member, const std::string &why);
+    void dispatchRouterMessage(std::vector<zmq::message_t> &frames);
+    void takeEarlyMessages();
+    void watchSockets();
+    void pollOnce(bool canSendMore);
+    void receive(std::size_t owner);
+    AllReduceReport finish();
+
+    RoundContext m_round; // before the sides, which keep a reference to it
+    const AllReduceOptions &m_options;
+    zmq::socket_t *m_router; // null in client mode
+    EarlyMessages &m_pending;
+    bool m_downloadCapped;
+    PartSender m_sender;
+    PartReducer m_reducer;
+    std::vector<zmq::pollitem_t> m_items;
+    std::vector<std::size_t> m_owner; // per item: n = router, else dealer index
+    AllReduceReport m_report;
+};
+
+RoundRunner::RoundRunner(RoundContext round, zmq::context_t &context, zmq::socket_t *router, EarlyMessages &pending,
+                         const AllReduceOptions &options)
+    : m_round(std::move(round)), m_options(options), m_router(router), m_pending(pending),
+      m_downloadCapped(options.download && options.download->rate() > 0.0),
+      // Results arrive on this round's own DEALERs: bounded queues there let TCP flow control slow
+      // the reducers to the cap (8 messages per connection; 0 = unbounded). (The ROUTER's limit is
+      // left alone: changing it while connections exist crashed libzmq 4.3.4's I/O thread.)
+      m_sender(m_round, context, m_downloadCapped ? 8 : 0), m_reducer(m_round, router)
+{
+}
+
+AllReduceReport RoundRunner::run()
+{
+    if (m_reducer.alone()) // nobody sends to me: my shard is mine alone
+        m_reducer.finishShard(false);
+    takeEarlyMessages();
+    watchSockets();
+    bool shardDone = m_reducer.allPartsReduced();
+    while (true) {
+        if (!shardDone && (m_reducer.allPartsReduced() || m_round.elapsed() >= m_options.senderTimeout)) {
+            m_reducer.finishShard(!m_reducer.allPartsReduced());
+            shardDone = true;
+        }
+        if (shardDone && (m_sender.resultsDone() || m_round.elapsed() >= m_options.reducerTimeout))
+            break;
+        const bool canSendMore = m_sender.sendSome(SendBudget);
+        if (m_items.empty()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            continue;
+        }
+        pollOnce(canSendMore);
+    }
+    return finish();
+}
+
+// The member on whose CURVE connection `frame` arrived, if any.
+std::optional<std::size_t> RoundRunner::memberOfConnection(const zmq::message_t &frame) const
+{
+    if (!m_round.security)
+        return std::nullopt;
+    const auto key = DataPlaneSecurity::senderKey(frame);
+    if (!key)
+        return std::nullopt;
+    for (std::size_t i = 0; i < m_round.size(); ++i)
+        if (i != m_round.me && m_round.curveKeys[i] == *key)
+            return i;
+    return std::nullopt;
+}
+
+// Rejected messages whose sender the link proves (the class comment of AllReduceEndpoint), by member.
+void RoundRunner::offence(std::size_t member, const std::string &why)
+{
+    for (auto &o : m_report.offences)
+        if (o.member == member) {
+            ++o.messages;
+            return;
+        }
+    m_report.offences.push_back({member, 1, why});
+}
+
+void RoundRunner::dispatchRouterMessage(std::vector<zmq::message_t> &frames)
+{
+    if (frames.size() < 2)
+        return;
+    // Route by group: another round's message waits for that round (bounded).
+    std::string group;
+    try {
+        const auto j = nlohmann::json::from_cbor(frames[1].data<std::uint8_t>(),
+                                                 frames[1].data<std::uint8_t>() + frames[1].size());
+        group = j.at("g").get<std::string>();
+    } catch (const std::exception &) {
+        log::warning("allreduce", "dropped a malformed message (header is not a CBOR map with a group)");
+        if (const auto who = memberOfConnection(frames[1]))
+            offence(*who, "header is not a CBOR map with a group");
+        return;
+    }
+    if (group != m_round.groupId) {
+        if (m_pending.size() < PendingLimit && group.size() <= 64)
+            m_pending.emplace(group, EarlyMessage{Clock::now(), std::move(frames)});
+        return;
+    }
+    if (m_round.shard(m_round.me) == 0) {
+        log::warning("allreduce", "dropped a PART for a member without a shard");
+        return;
+    }
+    try {
+        m_reducer.handlePart(frames);
+    } catch (const std::exception &e) {
+        log::warning("allreduce", std::string("dropped a message: ") + e.what());
+        if (const auto who = memberOfConnection(frames[1]))
+            offence(*who, e.what());
+    }
+}
+
+// Parts that arrived before this round started.
+void RoundRunner::takeEarlyMessages()
+{
+    if (!m_router)
+        return;
+    // A round that never started here (this peer left that group, or a sender raced ahead
+    // of a group that never formed) leaves its messages behind: they age out.
+    const auto start = m_round.start;
+    std::erase_if(m_pending, [&](const auto &e) { return start - e.second.arrived > PendingAge; });
+    auto range = m_pending.equal_range(m_round.groupId);
+    std::vector<std::vector<zmq::message_t>> early;
+    for (auto it = range.first; it != range.second; ++it)
+        early.push_back(std::move(it->second.frames));
+    m_pending.erase(range.first, range.second);
+    for (auto &frames : early)
+        dispatchRouterMessage(frames);
+}
+
+// The poll items: the ROUTER first (if any), then each DEALER in member order.
+void RoundRunner::watchSockets()
+{
+    const std::size_t n = m_round.size();
+    if (m_router) {
+        m_items.push_back({m_router->handle(), 0, ZMQ_POLLIN, 0});
+        m_owner.push_back(n);
+    }
+    for (std::size_t j = 0; j < n; ++j)
+        if (auto *dealer = m_sender.dealer(j)) {
+            m_items.push_back({dealer->handle(), 0, ZMQ_POLLIN, 0});
+            m_owner.push_back(j);
+        }
+}
+
+void RoundRunner::pollOnce(bool canSendMore)
+{
+    const std::size_t n = m_round.size();
+    // Wake up for incoming messages, and for room on a DEALER that still has parts to send.
+    for (std::size_t k = 0; k < m_items.size(); ++k)
+        if (m_owner[k] != n)
+            m_items[k].events = ZMQ_POLLIN | (m_sender.hasPartsFor(m_owner[k]) ? ZMQ_POLLOUT : 0);
+    zmq::poll(m_items.data(), m_items.size(), std::chrono::milliseconds(canSendMore ? 0 : 20));
+    for (std::size_t k = 0; k < m_items.size(); ++k) {
+        if (!(m_items[k].revents & ZMQ_POLLIN)) // (POLLOUT: sendSome at the top of the loop)
+            continue;
+        receive(m_owner[k]);
+    }
+}
+
+// Reads what waits on one socket (owner n: the ROUTER, else the DEALER to that reducer).
+void RoundRunner::receive(std::size_t owner)
+{
+    const bool router = owner == m_round.size();
+    auto &socket = router ? *m_router : *m_sender.dealer(owner);
+    for (int drained = 0; drained < 256; ++drained) { // drain, but let the others in too
+        std::vector<zmq::message_t> frames;
+        if (!zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait))
+            break;
+        if (m_downloadCapped) {
+            std::size_t bytes = 0;
+            for (const auto &f : frames)
+                bytes += f.size();
+            m_options.download->acquire(bytes);
+        }
+        if (router) {
+            dispatchRouterMessage(frames);
+            continue;
+        }
+        try {
+            m_sender.handleResult(owner, frames);
+        } catch (const std::exception &e) {
+            log::warning("allreduce", std::string("dropped a result: ") + e.what());
+            offence(owner, e.what()); // it came on our connection to that reducer
+        }
+    }
+}
+
+AllReduceReport RoundRunner::finish()
+{
+    const auto &groupId = m_round.groupId;
+    log::debug("allreduce", "group " + groupId + ": parts sent " + std::to_string(m_sender.sentAt()) +
+                                " s, shard reduced " + std::to_string(m_reducer.reducedAt()) + " s, results in " +
+                                std::to_string(m_round.elapsed()) + " s");
+    AllReduceReport &report = m_report;
+    report.shardSizes = m_round.shardSizes;
+    report.excludedSenders = m_reducer.excludedSenders();
+    report.myShardWeight = m_reducer.shardWeight();
+    report.groupWeight = std::max(m_reducer.shardWeight(), m_sender.resultWeight());
+    report.complete = report.excludedSenders.empty();
+    const std::uint64_t expected = m_sender.expectedElements(), received = m_sender.receivedElements();
+    report.receivedFraction = expected ? static_cast<double>(received) / static_cast<double>(expected) : 1.0;
+    if (received < expected) {
+        report.complete = false;
+        log::warning("allreduce", "group " + groupId + ": received " + std::to_string(received) + " of " +
+                                      std::to_string(expected) + " averaged elements; the rest keep local values");
+    }
+    return std::move(m_report);
+}
+
+} // namespace
+
+struct AllReduceEndpoint::Impl {
+    zmq::context_t context{1};
+    std::shared_ptr<const DataPlaneSecurity> security;
+    std::unique_ptr<ZapHandler> zap; // before the ROUTER binds; destroyed after it
+    std::unique_ptr<zmq::socket_t> router;
+    std::string endpoint;
+    EarlyMessages pending; // of rounds not started here yet
+};
+
+AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddress,
+                                     std::shared_ptr<const DataPlaneSecurity> security)
+    : d(std::make_unique<Impl>())
+{
+    d->security = std::move(security);
+    if (!reachable)
+        return;
+    if (d->security)
+        d->zap = d->security->startZap(d->context);
+    d->router = std::make_unique<zmq::socket_t>(d->context, zmq::socket_type::router);
+    // Every option before bind (changing a ROUTER's options with live connections crashed
+    // libzmq 4.3.4's I/O thread).
+    d->router->set(zmq::sockopt::linger, 0);
+    d->router->set(zmq::sockopt::rcvhwm, 0);
+    d->router->set(zmq::sockopt::sndhwm, 0);
+    if (d->security)
+        d->security->configureServer(*d->router);
+    try {
+        d->router->bind(bindAddress);
+    } catch (const zmq::error_t &e) {
+        throw Error("cannot listen on " + bindAddress + ": " + e.what());
+    }
+    d->endpoint = d->router->get(zmq::sockopt::last_endpoint);
+}
+
+AllReduceEndpoint::~AllReduceEndpoint()
+{
+    d->pending.clear();
+    d->router.reset(); // sockets before the ZAP handler and the context
+    d->zap.reset();
+}
+
+std::string AllReduceEndpoint::endpoint() const
+{
+    return d->endpoint;
+}
+
+AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::vector<GroupMember> &members,
+                                       std::size_t me, std::span<float> values, const AllReduceOptions &options)
+{
+    RoundContext round = layOutRound(groupId, members, me, values, options);
+    if (round.shard(me) > 0 && !d->router)
+        throw Error("all-reduce: this member has a shard but no ROUTER (client mode)");
+    round.start = Clock::now();
+    round.security = d->security.get();
+    if (d->security)
+        round.curveKeys = curveKeysOf(members);
+    RoundRunner runner(std::move(round), d->context, d->router.get(), d->pending, options);
+    return runner.run();
+}
+
+} // namespace dedloc

@@ -1,0 +1,121 @@
+#pragma once
+// Butterfly all-reduce over ZeroMQ (DeDLOC section 3.2; docs/PROTOCOL.md "Butterfly all-reduce data plane").
+//
+// A group of n members averages one flat float vector. The vector is cut into one contiguous shard
+// per member, sized by balanceShards() from the members' bandwidths (client-mode members have
+// bandwidth 0 and reduce nothing). Every member with weight > 0 sends shard j, in parts of at
+// most `partElements` elements, to member j; member j computes the weighted average
+//     avg = sum_i w_i x_i / sum_i w_i          (w_i = samples member i accumulated)
+// over the senders that arrived and sends it back to each of them. Members with weight 0
+// (auxiliary peers) send nothing and receive nothing, but reduce their shard.
+//
+// Transport: a reachable member's AllReduceEndpoint binds one ROUTER; every sender connects a
+// DEALER to each reducer and receives the results on that same connection, so client-mode
+// members (behind NAT, no ROUTER) never accept a connection.
+// Security (net/DataPlaneSecurity.h): with a DataPlaneSecurity every link is CurveZMQ: the ROUTER
+// is a CURVE server behind this context's ZAP handler (closed runs: access tokens), each DEALER
+// authenticates the reducer by GroupMember::publicKey, and a PART is accepted only on a
+// connection whose client key is the key of the member its header names as sender.
+//
+// Determinism: a reducer sums senders in member order, and applies to its own shard the same
+// encoded-then-decoded average it sends, so all members end with bitwise-identical values.
+// Faults: a sender that has not delivered its whole piece within `senderTimeout` is excluded
+// from that shard and the weights are renormalised over those that arrived; a reducer whose
+// result has not arrived within `reducerTimeout` leaves that shard at the local values. A round
+// never blocks longer than max(senderTimeout, reducerTimeout) plus one poll interval.
+// Malformed, foreign or wrong-schema messages are dropped with a logged reason. When the link
+// tells who sent one (a PART on a CURVE connection whose client key is a member's; a RESULT on
+// the DEALER this member opened to reducer j), the report names that member as an offender, so
+// that the caller can strike it in its BanList (averaging/BanList.h). A late PART (its part was
+// already reduced at the sender timeout) is a slow sender, not an offence.
+//
+// Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
+// time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
+#include "compress/Compression.h"
+#include "net/TokenBucket.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+class DataPlaneSecurity;
+
+struct GroupMember {
+    std::string peerId;
+    std::string endpoint;    // ZeroMQ endpoint of its ROUTER ("tcp://127.0.0.1:5555"); empty: client mode
+    double bandwidth = -1.0; // for shard sizes; < 0 unknown, 0 reduces nothing (forced for client mode)
+    double weight = 0.0;     // samples contributed; 0: auxiliary (averages only)
+    // Its Ed25519 identity key (the peer id derives from it): the CURVE server key of its ROUTER
+    // and the key its own connections authenticate with. Required when the endpoint is secured.
+    std::array<unsigned char, 32> publicKey{};
+};
+
+struct AllReduceOptions {
+    Compression codec = Compression::None;
+    std::size_t partElements = 128 * 1024; // 512 KiB of fp32 per message
+    double senderTimeout = 15.0;           // seconds from the start of the round
+    double reducerTimeout = 30.0;          // seconds from the start of the round
+    std::int64_t minShardElements = 0;
+    // This member's weight in its PART headers. < 0: members[myIndex].weight. Lets a sender
+    // whose weight was not known at matchmaking (the leader lists senders with weight 1) send
+    // its real sample count, even 0 (a sender with nothing accumulated still takes part, so the
+    // reducers do not wait for it until the sender timeout).
+    double myWeight = -1.0;
+    // Upload cap (the volunteer's setting): every PART and RESULT payload this member sends first takes
+    // its size in tokens from this bucket (core/net/TokenBucket.h), sleeping when the bucket is
+    // empty. nullptr: no cap. Shared by the rounds of a peer; must outlive run().
+    TokenBucket *upload = nullptr;
+    // Download cap: every PART and RESULT this member receives takes its size from this bucket
+    // before the next is read. With a cap set, the DEALERs on which results arrive queue at most
+    // 8 messages, so TCP flow control slows the reducers to the cap; PARTs arriving on the
+    // ROUTER are paced as they are read (ZeroMQ may buffer them). nullptr or rate 0: no cap.
+    TokenBucket *download = nullptr;
+};
+
+// A member whose messages broke the protocol in this round (see above).
+struct AllReduceOffence {
+    std::size_t member = 0;  // index in the group
+    int messages = 0;        // rejected messages it sent
+    std::string reason;      // why the first one was rejected
+};
+
+struct AllReduceReport {
+    std::vector<std::int64_t> shardSizes;       // elements, per member
+    std::vector<std::uint32_t> excludedSenders; // for this member's shard
+    double myShardWeight = 0.0;                 // sum of weights averaged into this member's shard
+    double groupWeight = 0.0;                   // largest shard weight seen (own or in RESULTs):
+                                                // the samples of the global batch when complete
+    double receivedFraction = 1.0;              // of the elements this member expected back
+    bool complete = true;                       // no exclusion here and every result received
+    std::vector<AllReduceOffence> offences;     // by member index, each member at most once
+};
+
+class AllReduceEndpoint final {
+public:
+    // reachable: bind a ROUTER at `bindAddress` (port * = ephemeral). Not reachable: client mode.
+    // `security` null: plaintext links (unit tests, the benchmark's --curve off); the swarm always
+    // passes one. Throws dedloc::Error if the ROUTER cannot bind.
+    explicit AllReduceEndpoint(bool reachable, const std::string &bindAddress = "tcp://127.0.0.1:*",
+                               std::shared_ptr<const DataPlaneSecurity> security = nullptr);
+    ~AllReduceEndpoint();
+    AllReduceEndpoint(const AllReduceEndpoint &) = delete;
+    AllReduceEndpoint &operator=(const AllReduceEndpoint &) = delete;
+
+    // The bound endpoint, or "" in client mode.
+    [[nodiscard]] std::string endpoint() const;
+
+    // Averages `values` (every member passes a vector of the same length) in place.
+    AllReduceReport run(const std::string &groupId, const std::vector<GroupMember> &members, std::size_t myIndex,
+                        std::span<float> values, const AllReduceOptions &options);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+} // namespace dedloc

@@ -1,0 +1,35 @@
+#pragma once
+// Shard sizes of the butterfly all-reduce (DeDLOC, Diskin et al. 2021, section 3.2 and appendix;
+// docs/PROTOCOL.md "Butterfly all-reduce data plane").
+//
+// A group of n peers averages a vector of `elements` floats. Peer i reduces a contiguous shard
+// holding a fraction w_i of it: it sends the (1 - w_i) it does not own, receives its shard from
+// the n - 1 others and returns the average to them, so its time is proportional to
+//     t_i = (1 + (n - 2) w_i) / b_i,           b_i = peer i's bandwidth (any unit, e.g. bytes/s).
+// We minimise max_i t_i subject to sum w_i = 1, 0 <= w_i <= 1. For n >= 3 the optimum fills
+// peers up to a common "water level" T: w_i = clamp((T b_i - 1) / (n - 2), 0, 1) with T chosen
+// so that the fractions sum to 1 (found by bisection on T; the sum is monotone in T). For n = 2
+// every split costs the same; we split in proportion to bandwidth. For n = 1 the peer owns all.
+//
+// Then: fractions are scaled to element counts; a shard below `minShardElements` is given to the
+// others (zero), the remaining shards scaled up in proportion; counts are rounded by largest
+// remainders so they sum to `elements` exactly.
+//
+// Bandwidth conventions: a negative value means unknown and is replaced by the mean of the known
+// positive ones (none known: equal shards); 0 means the peer reduces nothing (client mode) and
+// does not count as a known bandwidth.
+// Reference cases (hivemind's tests): 60 elements, [0.55, 0.44, 0.40], min 10 -> [41, 19, 0];
+// [0.32, 0.55, 0.44] -> [0, 40, 20]; 100 elements, two unknown -> [50, 50].
+// Pure function; throws dedloc::Error when no peer can reduce (all bandwidths 0) or n == 0.
+#include <cstdint>
+#include <vector>
+
+namespace dedloc {
+
+[[nodiscard]] std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector<double> &bandwidths,
+                                                      std::int64_t minShardElements = 0);
+
+// The optimal fractions w_i before rounding and the minimum-size rule (exposed for tests).
+[[nodiscard]] std::vector<double> optimalFractions(const std::vector<double> &bandwidths);
+
+} // namespace dedloc

@@ -1,0 +1,246 @@
+#include "averaging/Matchmaker.h"
+
+#include "net/DataPlaneSecurity.h"
+#include "averaging/ServiceClient.h"
+#include "util/Hash.h"
+#include "util/Log.h"
+#include "util/Clock.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
+
+namespace dedloc {
+
+namespace {
+
+
+std::string randomGroupId(long epoch)
+{
+    unsigned char bytes[8];
+    randombytes_buf(bytes, sizeof bytes);
+    return "e" + std::to_string(epoch) + "-" + toHex(bytes, sizeof bytes);
+}
+
+bool before(double deadlineA, const std::string &idA, double deadlineB, const std::string &idB)
+{
+    return deadlineA < deadlineB || (deadlineA == deadlineB && idA < idB);
+}
+
+void setWhy(std::string *why, const std::string &text)
+{
+    if (why)
+        *why = text;
+}
+
+} // namespace
+
+Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
+                       std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<const BanList> bans)
+    : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security)),
+      m_bans(std::move(bans))
+{
+    if (m_self.clientMode)
+        m_service = nullptr;
+}
+
+std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRequest> &followers)
+{
+    FormedGroup g;
+    g.leader = true;
+    g.info.groupId = randomGroupId(epoch);
+    g.info.epoch = epoch;
+    g.info.members.push_back(
+        {m_self.peerId, m_self.allReduceEndpoint, m_self.bandwidth, m_self.sender ? 1.0 : 0.0, m_self.publicKey});
+    for (const auto &f : followers)
+        g.info.members.push_back({f.peerId, f.clientMode ? std::string() : f.allReduceEndpoint,
+                                  f.clientMode ? 0.0 : f.bandwidth, f.sender ? 1.0 : 0.0, f.publicKey});
+    std::sort(g.info.members.begin(), g.info.members.end(),
+              [](const GroupMember &a, const GroupMember &b) { return a.peerId < b.peerId; });
+    for (std::size_t i = 0; i < g.info.members.size(); ++i)
+        if (g.info.members[i].peerId == m_self.peerId)
+            g.myIndex = i;
+    m_service->begin(g.info);
+    log::info("match", "led group " + g.info.groupId + " of " + std::to_string(g.info.members.size()) + " peers");
+    return g;
+}
+
+std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long epoch, const std::string &schema,
+                                              const std::atomic<bool> &stop, std::string *why)
+{
+    ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
+    JoinRequest request{m_self.runId, epoch, schema, m_self.peerId, m_self.allReduceEndpoint,
+                        m_self.bandwidth, m_self.clientMode, m_self.sender, m_self.publicKey};
+    client.send("join", joinToJson(request));
+    auto reply = client.receive(m_options.requestTimeout);
+    if (!reply && client.refusedAtHandshake()) {
+        setWhy(why, "leader " + leader.peerId.substr(0, 8) + " refused the encrypted handshake"
+                        + (m_security && m_security->closed() ? " (closed run: is this peer's access token valid?)" : ""));
+        return std::nullopt;
+    }
+    if (!reply) {
+        setWhy(why, "leader " + leader.peerId.substr(0, 8) + " did not answer");
+        return std::nullopt;
+    }
+    const auto type = reply->header.at("t").get<std::string>();
+    if (type == "refuse") {
+        setWhy(why, "leader " + leader.peerId.substr(0, 8) + " refused: " + reply->header.value("why", std::string("?")));
+        return std::nullopt;
+    }
+    if (type != "accept") {
+        setWhy(why, "leader sent \"" + type + "\" instead of accept");
+        return std::nullopt;
+    }
+    // Wait for BEGIN until the leader's deadline plus the request timeout.
+    const double leaderDeadline = std::min(reply->header.value("d", leader.expiresAt), unixNow() + m_options.window);
+    while (!stop.load()) {
+        const double left = leaderDeadline + m_options.requestTimeout - unixNow();
+        if (left <= 0)
+            break;
+        auto next = client.receive(std::min(left, 0.2));
+        if (!next)
+            continue;
+        const auto t = next->header.at("t").get<std::string>();
+        if (t == "disband") {
+            setWhy(why, "leader disbanded: " + next->header.value("why", std::string("?")));
+            return std::nullopt;
+        }
+        if (t != "begin")
+            continue;
+        try {
+            FormedGroup g;
+            g.info = groupFromJson(next->header);
+            if (g.info.epoch != epoch)
+                throw ProtocolError("BEGIN for epoch " + std::to_string(g.info.epoch));
+            bool found = false;
+            for (std::size_t i = 0; i < g.info.members.size(); ++i)
+                if (g.info.members[i].peerId == m_self.peerId) {
+                    g.myIndex = i;
+                    found = true;
+                }
+            if (!found)
+                throw ProtocolError("BEGIN does not list this peer");
+            log::info("match", "joined group " + g.info.groupId + " of " + std::to_string(g.info.members.size())
+                                   + " peers led by " + leader.peerId.substr(0, 8));
+            return g;
+        } catch (const std::exception &e) {
+            setWhy(why, std::string("bad BEGIN from the leader: ") + e.what());
+            return std::nullopt;
+        }
+    }
+    setWhy(why, "leader " + leader.peerId.substr(0, 8) + " never began the group");
+    return std::nullopt;
+}
+
+std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &schema,
+                                                 const std::function<std::size_t()> &expectedPeers,
+                                                 const std::atomic<bool> &stop, std::string *why)
+{
+    const double started = unixNow();
+    const double deadline = started + m_options.window;
+    const double giveUp = deadline + m_options.requestTimeout;
+    const std::string key = runKey(m_self.runId, "mm/" + std::to_string(epoch) + "/" + schema);
+    const bool reachable = m_service != nullptr;
+
+    if (reachable)
+        m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
+    Declaration mine{m_self.peerId, epoch, schema, reachable ? m_service->endpoint() : std::string(), deadline,
+                     !reachable};
+    if (!m_dht.publish(key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
+        log::warning("match", "matchmaking declaration not confirmed by the DHT; looking for a group anyway");
+
+    // Candidates that refused or failed: permanently (another schema, full, banned) or until a
+    // short back-off passes (not leading right now: it may lead again after its own attempt).
+    std::map<std::string, double> retryAfter;
+    std::string lastWhy = "no other peer declared itself for epoch " + std::to_string(epoch);
+    double lastFetch = 0.0;
+    std::vector<Declaration> declarations;
+    while (!stop.load()) {
+        const double now = unixNow();
+        if (now >= giveUp)
+            break;
+        if (reachable) {
+            const auto followers = m_service->followers();
+            const std::size_t size = followers.size() + 1;
+            const bool full = size >= m_options.targetGroupSize;
+            const std::size_t expected = expectedPeers ? expectedPeers() : 0;
+            const bool everyone = expected > 0 && size >= expected && size >= m_options.minGroupSize;
+            const bool due = now >= deadline && size >= m_options.minGroupSize;
+            if (full || everyone || due)
+                return lead(epoch, followers);
+            if (!followers.empty()) { // lead the ones who came; never follow with followers waiting
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                continue;
+            }
+        }
+        if (now - lastFetch >= m_options.fetchInterval) {
+            lastFetch = now;
+            declarations.clear();
+            for (const auto &record : m_dht.fetch(key, 0.5)) {
+                try {
+                    declarations.push_back(parseDeclaration(record));
+                } catch (const std::exception &e) {
+                    log::warning("match", "ignored a declaration of " + record.peerId.substr(0, 8) + ": " + e.what());
+                }
+            }
+        }
+        // Leaders worth asking: reachable, same epoch/schema, still gathering, ordered before me
+        // (or anyone still gathering once my own deadline has passed).
+        const Declaration *best = nullptr;
+        for (const auto &d : declarations) {
+            if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
+                || d.expiresAt <= now || (retryAfter.count(d.peerId) && retryAfter[d.peerId] > now))
+                continue;
+            if (m_bans && m_bans->isBanned(d.peerId, now))
+                continue; // it sent us invalid data: we neither follow it nor average with it
+            if (m_security && !m_security->admission(d.publicKey).empty()) {
+                // Closed run: never ask a peer whose access token we have not verified.
+                retryAfter[d.peerId] = now + 1.0;
+                continue;
+            }
+            // In the second half of the window a peer that nobody joined also asks leaders
+            // ordered after it: its declaration may not have reached the others in time (DHT
+            // lag), and they may already follow a later leader. No deadlock: it closed its own
+            // gather first, so whoever asks it meanwhile is refused and retries.
+            const bool ordersBefore = before(d.expiresAt, d.peerId, deadline, m_self.peerId);
+            if (reachable && !ordersBefore && now < deadline - m_options.window / 2)
+                continue;
+            if (!best || before(d.expiresAt, d.peerId, best->expiresAt, best->peerId))
+                best = &d;
+        }
+        if (!best) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            continue;
+        }
+        if (reachable && !m_service->closeGatherIfEmpty())
+            continue; // someone joined me meanwhile: lead them (checked at the top)
+        const Declaration leader = *best;
+        log::debug("match", m_self.peerId.substr(0, 8) + " asks " + leader.peerId.substr(0, 8) + " (" + std::to_string(declarations.size())
+                                + " declarations)");
+        std::string followWhy;
+        if (auto g = follow(leader, epoch, schema, stop, &followWhy))
+            return g;
+        const bool permanent = followWhy.find("schema") != std::string::npos || followWhy.find("full") != std::string::npos
+                               || followWhy.find("banned") != std::string::npos
+                               || followWhy.find("unknown run") != std::string::npos;
+        retryAfter[leader.peerId] = permanent ? 1e300 : unixNow() + 0.25;
+        lastWhy = followWhy;
+        log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);
+        if (reachable && unixNow() < deadline)
+            m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
+    }
+    log::debug("match", m_self.peerId.substr(0, 8) + " gives up with " + std::to_string(declarations.size()) + " declarations seen");
+    if (reachable) {
+        const auto followers = m_service->followers();
+        if (followers.size() + 1 >= m_options.minGroupSize && !stop.load())
+            return lead(epoch, followers);
+        m_service->disband("the leader gave up");
+    }
+    setWhy(why, stop.load() ? std::string("stopped") : lastWhy);
+    return std::nullopt;
+}
+
+} // namespace dedloc

@@ -1,0 +1,95 @@
+#pragma once
+// DeDLOC matchmaking: peers about to average find each other and agree on one group with one
+// member order (docs/PROTOCOL.md "Matchmaking"; hivemind's leader/follower scheme, decentralised).
+//
+// A peer looking for a group for (epoch, schema) declares itself on the DHT under
+// runKey(run, "mm/<epoch>/<schema>") with its deadline (now + window). Reachable peers gather
+// followers on their service socket (averaging/PeerService.h) until that deadline. Candidates are
+// ordered by (deadline, peer id): a peer only ever asks a candidate that orders BEFORE itself,
+// so two peers never wait on each other (no deadlock), and the earliest peer ends up leading.
+// A leader forms the group when it reaches the target group size, when every peer expected at
+// this epoch (from the progress records) has joined, or at its deadline if it has at least the
+// minimum group size; it draws a random group id, sorts members by peer id and sends BEGIN to
+// all. A peer that nobody joined by half its window also asks leaders ordered after it (its
+// declaration may have reached the others late). A leader without followers at its deadline,
+// or a follower refused or left waiting past
+// the leader's deadline plus the request timeout, looks for any other leader until its own
+// deadline plus the request timeout, then gives up (the caller steps on local gradients).
+// Client-mode peers never lead: they have no service socket and only ask. A peer this one has
+// banned (averaging/BanList.h: it sent invalid data) is neither asked nor accepted as a follower.
+// Security: joins go over CURVE to the key that signed the leader's declaration; in a closed
+// run a candidate whose access token this peer has not verified is never asked (a peer without
+// a token cannot lead), and a refused handshake is reported as such.
+// BEGIN lists every member's key beside its endpoint (checked against the joiner's connection
+// by the leader's PeerService).
+//
+// Threads: formGroup() runs on the calling thread (the averaging thread) and returns within
+// window + 2 x requestTimeout, or sooner when `stop` becomes true.
+#include "net/DhtNode.h"
+#include "averaging/PeerService.h"
+#include "averaging/SwarmMessages.h"
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace dedloc {
+
+struct MatchmakingOptions {
+    double window = 5.0;            // seconds a leader gathers at most (reference: 5-15 s)
+    double requestTimeout = 3.0;    // seconds (reference default)
+    std::size_t minGroupSize = 2;
+    std::size_t targetGroupSize = 16;
+    double fetchInterval = 0.2;     // seconds between DHT reads of the declarations
+};
+
+struct MatchSelf {
+    std::string peerId;
+    std::string runId;
+    std::string allReduceEndpoint;  // "" in client mode
+    double bandwidth = -1.0;        // declared upload bandwidth (any unit shared by the swarm)
+    bool clientMode = false;
+    bool sender = true;             // false: auxiliary peer
+    std::array<unsigned char, 32> publicKey{}; // Ed25519 identity key (peerId derives from it)
+};
+
+struct FormedGroup {
+    GroupInfo info;
+    std::size_t myIndex = 0;
+    bool leader = false;
+};
+
+class Matchmaker final {
+public:
+    // `service` is null in client mode. Both must outlive the matchmaker. `security` null:
+    // plaintext (unit tests only). `bans`: leaders it bans are never asked (null: none); give
+    // the service the same list, so that banned peers cannot join this peer's groups either.
+    Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
+               std::shared_ptr<const DataPlaneSecurity> security = nullptr, std::shared_ptr<const BanList> bans = nullptr);
+
+    // `expectedPeers()`: peers (this one included) that will average at this epoch, 0 if
+    // unknown; asked again while gathering (progress records arrive meanwhile).
+    // Returns nothing (with the reason in *why) when no group of at least the minimum size formed.
+    std::optional<FormedGroup> formGroup(long epoch, const std::string &schema,
+                                         const std::function<std::size_t()> &expectedPeers,
+                                         const std::atomic<bool> &stop, std::string *why = nullptr);
+
+    [[nodiscard]] const MatchmakingOptions &options() const { return m_options; }
+
+private:
+    std::optional<FormedGroup> lead(long epoch, const std::vector<JoinRequest> &followers);
+    std::optional<FormedGroup> follow(const Declaration &leader, long epoch, const std::string &schema,
+                                      const std::atomic<bool> &stop, std::string *why);
+
+    DhtNode &m_dht;
+    PeerService *m_service;
+    MatchSelf m_self;
+    MatchmakingOptions m_options;
+    std::shared_ptr<const DataPlaneSecurity> m_security;
+    std::shared_ptr<const BanList> m_bans;
+};
+
+} // namespace dedloc

@@ -1,0 +1,196 @@
+#include "averaging/PartReducer.h"
+
+#include "net/DataPlaneSecurity.h"
+#include "util/Log.h"
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace dedloc::allreduce {
+
+namespace {
+
+// Writes sum_j ws[j] xs[j][k] / sum_j ws[j] to out[k] for k < out.size(), summing in the order
+// given; returns the sum of the weights, or 0 when they were all 0 (then the plain mean).
+double weightedMean(const std::vector<const float *> &xs, std::vector<double> ws, std::span<float> out)
+{
+    double total = 0.0;
+    for (double w : ws)
+        total += w;
+    // Every sender with weight 0 (nobody accumulated anything): a plain mean, so that the
+    // members still end equal and nobody waits for a result that never comes.
+    const bool equalWeights = total <= 0.0;
+    if (equalWeights) {
+        std::fill(ws.begin(), ws.end(), 1.0);
+        total = static_cast<double>(ws.size());
+    }
+    for (double &w : ws)
+        w /= total;
+    const std::size_t m = xs.size();
+    for (std::size_t k = 0; k < out.size(); ++k) {
+        double acc = 0.0;
+        for (std::size_t j = 0; j < m; ++j)
+            acc += ws[j] * static_cast<double>(xs[j][k]);
+        out[k] = static_cast<float>(acc);
+    }
+    return equalWeights ? 0.0 : total;
+}
+
+} // namespace
+
+PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
+    : m_round(round), m_router(router), m_parts(pieces(round.shard(round.me), round.partElements)),
+      m_partStates(m_parts.size()), m_senders(round.size()),
+      m_expectedSender(round.size(), false), m_schema{round.groupId, static_cast<std::uint32_t>(round.size()),
+                                                      round.shard(round.me), round.partElements, round.codec},
+      m_average(std::min<std::uint64_t>(round.shard(round.me), round.partElements))
+{
+    for (auto &ps : m_partStates)
+        ps.values.resize(round.size());
+    if (round.shard(round.me) > 0)
+        for (std::size_t i = 0; i < round.size(); ++i)
+            if (i != round.me && round.members[i].weight > 0.0) {
+                m_expectedSender[i] = true;
+                ++m_expectedCount;
+            }
+}
+
+void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
+{
+    // frames: routing id, header, payload
+    if (frames.size() != 3)
+        throw ProtocolError("PART has " + std::to_string(frames.size()) + " frames, expected 3");
+    const auto h = parseShardHeader({frames[1].data<std::uint8_t>(), frames[1].size()}, m_schema);
+    checkPart(h, frames[1]);
+    auto &s = m_senders[h.sender];
+    if (!s.weightKnown) {
+        s.weight = h.weight;
+        s.weightKnown = true;
+    } else if (h.weight != s.weight) {
+        throw ProtocolError("PART changes the sender's weight");
+    }
+    auto &ps = m_partStates[h.part];
+    if (ps.reduced) { // a slow sender, excluded at the sender timeout: not an offence
+        log::debug("allreduce", "group " + m_round.groupId + ": late PART " + std::to_string(h.part) + " of member " +
+                                    std::to_string(h.sender) + " (already reduced)");
+        return;
+    }
+    auto &slot = ps.values[h.sender];
+    if (!slot.empty())
+        throw ProtocolError("duplicate PART " + std::to_string(h.part));
+    std::vector<float> piece(h.count);
+    decode(h.codec, {frames[2].data<std::uint8_t>(), frames[2].size()}, piece);
+    for (float x : piece)
+        if (!std::isfinite(x))
+            throw ProtocolError("PART carries a non-finite value");
+    slot = std::move(piece);
+    s.routingId.assign(frames[0].data<char>(), frames[0].size());
+    ++s.partsReceived;
+    if (++ps.delivered == m_expectedCount)
+        reducePart(h.part);
+}
+
+// The checks of a parsed PART header that need the round: type, shard, sender, its connection's
+// key and the agreed layout.
+void PartReducer::checkPart(const ShardHeader &h, const zmq::message_t &headerFrame) const
+{
+    const auto me = m_round.me;
+    if (h.type != MessageType::Part || h.shard != me)
+        throw ProtocolError("not a PART for shard " + std::to_string(me));
+    if (!m_expectedSender[h.sender])
+        throw ProtocolError("member " + std::to_string(h.sender) + " is not a sender of this round");
+    if (m_round.security) {
+        // The header names the sender; the CURVE handshake proved who is on this connection.
+        const auto key = DataPlaneSecurity::senderKey(headerFrame);
+        if (!key || *key != m_round.curveKeys[h.sender])
+            throw ProtocolError("PART claims to come from member " + std::to_string(h.sender) +
+                                " but the connection is not that member's key");
+    }
+    if (h.parts != m_parts.size() || h.offset != m_parts[h.part].offset || h.count != m_parts[h.part].count)
+        throw ProtocolError("PART does not match the agreed shard layout");
+}
+
+void PartReducer::reducePart(std::size_t p)
+{
+    const auto &round = m_round;
+    auto &ps = m_partStates[p];
+    const auto piece = m_parts[p];
+    std::vector<const float *> xs;
+    std::vector<double> ws;
+    for (std::size_t i = 0; i < round.size(); ++i) { // member order: every reducer sums alike
+        if (i == round.me && round.iSend()) {
+            xs.push_back(round.values.data() + round.shardOffsets[round.me] + piece.offset);
+            ws.push_back(round.myWeight);
+        } else if (!ps.values[i].empty()) {
+            xs.push_back(ps.values[i].data());
+            ws.push_back(m_senders[i].weight);
+        }
+    }
+    ps.reduced = true;
+    ++m_partsReduced;
+    if (xs.empty())
+        return; // nobody to average: the part keeps its local values
+    const double shardWeight = weightedMean(xs, std::move(ws), {m_average.data(), piece.count});
+    m_shardWeight = std::max(m_shardWeight, shardWeight);
+    zmq::message_t payload(encodedBytes(round.codec, piece.count));
+    encodeInto(round.codec, std::span<const float>(m_average.data(), piece.count),
+               {payload.data<std::uint8_t>(), payload.size()});
+    // Apply exactly what the others receive, so that every member ends bitwise equal.
+    decode(round.codec, {payload.data<std::uint8_t>(), payload.size()},
+           round.values.subspan(round.shardOffsets[round.me] + piece.offset, piece.count));
+    sendResult(p, payload, shardWeight);
+    for (auto &v : ps.values)
+        std::vector<float>().swap(v);
+}
+
+// Sends part p's encoded average to every sender that delivered a PART, through the ROUTER.
+void PartReducer::sendResult(std::size_t p, zmq::message_t &payload, double shardWeight)
+{
+    const auto &round = m_round;
+    const auto me = static_cast<std::uint32_t>(round.me);
+    const ShardHeader h{MessageType::Result,
+                        round.groupId,
+                        me,
+                        me,
+                        static_cast<std::uint32_t>(p),
+                        static_cast<std::uint32_t>(m_parts.size()),
+                        m_parts[p].offset,
+                        m_parts[p].count,
+                        shardWeight,
+                        round.codec};
+    const auto header = encodeShardHeader(h);
+    for (std::size_t i = 0; i < round.size(); ++i) {
+        if (i == round.me || m_senders[i].routingId.empty())
+            continue;
+        if (round.upload)
+            round.upload->acquire(payload.size());
+        zmq::message_t shared;
+        shared.copy(payload); // reference-counted: no copy of the bytes
+        const auto &routingId = m_senders[i].routingId;
+        std::array<zmq::message_t, 3> frames{zmq::message_t(routingId.data(), routingId.size()),
+                                             zmq::message_t(header.data(), header.size()), std::move(shared)};
+        zmq::send_multipart(*m_router, frames);
+    }
+}
+
+void PartReducer::finishShard(bool timedOut)
+{
+    for (std::size_t p = 0; p < m_partStates.size(); ++p)
+        if (!m_partStates[p].reduced)
+            reducePart(p);
+    for (std::size_t i = 0; i < m_round.size(); ++i)
+        if (m_expectedSender[i] && m_senders[i].partsReceived < m_parts.size())
+            m_excluded.push_back(static_cast<std::uint32_t>(i));
+    if (!m_excluded.empty()) {
+        log::warning("allreduce", "group " + m_round.groupId + ": " + std::to_string(m_excluded.size()) +
+                                      " sender(s) excluded from (part of) shard " + std::to_string(m_round.me) +
+                                      (timedOut ? " (sender timeout)" : ""));
+    }
+    m_reducedAt = m_round.elapsed();
+}
+
+} // namespace dedloc::allreduce

@@ -1,0 +1,90 @@
+#pragma once
+// The reducer side of one butterfly all-reduce round (DeDLOC section 3.2; docs/PROTOCOL.md
+// "Butterfly all-reduce data plane"; hivemind's TensorPartReducer), internal to
+// averaging/ButterflyAllReduce.cpp. RoundContext and the message layout: averaging/PartSender.h.
+//
+// This member's shard is reduced part by part, each as soon as every expected sender (every other
+// member with weight > 0) delivered it, and each part's result is streamed back at once to the
+// senders that delivered any part, so that reduction overlaps the transfer. A part's average is
+//     avg = sum_i w_i x_i / sum_i w_i          (w_i = the weight in sender i's PART headers)
+// over the senders that delivered it (and this member, if it sends), summed in member order; if
+// every weight is 0 it is the plain mean. Members apply to their own shard the encoded-then-decoded
+// average they send, so all members end with bitwise-identical values.
+// At the sender timeout, finishShard() reduces the parts still waiting over the senders that
+// arrived and names the senders that missed a part as excluded.
+//
+// Threads: the thread that runs the round. Errors: handlePart() raises ProtocolError (or
+// dedloc::Error from the codec) for a PART it refuses; a PART for a part already reduced is
+// dropped with a debug line.
+#include "averaging/PartSender.h"
+#include "net/WireMessage.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dedloc::allreduce {
+
+class PartReducer final {
+  public:
+    // `router`: this member's ROUTER, on which PARTs arrive and RESULTs leave; it must be set when
+    // this member has a shard. The senders expected are the other members with weight > 0.
+    PartReducer(const RoundContext &round, zmq::socket_t *router);
+
+    // Takes a PART [routing id, header, payload] from the ROUTER (a message of this round, for a
+    // member with a shard) and reduces its part once every expected sender delivered it.
+    // Throws ProtocolError (dedloc::Error for a payload of the wrong size) when the message is not
+    // one this round expects: wrong frames, header or layout, a sender that is not expected or
+    // (secured rounds) not on its own key's connection, a changed weight, a duplicate, a
+    // non-finite value.
+    void handlePart(const std::vector<zmq::message_t> &frames);
+
+    // Whether this member has a shard but no sender to wait for (its shard is its alone).
+    [[nodiscard]] bool alone() const { return !m_parts.empty() && m_expectedCount == 0; }
+    [[nodiscard]] bool allPartsReduced() const { return m_partsReduced == m_parts.size(); }
+    // Reduces the parts not reduced yet over what arrived and records the excluded senders (with
+    // a warning; `timedOut`: the sender timeout ended the wait). Called at most once per round.
+    void finishShard(bool timedOut);
+
+    // Senders that missed at least one part of this member's shard, in member order.
+    [[nodiscard]] const std::vector<std::uint32_t> &excludedSenders() const { return m_excluded; }
+    // The largest sum of weights averaged into a part of this shard (samples; 0 for plain means).
+    [[nodiscard]] double shardWeight() const { return m_shardWeight; }
+    // Seconds into the round when finishShard() ran (0 if it did not).
+    [[nodiscard]] double reducedAt() const { return m_reducedAt; }
+
+  private:
+    // Each sender of this round, as its PARTs tell.
+    struct SenderState {
+        double weight = 0.0;
+        bool weightKnown = false;
+        std::uint32_t partsReceived = 0;
+        std::string routingId; // where to send the results back
+    };
+    // One part of this member's shard: each sender's decoded piece, until the part is reduced.
+    struct PartState {
+        std::vector<std::vector<float>> values; // per member; empty = not delivered
+        std::uint32_t delivered = 0;
+        bool reduced = false;
+    };
+
+    void checkPart(const ShardHeader &h, const zmq::message_t &headerFrame) const;
+    void reducePart(std::size_t p);
+    void sendResult(std::size_t p, zmq::message_t &payload, double shardWeight);
+
+    const RoundContext &m_round;
+    zmq::socket_t *m_router;
+    std::vector<Piece> m_parts; // of this member's shard
+    std::vector<PartState> m_partStates;
+    std::vector<SenderState> m_senders; // per member
+    std::vector<bool> m_expectedSender; // per member
+    std::uint32_t m_expectedCount = 0;
+    std::size_t m_partsReduced = 0;
+    ShardSchema m_schema;         // what a PART for this shard must match
+    std::vector<float> m_average; // one part's average
+    std::vector<std::uint32_t> m_excluded;
+    double m_shardWeight = 0.0;
+    double m_reducedAt = 0.0;
+};
+
+} // namespace dedloc::allreduce

@@ -1,0 +1,204 @@
+#include "averaging/PartSender.h"
+
+#include "net/DataPlaneSecurity.h"
+#include "net/WireMessage.h"
+#include "util/Error.h"
+#include "util/Log.h"
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace dedloc::allreduce {
+
+namespace {
+
+// Messages (PARTs) a sender keeps queued per reducer before it waits for room (ZeroMQ's send
+// high-water mark counts whole multipart messages): 8 x 512 KiB of fp32 at most, on top of what
+// the kernel buffers.
+constexpr int SendQueue = 8;
+
+} // namespace
+
+double RoundContext::elapsed() const
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements)
+{
+    std::vector<Piece> out;
+    for (std::uint64_t o = 0; o < elements; o += partElements)
+        out.push_back({o, std::min<std::uint64_t>(partElements, elements - o)});
+    return out;
+}
+
+// My values for every other reducer's shard go out on a DEALER to it. Parts are encoded and sent
+// from the runner's poll loop (sendSome), round-robin over the reducers (starting after me, so
+// that the members' first parts spread over all reducers), and only while a DEALER's queue holds
+// fewer than SendQueue messages: every reducer gets its first parts at once, sending overlaps
+// receiving and reducing, a slow link backs up into the loop instead of into an unbounded queue,
+// and a dead reducer costs no memory.
+PartSender::PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue)
+    : m_round(round), m_dealers(round.size()), m_outgoing(round.size()), m_nextPart(round.size(), 0),
+      m_expectedBack(round.size(), 0), m_receivedBack(round.size(), 0), m_resultSeen(round.size()),
+      m_resultPiece(round.partElements)
+{
+    if (!round.iSend())
+        return;
+    for (std::size_t j = 0; j < round.size(); ++j)
+        if (j != round.me && round.shardSizes[j] != 0)
+            connect(j, receiveQueue, context);
+}
+
+PartSender::~PartSender() = default;
+
+void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &context)
+{
+    const auto &member = m_round.members[j];
+    auto s = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
+    s->set(zmq::sockopt::linger, 0);
+    s->set(zmq::sockopt::sndhwm, SendQueue);
+    s->set(zmq::sockopt::rcvhwm, receiveQueue);
+    if (const auto *security = m_round.security) {
+        // Closed run: never hand gradients to a member whose access token we have not
+        // verified. Either way its shard keeps local values, without waiting for it.
+        std::string refusal = security->admission(member.publicKey);
+        if (refusal.empty()) {
+            try {
+                security->configureClient(*s, member.publicKey);
+            } catch (const Error &e) {
+                refusal = e.what();
+            }
+        }
+        if (!refusal.empty()) {
+            log::warning("allreduce", "group " + m_round.groupId + ": not sending to member " + std::to_string(j) +
+                                          " (" + member.peerId.substr(0, 8) + "): " + refusal);
+            m_skippedBack += m_round.shard(j);
+            return;
+        }
+    }
+    s->connect(member.endpoint);
+    m_outgoing[j] = pieces(m_round.shard(j), m_round.partElements);
+    m_expectedBack[j] = m_round.shard(j);
+    m_resultSeen[j].assign(m_outgoing[j].size(), false);
+    m_dealers[j] = std::move(s);
+}
+
+bool PartSender::hasPartsFor(std::size_t j) const
+{
+    return m_nextPart[j] < m_outgoing[j].size();
+}
+
+bool PartSender::sendSome(int budget)
+{
+    const std::size_t n = m_round.size();
+    bool progress = true;
+    while (budget > 0 && progress) {
+        progress = false;
+        for (std::size_t k = 1; k < n && budget > 0; ++k) {
+            const std::size_t j = (m_round.me + k) % n;
+            if (!m_dealers[j] || !hasPartsFor(j))
+                continue;
+            if (!(m_dealers[j]->get(zmq::sockopt::events) & ZMQ_POLLOUT))
+                continue;
+            if (!sendPart(j))
+                continue;
+            --budget;
+            progress = true;
+        }
+    }
+    bool more = false, pending = false;
+    for (std::size_t j = 0; j < n; ++j)
+        if (m_dealers[j] && hasPartsFor(j)) {
+            pending = true;
+            more = more || (m_dealers[j]->get(zmq::sockopt::events) & ZMQ_POLLOUT);
+        }
+    if (!pending && m_sentAt < 0)
+        m_sentAt = m_round.elapsed();
+    return more;
+}
+
+// Encodes and sends the next part for reducer j, whose DEALER has room; true if it was sent.
+bool PartSender::sendPart(std::size_t j)
+{
+    const auto &round = m_round;
+    const auto p = m_nextPart[j];
+    const auto &piece = m_outgoing[j][p];
+    const ShardHeader h{MessageType::Part,
+                        round.groupId,
+                        static_cast<std::uint32_t>(round.me),
+                        static_cast<std::uint32_t>(j),
+                        p,
+                        static_cast<std::uint32_t>(m_outgoing[j].size()),
+                        piece.offset,
+                        piece.count,
+                        round.myWeight,
+                        round.codec};
+    // Encode straight into the message: one copy less per part.
+    zmq::message_t payload(encodedBytes(round.codec, piece.count));
+    encodeInto(round.codec, round.values.subspan(round.shardOffsets[j] + piece.offset, piece.count),
+               {payload.data<std::uint8_t>(), payload.size()});
+    if (round.upload)
+        round.upload->acquire(payload.size());
+    const auto header = encodeShardHeader(h);
+    std::array<zmq::message_t, 2> frames{zmq::message_t(header.data(), header.size()), std::move(payload)};
+    // POLLOUT was set, so the first frame is accepted, and ZeroMQ then takes the
+    // whole multipart message.
+    if (!zmq::send_multipart(*m_dealers[j], frames, zmq::send_flags::dontwait))
+        return false;
+    ++m_nextPart[j];
+    return true;
+}
+
+void PartSender::handleResult(std::size_t j, const std::vector<zmq::message_t> &frames)
+{
+    if (frames.size() != 2)
+        throw ProtocolError("RESULT has " + std::to_string(frames.size()) + " frames");
+    const auto h = parseShardHeader({frames[0].data<std::uint8_t>(), frames[0].size()},
+                                    ShardSchema{m_round.groupId, static_cast<std::uint32_t>(m_round.size()),
+                                                m_round.shard(j), m_round.partElements, m_round.codec});
+    if (h.type != MessageType::Result || h.shard != j)
+        throw ProtocolError("not a RESULT for shard " + std::to_string(j));
+    if (h.part >= m_resultSeen[j].size() || m_resultSeen[j][h.part])
+        throw ProtocolError("duplicate or unexpected RESULT part " + std::to_string(h.part));
+    const std::span<float> piece(m_resultPiece.data(), h.count);
+    decode(h.codec, {frames[1].data<std::uint8_t>(), frames[1].size()}, piece);
+    for (float x : piece)
+        if (!std::isfinite(x))
+            throw ProtocolError("RESULT carries a non-finite value");
+    std::copy(piece.begin(), piece.end(),
+              m_round.values.begin() + static_cast<std::ptrdiff_t>(m_round.shardOffsets[j] + h.offset));
+    m_resultSeen[j][h.part] = true;
+    m_receivedBack[j] += h.count;
+    m_resultWeight = std::max(m_resultWeight, h.weight);
+}
+
+bool PartSender::resultsDone() const
+{
+    for (std::size_t j = 0; j < m_round.size(); ++j)
+        if (m_receivedBack[j] < m_expectedBack[j])
+            return false;
+    return true;
+}
+
+std::uint64_t PartSender::expectedElements() const
+{
+    std::uint64_t expected = m_skippedBack;
+    for (auto e : m_expectedBack)
+        expected += e;
+    return expected;
+}
+
+std::uint64_t PartSender::receivedElements() const
+{
+    std::uint64_t received = 0;
+    for (std::size_t j = 0; j < m_round.size(); ++j)
+        received += std::min(m_receivedBack[j], m_expectedBack[j]);
+    return received;
+}
+
+} // namespace dedloc::allreduce

@@ -1,0 +1,127 @@
+#pragma once
+// The two sides of one butterfly all-reduce round (DeDLOC section 3.2; docs/PROTOCOL.md
+// "Butterfly all-reduce data plane"), internal to averaging/ButterflyAllReduce.cpp, which runs
+// them:
+//   - RoundContext: what both sides share, fixed when the round starts (group, members, shard
+//     layout, codec, part size, the vector being averaged);
+//   - PartSender (this header): this member's values for the other reducers' shards, sent part by
+//     part on a DEALER to each of them, and the averaged RESULTs that come back on those DEALERs
+//     (hivemind's TensorPartContainer);
+//   - PartReducer (averaging/PartReducer.h): this member's own shard, reduced from the senders'
+//     PARTs and returned to them as RESULTs (hivemind's TensorPartReducer).
+// Message layout (docs/PROTOCOL.md "Butterfly all-reduce data plane"): a PART is [header, payload]
+// on the DEALER ([routing id, header, payload] on the reducer's ROUTER); a RESULT is [routing id,
+// header, payload] on the ROUTER and [header, payload] on the DEALER. Headers are
+// net/WireMessage.h's ShardHeader; payloads are compress/Compression.h's encoding of the part's
+// floats.
+//
+// Threads: a RoundContext, PartSender and PartReducer belong to the thread that runs the round.
+// Errors: a malformed or unexpected message raises ProtocolError (net/WireMessage.h), or
+// dedloc::Error from the codec for a payload of the wrong size, with the reason; the caller drops
+// it and, when the link proves the sender, records an offence.
+#include "averaging/ButterflyAllReduce.h"
+#include "net/CurveSecurity.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace zmq {
+class context_t;
+class socket_t;
+class message_t;
+} // namespace zmq
+
+namespace dedloc::allreduce {
+
+// What both sides of one round share. Built by the runner before either side; outlives both.
+struct RoundContext {
+    std::string groupId;
+    std::span<const GroupMember> members;    // the group, n = members.size()
+    std::size_t me = 0;                      // this member's index, < n
+    std::vector<std::int64_t> shardSizes;    // elements per member (balanceShards), summing to values.size()
+    std::vector<std::uint64_t> shardOffsets; // first element of each member's shard in `values`
+    Compression codec = Compression::None;
+    std::size_t partElements = 1;                // elements per message, > 0
+    double myWeight = 0.0;                       // the weight in this member's PART headers (samples)
+    std::span<float> values;                     // averaged in place
+    TokenBucket *upload = nullptr;               // upload cap on PART and RESULT payloads; null: none
+    const DataPlaneSecurity *security = nullptr; // null: plaintext links
+    // Per member, the CURVE key its connections authenticate with (secured rounds only; all
+    // zeros for a member whose identity key is invalid: it never matches a connection).
+    std::vector<CurveKey> curveKeys;
+    std::chrono::steady_clock::time_point start; // when the round started here
+
+    [[nodiscard]] std::size_t size() const { return members.size(); }
+    [[nodiscard]] std::uint64_t shard(std::size_t j) const { return static_cast<std::uint64_t>(shardSizes[j]); }
+    // Whether this member sends its values (weight > 0); auxiliary members only reduce.
+    [[nodiscard]] bool iSend() const { return members[me].weight > 0.0; }
+    // Seconds since `start`.
+    [[nodiscard]] double elapsed() const;
+};
+
+// One message's range of a shard: elements [offset, offset + count) of it.
+struct Piece {
+    std::uint64_t offset = 0, count = 0;
+};
+
+// Splits [0, elements) into parts of at most `partElements` (> 0), in order.
+[[nodiscard]] std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements);
+
+// The sender side of one round.
+class PartSender final {
+  public:
+    // If this member sends (weight > 0), opens a DEALER in `context` to every other member with a
+    // shard, queueing at most 8 outgoing and `receiveQueue` incoming messages on it (0:
+    // unbounded). Secured rounds admit and authenticate each reducer first; one refused is logged
+    // and skipped: its shard keeps local values and counts as expected but not received.
+    PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue);
+    ~PartSender();
+    PartSender(const PartSender &) = delete;
+    PartSender &operator=(const PartSender &) = delete;
+
+    // Sends at most `budget` parts, round-robin over the reducers, never blocking; returns true
+    // while some DEALER can take more right now.
+    bool sendSome(int budget);
+
+    // The DEALER to reducer j, or null (no parts for it, or it was refused).
+    [[nodiscard]] zmq::socket_t *dealer(std::size_t j) const { return m_dealers[j].get(); }
+    // Whether parts for reducer j remain to be sent.
+    [[nodiscard]] bool hasPartsFor(std::size_t j) const;
+
+    // Checks a RESULT [header, payload] that arrived on the DEALER to reducer j and copies its
+    // average into the values. Throws ProtocolError, or dedloc::Error for a payload of the wrong
+    // size; the values are then untouched.
+    void handleResult(std::size_t j, const std::vector<zmq::message_t> &frames);
+    // Whether every part of every connected reducer's shard came back.
+    [[nodiscard]] bool resultsDone() const;
+
+    // Elements of the other shards this member expected back (including refused reducers'), and
+    // how many of them came back.
+    [[nodiscard]] std::uint64_t expectedElements() const;
+    [[nodiscard]] std::uint64_t receivedElements() const;
+    // The largest shard weight in a RESULT received (samples; 0 if none).
+    [[nodiscard]] double resultWeight() const { return m_resultWeight; }
+    // Seconds into the round when the last part left, or -1 while parts remain.
+    [[nodiscard]] double sentAt() const { return m_sentAt; }
+
+  private:
+    void connect(std::size_t j, int receiveQueue, zmq::context_t &context);
+    bool sendPart(std::size_t j);
+
+    const RoundContext &m_round;
+    std::vector<std::unique_ptr<zmq::socket_t>> m_dealers;     // per member; null: none
+    std::vector<std::vector<Piece>> m_outgoing;                // per reducer, the parts of its shard
+    std::vector<std::uint32_t> m_nextPart;                     // per reducer, the next part to send
+    std::vector<std::uint64_t> m_expectedBack, m_receivedBack; // elements, per reducer
+    std::vector<std::vector<bool>> m_resultSeen;               // per reducer and part
+    std::uint64_t m_skippedBack = 0;  // elements of shards whose reducer we would not connect to
+    std::vector<float> m_resultPiece; // partElements floats, decoded RESULT
+    double m_resultWeight = 0.0;
+    double m_sentAt = -1.0;
+};
+
+} // namespace dedloc::allreduce

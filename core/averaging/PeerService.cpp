@@ -1,0 +1,287 @@
+#include "averaging/PeerService.h"
+
+#include "net/DataPlaneSecurity.h"
+#include "util/Error.h"
+#include "util/Hash.h"
+#include "util/Log.h"
+#include "util/Clock.h"
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace dedloc {
+
+namespace {
+
+
+zmq::message_t bytesMessage(const std::vector<std::uint8_t> &bytes) { return zmq::message_t(bytes.data(), bytes.size()); }
+
+struct Follower {
+    JoinRequest request;
+    std::string routingId;
+};
+
+} // namespace
+
+struct PeerService::Impl {
+    std::string runId;
+    std::uint64_t partElements;
+    zmq::context_t context{1};
+    std::shared_ptr<const DataPlaneSecurity> security;
+    std::unique_ptr<ZapHandler> zap; // before the ROUTER binds; destroyed after it
+    zmq::socket_t router{context, zmq::socket_type::router};
+    std::string endpoint;
+    std::shared_ptr<BanList> banList; // shared with the peer's matchmaking and rounds
+
+    mutable std::mutex mutex;
+    bool gathering = false;
+    GatherSpec gather;
+    std::vector<Follower> followers;
+    std::deque<std::vector<zmq::message_t>> outbox;
+    std::deque<std::shared_ptr<const StateSnapshot>> snapshots; // newest last, at most 2
+    std::map<std::string, long long> served;
+    std::uint64_t snapshotCounter = 0;
+    std::map<std::shared_ptr<const StateSnapshot>, std::string> snapshotIds;
+
+    std::atomic<bool> stop{false};
+    std::thread thread;
+
+    void reply(const std::string &routingId, const std::string &type, const nlohmann::json &fields,
+               zmq::message_t *data = nullptr)
+    {
+        std::vector<zmq::message_t> frames;
+        frames.emplace_back(routingId.data(), routingId.size());
+        frames.push_back(bytesMessage(encodeServiceMessage(type, fields)));
+        if (data)
+            frames.push_back(std::move(*data));
+        zmq::send_multipart(router, frames, zmq::send_flags::dontwait);
+    }
+
+    void handle(std::vector<zmq::message_t> &frames)
+    {
+        const std::string routingId(frames[0].data<char>(), frames[0].size());
+        const std::string connection = "connection " + toHex(reinterpret_cast<const unsigned char *>(routingId.data()), routingId.size());
+        const double now = unixNow();
+        if (banList->isBanned(connection, now))
+            return;
+        nlohmann::json m;
+        try {
+            if (frames.size() != 2)
+                throw ProtocolError("service request has " + std::to_string(frames.size() - 1) + " frames, expected 1");
+            m = parseServiceMessage({frames[1].data<std::uint8_t>(), frames[1].size()});
+        } catch (const std::exception &e) {
+            banList->strike(connection, e.what(), now);
+            return;
+        }
+        const auto type = m.at("t").get<std::string>();
+        std::lock_guard lock(mutex);
+        ++served[type];
+        try {
+            if (type == "join") {
+                const auto r = joinFromJson(m);
+                if (banList->isBanned(r.peerId, now))
+                    return reply(routingId, "refuse", {{"why", "banned"}});
+                if (security) {
+                    const auto key = DataPlaneSecurity::senderKey(frames[1]);
+                    if (!key || *key != curvePublicKeyOf(r.publicKey)) {
+                        banList->strike(connection, "join with a key that is not its connection's", now);
+                        return reply(routingId, "refuse", {{"why", "your key is not the key of your connection"}});
+                    }
+                }
+                if (r.runId != runId) {
+                    banList->strike(r.peerId, "join for unknown run \"" + r.runId + "\"", now);
+                    return reply(routingId, "refuse", {{"why", "unknown run"}});
+                }
+                if (!gathering || now > gather.deadline)
+                    return reply(routingId, "refuse", {{"why", "not leading a group"}});
+                if (r.epoch != gather.epoch || r.schema != gather.schema)
+                    return reply(routingId, "refuse", {{"why", "another epoch or tensor schema"}});
+                for (auto &f : followers)
+                    if (f.request.peerId == r.peerId) {
+                        f.routingId = routingId; // a retry on a new connection
+                        return reply(routingId, "accept", {{"d", gather.deadline}});
+                    }
+                if (followers.size() >= gather.capacity)
+                    return reply(routingId, "refuse", {{"why", "group is full"}});
+                followers.push_back({r, routingId});
+                return reply(routingId, "accept", {{"d", gather.deadline}});
+            }
+            if (type == "state?") {
+                if (m.value("run", std::string()) != runId)
+                    return reply(routingId, "refuse", {{"why", "unknown run"}});
+                if (snapshots.empty())
+                    return reply(routingId, "refuse", {{"why", "no state yet"}});
+                const auto &s = snapshots.back();
+                StateInfo info{snapshotIds[s], s->epoch, s->values.size(),
+                               static_cast<std::uint32_t>((s->values.size() + partElements - 1) / partElements),
+                               partElements};
+                return reply(routingId, "state", stateInfoToJson(info));
+            }
+            if (type == "part?") {
+                const auto id = m.at("i").get<std::string>();
+                const auto part = m.at("k").get<std::uint64_t>();
+                for (const auto &s : snapshots) {
+                    if (snapshotIds[s] != id)
+                        continue;
+                    const std::uint64_t offset = part * partElements;
+                    if (offset >= s->values.size())
+                        throw ProtocolError("state part " + std::to_string(part) + " does not exist");
+                    const auto count = std::min<std::uint64_t>(partElements, s->values.size() - offset);
+                    zmq::message_t data(s->values.data() + offset, count * sizeof(float));
+                    return reply(routingId, "part", {{"i", id}, {"k", part}}, &data);
+                }
+                return reply(routingId, "refuse", {{"why", "snapshot is gone"}});
+            }
+            throw ProtocolError("\"" + type + "\" is not a request");
+        } catch (const std::exception &e) {
+            banList->strike(connection, e.what(), now);
+            reply(routingId, "refuse", {{"why", std::string("bad request: ") + e.what()}});
+        }
+    }
+
+    void loop()
+    {
+        while (!stop.load()) {
+            {
+                std::deque<std::vector<zmq::message_t>> pending;
+                {
+                    std::lock_guard lock(mutex);
+                    pending.swap(outbox);
+                }
+                for (auto &frames : pending)
+                    zmq::send_multipart(router, frames, zmq::send_flags::dontwait);
+            }
+            zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+            zmq::poll(&item, 1, std::chrono::milliseconds(20));
+            for (int i = 0; i < 64 && (item.revents & ZMQ_POLLIN); ++i) {
+                std::vector<zmq::message_t> frames;
+                if (!zmq::recv_multipart(router, std::back_inserter(frames), zmq::recv_flags::dontwait))
+                    break;
+                if (frames.size() >= 1)
+                    handle(frames);
+            }
+        }
+    }
+
+    void sendToFollowers(const std::string &type, const nlohmann::json &fields)
+    {
+        const auto header = encodeServiceMessage(type, fields);
+        for (const auto &f : followers) {
+            std::vector<zmq::message_t> frames;
+            frames.emplace_back(f.routingId.data(), f.routingId.size());
+            frames.push_back(bytesMessage(header));
+            outbox.push_back(std::move(frames));
+        }
+        followers.clear();
+        gathering = false;
+    }
+};
+
+PeerService::PeerService(std::string runId, const std::string &bindAddress, std::uint64_t partElements,
+                         std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<BanList> bans)
+    : d(std::make_unique<Impl>())
+{
+    d->banList = bans ? std::move(bans) : std::make_shared<BanList>();
+    d->runId = std::move(runId);
+    d->partElements = partElements;
+    d->security = std::move(security);
+    if (d->security)
+        d->zap = d->security->startZap(d->context);
+    // Every option before bind (libzmq 4.3.4 crashed on a ROUTER changed with live connections).
+    d->router.set(zmq::sockopt::linger, 0);
+    d->router.set(zmq::sockopt::router_mandatory, 0);
+    if (d->security)
+        d->security->configureServer(d->router);
+    try {
+        d->router.bind(bindAddress);
+    } catch (const zmq::error_t &e) {
+        throw Error("cannot listen on " + bindAddress + " (service socket): " + e.what());
+    }
+    d->endpoint = d->router.get(zmq::sockopt::last_endpoint);
+    d->thread = std::thread([this] { d->loop(); });
+}
+
+PeerService::~PeerService()
+{
+    d->stop = true;
+    if (d->thread.joinable())
+        d->thread.join();
+    d->router.close();
+    d->zap.reset(); // after the socket, before the context
+}
+
+std::string PeerService::endpoint() const { return d->endpoint; }
+
+void PeerService::openGather(const GatherSpec &spec)
+{
+    std::lock_guard lock(d->mutex);
+    d->gathering = true;
+    d->gather = spec;
+    d->followers.clear();
+}
+
+bool PeerService::closeGatherIfEmpty()
+{
+    std::lock_guard lock(d->mutex);
+    if (!d->followers.empty())
+        return false;
+    d->gathering = false;
+    return true;
+}
+
+std::vector<JoinRequest> PeerService::followers() const
+{
+    std::lock_guard lock(d->mutex);
+    std::vector<JoinRequest> out;
+    for (const auto &f : d->followers)
+        out.push_back(f.request);
+    return out;
+}
+
+void PeerService::begin(const GroupInfo &group)
+{
+    std::lock_guard lock(d->mutex);
+    d->sendToFollowers("begin", groupToJson(group));
+}
+
+void PeerService::disband(const std::string &why)
+{
+    std::lock_guard lock(d->mutex);
+    d->sendToFollowers("disband", {{"why", why}});
+}
+
+void PeerService::setState(std::shared_ptr<const StateSnapshot> snapshot)
+{
+    std::lock_guard lock(d->mutex);
+    d->snapshotIds[snapshot] = std::to_string(snapshot->epoch) + "-" + std::to_string(++d->snapshotCounter);
+    d->snapshots.push_back(std::move(snapshot));
+    while (d->snapshots.size() > 2) {
+        d->snapshotIds.erase(d->snapshots.front());
+        d->snapshots.pop_front();
+    }
+}
+
+long PeerService::stateEpoch() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->snapshots.empty() ? -1 : d->snapshots.back()->epoch;
+}
+
+BanList &PeerService::bans() { return *d->banList; }
+
+long long PeerService::served(const std::string &type) const
+{
+    std::lock_guard lock(d->mutex);
+    auto it = d->served.find(type);
+    return it == d->served.end() ? 0 : it->second;
+}
+
+} // namespace dedloc

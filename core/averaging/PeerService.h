@@ -1,0 +1,80 @@
+#pragma once
+// A reachable peer's service socket: one ZeroMQ ROUTER, served by its own thread, answering
+// matchmaking joins while this peer leads a group, and state downloads while it is a state
+// donor (docs/PROTOCOL.md "Matchmaking", "State sharing"; messages in averaging/SwarmMessages.h).
+// Because the thread is separate from training and averaging, a donor serves state even in the
+// middle of a round, and a leader answers joins while it computes.
+//
+// Leader side: openGather() starts accepting joins for one (epoch, schema) up to `capacity`
+// followers until `deadline`; the matchmaker then calls begin() (BEGIN to every follower) or
+// disband(). Joins for another epoch or schema, from banned peers, or when nothing is gathered
+// are refused at once, so a follower never waits on a peer that is not leading.
+// Donor side: setState() publishes a snapshot; the two newest are kept so that a download in
+// progress survives one step of the donor.
+//
+// Security (net/DataPlaneSecurity.h): with one, the ROUTER is a CURVE server behind its own
+// context's ZAP handler (closed runs: only peers with a valid access token get through the
+// handshake), and a join is accepted only if its key "k" is the key of the connection it came on.
+//
+// Threads: all methods are thread-safe and never block on the network. The destructor stops
+// and joins the thread (within one poll interval, 20 ms).
+// Errors: dedloc::Error if the ROUTER cannot bind.
+#include "averaging/BanList.h"
+#include "averaging/SwarmMessages.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+class DataPlaneSecurity;
+
+struct GatherSpec {
+    long epoch = 0;
+    std::string schema;
+    std::size_t capacity = 15;  // followers (target group size - 1)
+    double deadline = 0.0;      // Unix seconds; told to followers so they know how long to wait
+};
+
+struct StateSnapshot {
+    long epoch = 0;
+    std::vector<float> values;  // Trainer::stateFlat() layout
+};
+
+class PeerService final {
+public:
+    // `security` null: plaintext (unit tests only; the swarm always passes one). `bans` null:
+    // a list of its own; the swarm passes the one its matchmaking and all-reduce rounds strike.
+    PeerService(std::string runId, const std::string &bindAddress = "tcp://127.0.0.1:*",
+                std::uint64_t partElements = 128 * 1024, std::shared_ptr<const DataPlaneSecurity> security = nullptr,
+                std::shared_ptr<BanList> bans = nullptr);
+    ~PeerService();
+    PeerService(const PeerService &) = delete;
+    PeerService &operator=(const PeerService &) = delete;
+
+    [[nodiscard]] std::string endpoint() const;
+
+    void openGather(const GatherSpec &spec);
+    // Stops accepting joins if nobody has joined yet and returns true; otherwise keeps the
+    // gather (this peer must lead its followers) and returns false.
+    bool closeGatherIfEmpty();
+    [[nodiscard]] std::vector<JoinRequest> followers() const;
+    // Sends BEGIN to every accepted follower and closes the gather.
+    void begin(const GroupInfo &group);
+    // Sends DISBAND (with the reason) to every accepted follower and closes the gather.
+    void disband(const std::string &why);
+
+    void setState(std::shared_ptr<const StateSnapshot> snapshot);
+    [[nodiscard]] long stateEpoch() const;  // -1 without state
+
+    [[nodiscard]] BanList &bans();
+    // Messages answered so far, by type (for tests and the status panel).
+    [[nodiscard]] long long served(const std::string &type) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+} // namespace dedloc

@@ -1,0 +1,98 @@
+#include "averaging/ProgressTracker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace dedloc {
+
+ProgressTracker::ProgressTracker(TrackerOptions options) : m_options(options) {}
+
+bool ProgressTracker::update(const ProgressRecord &r, double now)
+{
+    if (r.peerId.empty() || r.epoch < 0 || r.samplesAccumulated < 0 || !std::isfinite(r.samplesPerSecond)
+        || r.samplesPerSecond < 0 || !std::isfinite(r.time) || !std::isfinite(r.expiresAt))
+        return false;
+    if (r.expiresAt <= now || r.time > now + m_options.allowedClockSkew)
+        return false;
+    auto it = m_records.find(r.peerId);
+    if (it != m_records.end() && it->second.time >= r.time)
+        return false; // an older (or the same) copy coming back from another DHT node
+    m_records[r.peerId] = r;
+    return true;
+}
+
+void ProgressTracker::remove(const std::string &peerId) { m_records.erase(peerId); }
+
+GlobalProgress ProgressTracker::global(double now) const
+{
+    GlobalProgress g;
+    bool anyTrainer = false;
+    long maxAll = 0, maxTrainers = 0;
+    for (const auto &[id, r] : m_records) {
+        if (r.expiresAt <= now)
+            continue;
+        ++g.peers;
+        g.clientPeers += r.clientMode ? 1 : 0;
+        maxAll = std::max(maxAll, r.epoch);
+        if (!r.clientMode) {
+            anyTrainer = true;
+            maxTrainers = std::max(maxTrainers, r.epoch);
+        }
+    }
+    g.globalEpoch = anyTrainer ? maxTrainers : maxAll;
+    for (const auto &[id, r] : m_records) {
+        if (r.expiresAt <= now || r.epoch != g.globalEpoch)
+            continue;
+        g.reportedSamples += r.samplesAccumulated;
+        g.samplesAccumulated += static_cast<double>(r.samplesAccumulated)
+                                + r.samplesPerSecond * std::max(0.0, now - r.time);
+        g.samplesPerSecond += r.samplesPerSecond;
+    }
+    const double missing = static_cast<double>(m_options.targetBatchSize) - g.samplesAccumulated;
+    if (missing <= 0.0)
+        g.eta = 0.0;
+    else
+        g.eta = g.samplesPerSecond > 0.0 ? missing / g.samplesPerSecond : std::numeric_limits<double>::infinity();
+    return g;
+}
+
+StepDecision ProgressTracker::decide(long localEpoch, double now) const
+{
+    const auto g = global(now);
+    if (g.globalEpoch > localEpoch)
+        return StepDecision::Resync;
+    const double target = static_cast<double>(m_options.targetBatchSize);
+    if (static_cast<double>(g.reportedSamples) >= target)
+        return StepDecision::Step;
+    if (g.samplesAccumulated >= target
+        && static_cast<double>(g.reportedSamples) >= m_options.minReportedFraction * target)
+        return StepDecision::Step;
+    return StepDecision::Accumulate;
+}
+
+bool ProgressTracker::shouldStartMatchmaking(long localEpoch, double now) const
+{
+    const auto g = global(now);
+    return g.globalEpoch <= localEpoch && g.eta <= m_options.matchmakingTime;
+}
+
+std::vector<ProgressRecord> ProgressTracker::liveRecords(double now) const
+{
+    std::vector<ProgressRecord> out;
+    for (const auto &[id, r] : m_records)
+        if (r.expiresAt >= now)
+            out.push_back(r);
+    return out;
+}
+
+int fitMicroBatch(double etaSeconds, double samplesPerSecond, int fullMicroBatch)
+{
+    const int full = std::max(1, fullMicroBatch);
+    if (!std::isfinite(etaSeconds) || !std::isfinite(samplesPerSecond) || samplesPerSecond <= 0.0)
+        return full;
+    const double fit = std::ceil(samplesPerSecond * std::max(0.0, etaSeconds));
+    return fit >= full ? full : std::max(1, static_cast<int>(fit));
+}
+
+} // namespace dedloc

@@ -1,0 +1,92 @@
+#pragma once
+// Collaborative progress and the step trigger of DeDLOC (Diskin et al. 2021, section 3.1 and
+// appendix; docs/PROTOCOL.md "Progress records and the step trigger").
+//
+// Every peer publishes a ProgressRecord every few seconds. The tracker keeps the newest record per
+// peer (DHT reads can return older copies beside newer ones), drops expired ones, and answers:
+//   - the global epoch: the highest epoch among non-client peers (all peers if every one is a
+//     client);
+//   - samples accumulated toward the target at the global epoch: each peer at the global epoch
+//     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
+//     throughput since its report (a peer at an older epoch counts 0: it must resync first);
+//   - the ETA of the next step: (target - samples) / (sum of samples/s at the global epoch);
+//   - the decision of a peer at local epoch e: Resync if global epoch > e; Step if the samples
+//     reach the target; otherwise Accumulate.
+// Guard against tiny batches (a known failure of the reference after restarts: thousands of
+// epochs of a handful of samples): the extrapolated part may complete the batch only if the
+// samples actually REPORTED at the global epoch are at least `minReportedFraction` of the target.
+//
+// Times are seconds on the caller's clock (Unix time; records carry the sender's clock, and a
+// record more than `allowedClockSkew` in the future is refused). Pure logic, no I/O, no clock of
+// its own: tests inject `now`. Not thread-safe; owned by the swarm's control thread.
+#include "averaging/PeerRole.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+struct ProgressRecord {
+    std::string peerId;
+    long epoch = 0;                 // optimizer steps this peer has applied
+    long samplesAccumulated = 0;    // since its last step
+    double samplesPerSecond = 0.0;  // exponential moving average (alpha ~0.1)
+    double time = 0.0;              // when the record was made (sender's clock, seconds)
+    double expiresAt = 0.0;         // time + ~60 s: a silent peer drops out by itself
+    bool clientMode = false;
+    PeerRole role = PeerRole::Trainer;
+    bool paused = false;            // a paused peer reports 0 samples and 0 samples/s
+    std::string accessToken;        // closed runs: the peer's access token ("" in open runs)
+};
+
+struct TrackerOptions {
+    long targetBatchSize = 4096;       // samples per global step
+    double minReportedFraction = 0.5;  // guard, see above
+    double allowedClockSkew = 3.0;     // seconds (hivemind default)
+    double matchmakingTime = 5.0;      // start looking for a group this long before the ETA
+};
+
+struct GlobalProgress {
+    long globalEpoch = 0;
+    long reportedSamples = 0;        // as reported at the global epoch
+    double samplesAccumulated = 0.0; // extrapolated to `now`
+    double samplesPerSecond = 0.0;   // summed over peers at the global epoch
+    double eta = 0.0;                // seconds from now to the target (0 when reached; inf if no throughput)
+    int peers = 0;                   // live records
+    int clientPeers = 0;
+};
+
+enum class StepDecision { Accumulate, Resync, Step };
+
+// Samples for this peer's next micro-batch, so that it ends by the ETA of the global batch rather
+// than a full micro-batch after it (the group would wait in the round for the last peer still
+// computing; up to one micro-batch per step). `etaSeconds` from GlobalProgress, `samplesPerSecond`
+// this peer's own throughput, `fullMicroBatch` its configured micro-batch (samples, >= 1).
+// Returns ceil(samplesPerSecond * eta) clamped to [1, fullMicroBatch]; fullMicroBatch when the
+// ETA or the throughput is unknown (non-finite, <= 0 throughput). Our addition: hivemind always
+// computes full micro-batches.
+[[nodiscard]] int fitMicroBatch(double etaSeconds, double samplesPerSecond, int fullMicroBatch);
+
+class ProgressTracker final {
+public:
+    explicit ProgressTracker(TrackerOptions options);
+
+    // Returns false (and keeps the stored one) when the record is older than the stored record of
+    // that peer, already expired, malformed (negative counts, non-finite numbers) or too far in
+    // the future.
+    bool update(const ProgressRecord &record, double now);
+    void remove(const std::string &peerId);
+
+    [[nodiscard]] GlobalProgress global(double now) const;
+    // The stored records that have not expired at `now` (one per peer).
+    [[nodiscard]] std::vector<ProgressRecord> liveRecords(double now) const;
+    [[nodiscard]] StepDecision decide(long localEpoch, double now) const;
+    [[nodiscard]] bool shouldStartMatchmaking(long localEpoch, double now) const;
+
+private:
+    TrackerOptions m_options;
+    std::map<std::string, ProgressRecord> m_records;
+};
+
+} // namespace dedloc

@@ -1,0 +1,52 @@
+#pragma once
+// Downloading the training state from a state donor (docs/PROTOCOL.md "State sharing").
+//
+// Donors advertise {service endpoint, epoch} under runKey(run, "donors"). A joiner or a peer
+// that fell behind picks the donors whose epoch is at least `minEpoch` (never one behind
+// itself), highest epoch first, ties in random order (so simultaneous joiners spread over the
+// donors), and pulls the state part by part over the donor's service socket: "state?" gives the
+// snapshot's epoch and layout, then each "part?" returns at most partElements fp32 values.
+// The layout is checked against `expectedElements` before anything is allocated, and a
+// download times out on lack of progress (`partTimeout` per part), not on total time. A donor
+// that fails is skipped and the next one tried.
+// Security: the download runs over CURVE to the key that signed the donor's advert; in a closed
+// run donors whose access token this peer has not verified are skipped.
+//
+// Threads: runs on the calling thread; returns within about (donors tried) x partTimeout after
+// progress stops, or soon after `stop` becomes true.
+#include "net/DhtNode.h"
+#include "averaging/PeerService.h"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+class DataPlaneSecurity;
+
+struct StateDownloadOptions {
+    double partTimeout = 10.0;   // seconds without progress before a donor is given up
+    int maxDonors = 3;           // donors tried before giving up
+};
+
+// Donor adverts from the DHT, newest per peer, excluding `selfPeerId`.
+[[nodiscard]] std::vector<DonorAdvert> fetchDonors(DhtNode &dht, const std::string &runId,
+                                                   const std::string &selfPeerId);
+
+// The order in which to try donors: epoch >= minEpoch, highest first, ties shuffled.
+[[nodiscard]] std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch);
+
+// `security` null: plaintext (unit tests only). `bans` (may be null): banned donors are skipped,
+// and a donor whose answer is invalid (another layout, a part of the wrong size, non-finite
+// values) gets a strike; one that is slow, refuses or is behind does not.
+std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &rankedDonors, const std::string &runId,
+                                           long minEpoch, std::uint64_t expectedElements,
+                                           const StateDownloadOptions &options, const std::atomic<bool> &stop,
+                                           std::string *why = nullptr,
+                                           const std::shared_ptr<const DataPlaneSecurity> &security = nullptr,
+                                           BanList *bans = nullptr);
+
+} // namespace dedloc

@@ -1,0 +1,305 @@
+#include "averaging/SwarmMessages.h"
+
+#include "security/AccessToken.h"
+#include "util/Hash.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace dedloc {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t MaxIdBytes = 128;
+constexpr std::size_t MaxEndpointBytes = 256;
+
+json parseJsonPayload(const std::string &payload, const char *what)
+{
+    auto j = json::parse(payload, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        throw ProtocolError(std::string(what) + " payload is not a JSON object");
+    return j;
+}
+
+const json &field(const json &j, const char *key)
+{
+    auto it = j.find(key);
+    if (it == j.end())
+        throw ProtocolError(std::string("missing field \"") + key + "\"");
+    return *it;
+}
+
+long nonNegative(const json &j, const char *key, long max = 1L << 40)
+{
+    const auto &v = field(j, key);
+    if (!v.is_number_integer())
+        throw ProtocolError(std::string("field \"") + key + "\" is not an integer");
+    const auto x = v.get<long long>();
+    if (x < 0 || x > max)
+        throw ProtocolError(std::string("field \"") + key + "\" = " + std::to_string(x) + " is out of range");
+    return static_cast<long>(x);
+}
+
+double finite(const json &j, const char *key)
+{
+    const auto &v = field(j, key);
+    if (!v.is_number())
+        throw ProtocolError(std::string("field \"") + key + "\" is not a number");
+    const auto x = v.get<double>();
+    if (!std::isfinite(x))
+        throw ProtocolError(std::string("field \"") + key + "\" is not finite");
+    return x;
+}
+
+std::string text(const json &j, const char *key, std::size_t maxBytes)
+{
+    const auto &v = field(j, key);
+    if (!v.is_string())
+        throw ProtocolError(std::string("field \"") + key + "\" is not a string");
+    auto s = v.get<std::string>();
+    if (s.size() > maxBytes)
+        throw ProtocolError(std::string("field \"") + key + "\" is longer than " + std::to_string(maxBytes) + " bytes");
+    return s;
+}
+
+bool flag(const json &j, const char *key)
+{
+    const auto &v = field(j, key);
+    if (!v.is_boolean())
+        throw ProtocolError(std::string("field \"") + key + "\" is not a boolean");
+    return v.get<bool>();
+}
+
+std::string endpoint(const json &j, const char *key)
+{
+    auto e = text(j, key, MaxEndpointBytes);
+    if (!e.empty() && e.rfind("tcp://", 0) != 0 && e.rfind("ipc://", 0) != 0 && e.rfind("inproc://", 0) != 0)
+        throw ProtocolError(std::string("field \"") + key + "\" is not a ZeroMQ endpoint");
+    return e;
+}
+
+constexpr std::size_t MaxTokenBytes = 512;
+
+// Field "k": an Ed25519 public key as 64 hex digits whose peer id is `peerId` (so nobody can
+// pair a peer id with another peer's key, or the reverse).
+std::array<unsigned char, 32> keyOf(const json &j, const std::string &peerId)
+{
+    const auto hex = text(j, "k", 64);
+    std::array<unsigned char, 32> key{};
+    try {
+        key = parsePeerKeyHex(hex);
+    } catch (const std::exception &e) {
+        throw ProtocolError(std::string("field \"k\": ") + e.what());
+    }
+    if (PeerIdentity::peerIdOf(key) != peerId)
+        throw ProtocolError("field \"k\" is not the key of peer " + peerId.substr(0, 16));
+    return key;
+}
+
+PeerRole roleFrom(long code)
+{
+    switch (code) {
+    case 0: return PeerRole::Trainer;
+    case 1: return PeerRole::Auxiliary;
+    case 2: return PeerRole::Monitor;
+    default: throw ProtocolError("unknown role " + std::to_string(code));
+    }
+}
+
+} // namespace
+
+std::string encodeProgress(const ProgressRecord &r)
+{
+    json j{{"e", r.epoch}, {"n", r.samplesAccumulated}, {"r", r.samplesPerSecond}, {"c", r.clientMode},
+           {"o", static_cast<int>(r.role)}, {"z", r.paused}};
+    if (!r.accessToken.empty())
+        j["k"] = r.accessToken;
+    return j.dump();
+}
+
+ProgressRecord parseProgress(const SignedRecord &record)
+{
+    const auto j = parseJsonPayload(record.payload, "progress");
+    ProgressRecord r;
+    r.peerId = record.peerId;
+    r.time = record.time;
+    r.expiresAt = record.expiresAt;
+    r.epoch = nonNegative(j, "e");
+    r.samplesAccumulated = nonNegative(j, "n");
+    r.samplesPerSecond = finite(j, "r");
+    if (r.samplesPerSecond < 0)
+        throw ProtocolError("negative samples per second");
+    r.clientMode = flag(j, "c");
+    r.role = roleFrom(nonNegative(j, "o", 2));
+    r.paused = flag(j, "z");
+    if (j.contains("k"))
+        r.accessToken = text(j, "k", MaxTokenBytes);
+    return r;
+}
+
+std::string encodeDeclaration(const Declaration &d)
+{
+    return json{{"e", d.epoch}, {"s", d.schema}, {"a", d.serviceEndpoint}, {"x", d.expiresAt}, {"c", d.clientMode}}
+        .dump();
+}
+
+Declaration parseDeclaration(const SignedRecord &record)
+{
+    const auto j = parseJsonPayload(record.payload, "declaration");
+    Declaration d;
+    d.peerId = record.peerId;
+    d.epoch = nonNegative(j, "e");
+    d.schema = text(j, "s", MaxIdBytes);
+    d.serviceEndpoint = endpoint(j, "a");
+    d.expiresAt = finite(j, "x");
+    d.clientMode = flag(j, "c");
+    d.publicKey = record.publicKey;
+    if (!d.clientMode && d.serviceEndpoint.empty())
+        throw ProtocolError("a reachable peer declared no service endpoint");
+    return d;
+}
+
+std::string encodeDonorAdvert(const DonorAdvert &a)
+{
+    return json{{"a", a.serviceEndpoint}, {"e", a.epoch}}.dump();
+}
+
+DonorAdvert parseDonorAdvert(const SignedRecord &record)
+{
+    const auto j = parseJsonPayload(record.payload, "donor advert");
+    DonorAdvert a;
+    a.peerId = record.peerId;
+    a.serviceEndpoint = endpoint(j, "a");
+    if (a.serviceEndpoint.empty())
+        throw ProtocolError("donor advert without an endpoint");
+    a.epoch = nonNegative(j, "e");
+    a.publicKey = record.publicKey;
+    return a;
+}
+
+std::vector<std::uint8_t> encodeServiceMessage(const std::string &type, const json &fields)
+{
+    json j = fields.is_object() ? fields : json::object();
+    j["v"] = ServiceProtocolVersion;
+    j["t"] = type;
+    return json::to_cbor(j);
+}
+
+json parseServiceMessage(std::span<const std::uint8_t> bytes)
+{
+    if (bytes.size() > MaxServiceHeaderBytes)
+        throw ProtocolError("service header of " + std::to_string(bytes.size()) + " bytes exceeds "
+                            + std::to_string(MaxServiceHeaderBytes));
+    auto j = json::from_cbor(bytes.begin(), bytes.end(), true, false);
+    if (j.is_discarded() || !j.is_object())
+        throw ProtocolError("service header is not a CBOR map");
+    if (nonNegative(j, "v", 1000) != ServiceProtocolVersion)
+        throw ProtocolError("service protocol version " + std::to_string(j.at("v").get<long>()) + " is not "
+                            + std::to_string(ServiceProtocolVersion));
+    static const char *known[] = {"join", "accept", "refuse", "begin", "disband", "state?", "state", "part?", "part"};
+    const auto type = text(j, "t", 16);
+    bool ok = false;
+    for (const char *k : known)
+        ok = ok || type == k;
+    if (!ok)
+        throw ProtocolError("unknown service message \"" + type + "\"");
+    return j;
+}
+
+json joinToJson(const JoinRequest &r)
+{
+    return json{{"run", r.runId}, {"e", r.epoch}, {"s", r.schema}, {"p", r.peerId},
+                {"k", toHex(r.publicKey.data(), r.publicKey.size())}, {"a", r.allReduceEndpoint},
+                {"b", r.bandwidth}, {"c", r.clientMode}, {"x", r.sender}};
+}
+
+JoinRequest joinFromJson(const json &j)
+{
+    JoinRequest r;
+    r.runId = text(j, "run", MaxIdBytes);
+    r.epoch = nonNegative(j, "e");
+    r.schema = text(j, "s", MaxIdBytes);
+    r.peerId = text(j, "p", MaxIdBytes);
+    if (r.peerId.empty())
+        throw ProtocolError("join without a peer id");
+    r.publicKey = keyOf(j, r.peerId);
+    r.allReduceEndpoint = endpoint(j, "a");
+    r.bandwidth = finite(j, "b");
+    r.clientMode = flag(j, "c");
+    r.sender = flag(j, "x");
+    if (!r.clientMode && r.allReduceEndpoint.empty())
+        throw ProtocolError("a reachable peer asked to join without an all-reduce endpoint");
+    if (r.clientMode && !r.sender)
+        throw ProtocolError("a client-mode peer cannot be auxiliary (it reduces nothing)");
+    return r;
+}
+
+json groupToJson(const GroupInfo &g)
+{
+    json members = json::array();
+    for (const auto &m : g.members)
+        members.push_back(json{{"p", m.peerId}, {"k", toHex(m.publicKey.data(), m.publicKey.size())},
+                               {"a", m.endpoint}, {"b", m.bandwidth}, {"x", m.weight > 0.0}});
+    return json{{"g", g.groupId}, {"e", g.epoch}, {"m", members}};
+}
+
+GroupInfo groupFromJson(const json &j)
+{
+    GroupInfo g;
+    g.groupId = text(j, "g", 64);
+    if (g.groupId.empty())
+        throw ProtocolError("empty group id");
+    g.epoch = nonNegative(j, "e");
+    const auto &m = field(j, "m");
+    if (!m.is_array() || m.size() < 2 || m.size() > MaxGroupMembers)
+        throw ProtocolError("group member list must hold 2 to " + std::to_string(MaxGroupMembers) + " members");
+    for (const auto &e : m) {
+        if (!e.is_object())
+            throw ProtocolError("group member is not a map");
+        GroupMember member;
+        member.peerId = text(e, "p", MaxIdBytes);
+        member.publicKey = keyOf(e, member.peerId);
+        member.endpoint = endpoint(e, "a");
+        member.bandwidth = finite(e, "b");
+        member.weight = flag(e, "x") ? 1.0 : 0.0;
+        if (member.endpoint.empty() && member.weight == 0.0)
+            throw ProtocolError("a member with neither a shard nor gradients");
+        for (const auto &other : g.members)
+            if (other.peerId == member.peerId)
+                throw ProtocolError("peer " + member.peerId + " appears twice in the group");
+        g.members.push_back(std::move(member));
+    }
+    return g;
+}
+
+json stateInfoToJson(const StateInfo &s)
+{
+    return json{{"i", s.snapshotId}, {"e", s.epoch}, {"n", s.elements}, {"k", s.parts}, {"q", s.partElements}};
+}
+
+StateInfo stateInfoFromJson(const json &j, std::uint64_t expectedElements)
+{
+    StateInfo s;
+    s.snapshotId = text(j, "i", 64);
+    s.epoch = nonNegative(j, "e");
+    s.elements = static_cast<std::uint64_t>(nonNegative(j, "n"));
+    s.parts = static_cast<std::uint32_t>(nonNegative(j, "k", 1L << 24));
+    s.partElements = static_cast<std::uint64_t>(nonNegative(j, "q", 1L << 24));
+    if (s.elements != expectedElements)
+        throw ProtocolError("donor offers " + std::to_string(s.elements) + " state elements, this model has "
+                            + std::to_string(expectedElements));
+    if (s.partElements == 0 || s.parts != (s.elements + s.partElements - 1) / s.partElements)
+        throw ProtocolError("state part layout is inconsistent");
+    return s;
+}
+
+std::string schemaHash(const std::string &runId, long long elements, const std::string &what)
+{
+    const auto description = runId + "|" + what + "|" + std::to_string(elements);
+    return sha256Hex(description.data(), description.size()).substr(0, 16);
+}
+
+} // namespace dedloc

@@ -1,0 +1,114 @@
+#pragma once
+// The swarm's control messages (docs/PROTOCOL.md): the payloads of its DHT records and the
+// messages of a peer's service socket (matchmaking and state download).
+//
+// DHT payloads are small JSON objects inside signed records (net/DhtNode.h), keyed by run id:
+//   runKey(run, "progress")            ProgressRecord of every peer (DeDLOC section 3.1)
+//   runKey(run, "mm/<epoch>/<schema>") matchmaking declarations of peers looking for a group
+//   runKey(run, "donors")              state-donor adverts (epoch = priority)
+//   runKey(run, "metrics")             each peer's latest step metrics (for the monitor)
+// Service messages travel between a DEALER and a peer's service ROUTER as ZeroMQ multipart:
+// one CBOR header frame (<= MaxServiceHeaderBytes) and, for state parts, one raw fp32 frame.
+//   join   {run, e: epoch, s: schema, p: peer id, k: public key (64 hex), a: all-reduce
+//           endpoint, b: bandwidth, c: client mode, x: sender}   follower -> leader
+//   accept {d: leader's deadline} | refuse {why}                 leader -> follower
+//   begin  {g: group id, e: epoch, m: [{p, k, a, b, x}...]}      leader -> follower
+// A public key k (Ed25519, 64 hex digits) must derive to the peer id p beside it; records carry
+// their signer's key already (net/DhtNode.h), so declarations and donor adverts take it from there.
+// Progress payloads may carry k: the peer's access token (closed runs).
+//   disband {why}                                                leader -> follower
+//   state? {run}  -> state {i: snapshot id, e: epoch, n: elements, k: parts, q: part elements}
+//   part?  {i, k: part} -> part {i, k} + frame of q (last: the rest) fp32 little-endian values
+// Every parser checks presence, types and ranges before anything is allocated and throws
+// ProtocolError (net/WireMessage.h) with the reason. Pure functions; thread-safe.
+#include "net/DhtNode.h"
+#include "net/WireMessage.h"
+#include "averaging/ButterflyAllReduce.h"
+#include "averaging/ProgressTracker.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+inline constexpr std::size_t MaxServiceHeaderBytes = 16 * 1024;
+inline constexpr std::size_t MaxGroupMembers = 256;
+inline constexpr int ServiceProtocolVersion = 1;
+
+// --- DHT payloads -------------------------------------------------------------------------
+
+[[nodiscard]] std::string encodeProgress(const ProgressRecord &record);
+// peerId, time and expiresAt come from the verified signed record, not from the payload.
+[[nodiscard]] ProgressRecord parseProgress(const SignedRecord &record);
+
+struct Declaration {
+    std::string peerId;
+    long epoch = 0;
+    std::string schema;             // hex digest of the averaged tensors' layout
+    std::string serviceEndpoint;    // "" in client mode
+    double expiresAt = 0.0;         // the leader's deadline, Unix seconds
+    bool clientMode = false;
+    std::array<unsigned char, 32> publicKey{}; // the record's signer: the service socket's CURVE key
+};
+[[nodiscard]] std::string encodeDeclaration(const Declaration &declaration);
+[[nodiscard]] Declaration parseDeclaration(const SignedRecord &record);
+
+struct DonorAdvert {
+    std::string peerId;
+    std::string serviceEndpoint;
+    long epoch = 0;
+    std::array<unsigned char, 32> publicKey{}; // the record's signer: the service socket's CURVE key
+};
+[[nodiscard]] std::string encodeDonorAdvert(const DonorAdvert &advert);
+[[nodiscard]] DonorAdvert parseDonorAdvert(const SignedRecord &record);
+
+// --- Service messages ---------------------------------------------------------------------
+
+struct JoinRequest {
+    std::string runId;
+    long epoch = 0;
+    std::string schema;
+    std::string peerId;
+    std::string allReduceEndpoint;  // "" in client mode
+    double bandwidth = -1.0;
+    bool clientMode = false;
+    bool sender = true;             // false: auxiliary (reduces, sends no gradients)
+    std::array<unsigned char, 32> publicKey{}; // Ed25519 identity key; its peer id must be peerId
+};
+
+struct GroupInfo {
+    std::string groupId;
+    long epoch = 0;
+    std::vector<GroupMember> members;  // weight 1 = sender, 0 = auxiliary
+};
+
+struct StateInfo {
+    std::string snapshotId;
+    long epoch = 0;
+    std::uint64_t elements = 0;
+    std::uint32_t parts = 0;
+    std::uint64_t partElements = 0;
+};
+
+[[nodiscard]] std::vector<std::uint8_t> encodeServiceMessage(const std::string &type, const nlohmann::json &fields);
+// Checks size, CBOR, version and a known type; returns the map (with "t" = type).
+[[nodiscard]] nlohmann::json parseServiceMessage(std::span<const std::uint8_t> bytes);
+
+[[nodiscard]] nlohmann::json joinToJson(const JoinRequest &request);
+[[nodiscard]] JoinRequest joinFromJson(const nlohmann::json &message);
+[[nodiscard]] nlohmann::json groupToJson(const GroupInfo &group);
+[[nodiscard]] GroupInfo groupFromJson(const nlohmann::json &message);
+[[nodiscard]] nlohmann::json stateInfoToJson(const StateInfo &info);
+// `expectedElements`: the requester's own state size; anything else is refused before the
+// download allocates.
+[[nodiscard]] StateInfo stateInfoFromJson(const nlohmann::json &message, std::uint64_t expectedElements);
+
+// Hex digest (16 characters) of a tensor layout description; peers only group with equal ones.
+[[nodiscard]] std::string schemaHash(const std::string &runId, long long elements, const std::string &what);
+
+} // namespace dedloc

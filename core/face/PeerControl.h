@@ -1,0 +1,43 @@
+#pragma once
+// The one interface through which a front end (the Qt window, the headless status printer,
+// tests) drives a peer. The real implementation is the swarm peer (core/peer/SwarmPeer.h);
+// tests of the UI may implement it with a fake.
+//
+// Threads: every method may be called from any thread and returns quickly (it never waits for
+// a training step, a round or the network), except stop(), which joins the worker and returns
+// within the round timeouts. The worker thread runs compute and networking.
+#include "face/PeerStatus.h"
+
+#include <string>
+
+namespace dedloc {
+
+// Resource caps the volunteer sets in Settings (docs/USER_GUIDE.md). 0 means "no cap" / "the manifest's value".
+struct ResourceCaps {
+    int cpuThreads = 0;                  // torch intra-op threads
+    double gpuMemoryFraction = 0.0;      // (0, 1]: share of accelerator memory the trainer may use
+    int microBatchSize = 0;              // samples per forward/backward; <= manifest's value
+    double uploadBytesPerSecond = 0.0;   // data plane token bucket
+    double downloadBytesPerSecond = 0.0;
+};
+
+class PeerControl {
+public:
+    virtual ~PeerControl() = default;
+
+    // Joins the swarm in the background (Idle -> Connecting -> Syncing/Training).
+    virtual void start() = 0;
+    // Stops compute within about 2 s (after the current micro-batch), leaves or finishes the
+    // current round cleanly, releases accelerator memory and reports itself as paused so the
+    // swarm stops counting its samples. `reason` is shown in the snapshot ("paused by you",
+    // "a game is using the GPU", ...). Pausing twice keeps the newer reason.
+    virtual void pause(const std::string &reason) = 0;
+    // Resumes; resynchronises state first when the swarm moved on.
+    virtual void resume() = 0;
+    // Leaves the swarm and joins the worker thread. Idempotent.
+    virtual void stop() = 0;
+    virtual void setCaps(const ResourceCaps &caps) = 0;
+    [[nodiscard]] virtual PeerSnapshot snapshot() const = 0;
+};
+
+} // namespace dedloc

@@ -1,0 +1,59 @@
+#include "face/StatusLine.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace dedloc {
+namespace {
+
+std::string fixed(double v, int digits)
+{
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", digits, v);
+    return text;
+}
+
+std::string duration(double seconds)
+{
+    const auto s = static_cast<long long>(std::llround(seconds));
+    if (s < 60)
+        return std::to_string(s) + " s";
+    if (s < 3600)
+        return std::to_string(s / 60) + " min";
+    return std::to_string(s / 3600) + " h " + std::to_string(s / 60 % 60) + " min";
+}
+
+std::string plural(int n, const char *one, const char *many)
+{
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+} // namespace
+
+std::string statusLine(const PeerSnapshot &s)
+{
+    std::string line = peerStateName(s.state);
+    if (!s.stateDetail.empty())
+        line += s.state == PeerState::Error ? ": " + s.stateDetail : " (" + s.stateDetail + ")";
+    if (s.state == PeerState::Idle || s.state == PeerState::Error || s.state == PeerState::Stopped)
+        return line;
+    line += " | step " + std::to_string(s.globalEpoch);
+    if (s.targetBatchSize > 0) {
+        const auto have = static_cast<long long>(s.swarmSamplesAccumulated);
+        const double pct = 100.0 * std::min(1.0, s.swarmSamplesAccumulated / double(s.targetBatchSize));
+        line +=
+            " | batch " + std::to_string(have) + "/" + std::to_string(s.targetBatchSize) + " (" + fixed(pct, 0) + "%)";
+        if (s.etaSeconds >= 0.0 && std::isfinite(s.etaSeconds))
+            line += ", next in " + duration(s.etaSeconds);
+    }
+    line += " | swarm " + fixed(s.swarmSamplesPerSecond, 1) + " samples/s, " +
+            plural(s.trainers, "trainer", "trainers") + ", " + std::to_string(s.auxiliaries) + " auxiliary, " +
+            plural(s.monitors, "monitor", "monitors");
+    line += " | you " + fixed(s.localSamplesPerSecond, 1) + " samples/s, " + std::to_string(s.session.samples) +
+            " samples (" + fixed(100.0 * s.shareOfSwarm, 1) + "% of swarm)";
+    if (s.lastLoss >= 0.0)
+        line += " | loss " + fixed(s.lastLoss, 3);
+    return line;
+}
+
+} // namespace dedloc

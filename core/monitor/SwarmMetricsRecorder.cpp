@@ -1,0 +1,90 @@
+#include "monitor/SwarmMetricsRecorder.h"
+
+#include "util/Clock.h"
+#include "util/Log.h"
+
+namespace dedloc {
+
+SwarmMetricsRecorder::SwarmMetricsRecorder(const std::filesystem::path &jsonLines, const std::filesystem::path &csv)
+{
+    if (!csv.empty())
+        m_csv = std::make_unique<MetricsCsvWriter>(csv);
+    m_json.open(jsonLines, "the swarm's metrics");
+}
+
+SwarmMetricsRecorder::~SwarmMetricsRecorder() = default;
+
+bool SwarmMetricsRecorder::writeJsonLine(const std::string &line)
+{
+    if (m_json.append(line))
+        return true;
+    if (m_stats.lastError != m_json.lastError())
+        log::error("monitor", m_json.lastError() + "; will try again");
+    m_stats.lastError = m_json.lastError();
+    return false;
+}
+
+int SwarmMetricsRecorder::record(const std::vector<SignedRecord> &records)
+{
+    int written = 0;
+    const double now = unixNow();
+    std::lock_guard lock(m_mutex);
+    for (const auto &r : records) {
+        auto j = nlohmann::json::parse(r.payload, nullptr, false);
+        if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
+            log::warning("monitor", "skipped a metrics record of " + r.peerId.substr(0, 8) + ": not step metrics");
+            continue;
+        }
+        const long step = j["step"].get<long>();
+        auto newer = [&](const std::map<std::string, long> &last) {
+            const auto it = last.find(r.peerId);
+            return it == last.end() || it->second < step;
+        };
+        const bool jsonDue = newer(m_lastJsonStep);
+        const bool csvDue = m_csv && newer(m_lastCsvStep);
+        if (!jsonDue && !csvDue)
+            continue;
+        j["peer_id"] = r.peerId; // the verified signer, whatever the payload claims
+        j["recorded_at"] = now;
+        if (jsonDue && writeJsonLine(j.dump() + "\n")) {
+            m_lastJsonStep[r.peerId] = step;
+            m_latest[r.peerId] = j;
+            m_stats.lastError.clear();
+            m_stats.lastRecordedAt = now;
+            ++m_stats.rows;
+            ++written;
+        }
+        if (csvDue) {
+            if (m_csv->write(j)) {
+                m_lastCsvStep[r.peerId] = step;
+                ++m_stats.csvRows;
+            } else {
+                if (m_stats.lastError != m_csv->lastError())
+                    log::error("monitor", m_csv->lastError() + "; will try again");
+                m_stats.lastError = m_csv->lastError();
+            }
+        }
+    }
+    m_stats.peers = m_latest.size();
+    return written;
+}
+
+long long SwarmMetricsRecorder::linesWritten() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_stats.rows;
+}
+
+RecorderStats SwarmMetricsRecorder::stats() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_stats;
+}
+
+std::map<std::string, nlohmann::json> SwarmMetricsRecorder::latestByPeer() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_latest;
+}
+
+} // namespace dedloc

@@ -1,0 +1,89 @@
+#include "peer/CollaborativeStep.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace dedloc {
+
+GroupSearch::GroupSearch(Matchmaker &matchmaker, std::string schema)
+    : m_matchmaker(matchmaker), m_schema(std::move(schema))
+{
+}
+
+GroupSearch::~GroupSearch() { drop(); }
+
+void GroupSearch::start(long epoch, std::function<std::size_t()> expectedPeers)
+{
+    drop();
+    m_epoch = epoch;
+    m_cancel = false;
+    m_result = std::async(std::launch::async, [this, epoch, expected = std::move(expectedPeers)] {
+        return m_matchmaker.formGroup(epoch, m_schema, expected, m_cancel, &m_why);
+    });
+}
+
+void GroupSearch::drop()
+{
+    if (m_result.valid()) {
+        m_cancel = true;
+        m_result.wait();
+        m_result = {};
+        m_cancel = false;
+    }
+    m_epoch = -1;
+}
+
+std::optional<FormedGroup> GroupSearch::wait(const std::function<bool()> &giveUp, bool *gaveUp)
+{
+    if (gaveUp)
+        *gaveUp = false;
+    if (!m_result.valid())
+        return std::nullopt;
+    while (m_result.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+        if (!m_cancel && giveUp()) {
+            m_cancel = true;
+            if (gaveUp)
+                *gaveUp = true;
+        }
+    }
+    auto group = m_result.get();
+    m_cancel = false;
+    m_epoch = -1;
+    return group;
+}
+
+std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
+                                                  const std::optional<FormedGroup> &group, const std::string &whyAlone,
+                                                  AllReduceOptions options)
+{
+    StepOutcome out;
+    out.localSamples = trainer.accumulatedSamples();
+    if (!group) {
+        if (out.localSamples == 0)
+            return std::nullopt;
+        out.result = trainer.applyStep();
+        out.batchSamples = out.localSamples;
+        out.status = "fell back to local gradients: " + whyAlone;
+        return out;
+    }
+    auto gradient = trainer.meanGradientFlat();
+    options.myWeight = static_cast<double>(out.localSamples);
+    out.report = allReduce.run(group->info.groupId, group->info.members, group->myIndex, gradient, options);
+    // The group's weight is the samples of the whole batch once every shard arrived.
+    out.batchSamples = out.report.groupWeight > 0 ? static_cast<long>(std::llround(out.report.groupWeight))
+                                                  : out.localSamples;
+    out.result = trainer.applyAveragedStep(gradient, out.batchSamples);
+    out.averaged = true;
+    out.complete = out.report.complete;
+    out.groupSize = group->info.members.size();
+    out.myIndex = group->myIndex;
+    out.shardElements = out.report.shardSizes[group->myIndex];
+    out.status = "averaged with " + std::to_string(out.groupSize - 1) + " peer(s)"
+                 + (out.report.complete
+                        ? ""
+                        : " (partial: " + std::to_string(static_cast<int>(out.report.receivedFraction * 100))
+                              + "% of results)");
+    return out;
+}
+
+} // namespace dedloc

@@ -1,0 +1,84 @@
+#pragma once
+// The collaborative optimizer step (DeDLOC section 3; docs/ARCHITECTURE.md "One global step"),
+// composed of the averaging units the way hivemind's optimizer composes its progress tracker,
+// gradient averager and state averager:
+//   progress     the peer's ProgressTracker (averaging/ProgressTracker.h) says that the swarm's
+//                samples reached the target batch size: the step is due;
+//   matchmaking  a GroupSearch, started shortly before the step, looks for a group of this epoch
+//                on a background thread (averaging/Matchmaker.h);
+//   averaging    the butterfly all-reduce of this peer's mean gradient, weighted by the samples it
+//                accumulated (averaging/ButterflyAllReduce.h):
+//                    g = sum_i n_i g_i / sum_i n_i     (n_i samples of peer i, g_i its mean gradient)
+//   apply        LAMB on g for a global batch of sum_i n_i samples (train/Trainer.h
+//                applyAveragedStep), or on the local gradient when no group formed.
+// Threads: GroupSearch runs Matchmaker::formGroup on one background thread; every other call
+// belongs to the thread that owns the trainer (the peer's worker). Errors: dedloc::Error from
+// the trainer (gradient size) and the all-reduce (invalid group); network faults end up in the
+// AllReduceReport, never in an exception.
+#include "averaging/ButterflyAllReduce.h"
+#include "averaging/Matchmaker.h"
+#include "train/Trainer.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <optional>
+#include <string>
+
+namespace dedloc {
+
+// Background matchmaking for one epoch.
+class GroupSearch final {
+public:
+    // `matchmaker` must outlive the search; `schema`: the averaged tensors' layout digest.
+    GroupSearch(Matchmaker &matchmaker, std::string schema);
+    ~GroupSearch(); // cancels and waits
+    GroupSearch(const GroupSearch &) = delete;
+    GroupSearch &operator=(const GroupSearch &) = delete;
+
+    // Looks for a group of `epoch` (a search already running is dropped first).
+    // `expectedPeers` (asked from the background thread): peers that will average at `epoch`.
+    void start(long epoch, std::function<std::size_t()> expectedPeers);
+    // Cancels the search and waits for its thread (at most one matchmaking request timeout).
+    void drop();
+    [[nodiscard]] bool active() const { return m_result.valid(); }
+    [[nodiscard]] long epoch() const { return m_epoch; } // -1: none running
+    // Waits for the result, asking `giveUp` every 50 ms; once it says yes the search is cancelled
+    // and *gaveUp set. Returns the group, or nothing with the reason in why(). Ends the search.
+    std::optional<FormedGroup> wait(const std::function<bool()> &giveUp, bool *gaveUp = nullptr);
+    // Why the last search formed no group ("" before any).
+    [[nodiscard]] const std::string &why() const { return m_why; }
+
+private:
+    Matchmaker &m_matchmaker;
+    std::string m_schema;
+    std::future<std::optional<FormedGroup>> m_result;
+    std::atomic<bool> m_cancel{false};
+    long m_epoch = -1;
+    std::string m_why; // written by the search thread, read after its future is ready
+};
+
+// What one global step did.
+struct StepOutcome {
+    StepResult result;             // the applied step (result.applied false: non-finite, skipped)
+    bool averaged = false;         // the gradient was averaged in a group
+    bool complete = false;         // ... and every shard's average arrived
+    long localSamples = 0;         // samples this peer computed for the step
+    long batchSamples = 0;         // samples of the step's batch: the group's weight, or local
+    std::size_t groupSize = 1;
+    std::size_t myIndex = 0;       // in the group
+    std::int64_t shardElements = 0;// elements this peer reduced
+    std::string status;            // "averaged with 2 peer(s)", "fell back to local gradients: ..."
+    AllReduceReport report;        // of the averaging round (averaged steps only)
+};
+
+// Averages this peer's gradient in `group` and applies the step; without a group applies the
+// local gradient (`whyAlone` goes into the status). Returns nothing, and changes nothing, when
+// there is neither a group nor a local sample (a peer that just downloaded the state).
+[[nodiscard]] std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
+                                                                const std::optional<FormedGroup> &group,
+                                                                const std::string &whyAlone,
+                                                                AllReduceOptions options);
+
+} // namespace dedloc

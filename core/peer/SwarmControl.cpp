@@ -1,0 +1,136 @@
+// SwarmPeer's control thread (peer/SwarmPeerImpl.h): publishes this peer's progress record,
+// metrics and donor advert on the DHT every progress period, reads the others' progress into the
+// tracker, and keeps the snapshot's view of the swarm.
+#include "peer/SwarmPeerImpl.h"
+
+#include "util/Log.h"
+
+#include <cmath>
+#include <future>
+
+namespace dedloc {
+
+void SwarmPeer::Impl::controlLoop()
+{
+    long round = 0;
+    while (!stopFlag.load() && !workerDone.load()) {
+        ProgressRecord mine;
+        std::optional<std::string> metricsPayload;
+        std::optional<DonorAdvert> advert;
+        {
+            std::lock_guard lock(mutex);
+            mine = myRecord;
+            metricsPayload.swap(pendingMetrics);
+            advert = donorAdvert;
+        }
+        const double ttl = std::max(10.0, 5 * opt.progressPeriod);
+        if (!mine.peerId.empty())
+            dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), ttl, 2.0);
+        if (metricsPayload)
+            dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, 2.0);
+        if (advert && round % 3 == 0)
+            dht->publish(runKey(manifest->runId, "donors"), encodeDonorAdvert(*advert), 30.0, 2.0);
+        readProgress();
+        if (recorder) {
+            auto records = dht->fetch(runKey(manifest->runId, "metrics"), 2.0);
+            // Closed run: only admitted peers' metrics are recorded.
+            std::erase_if(records, [&](const SignedRecord &r) {
+                return r.peerId != identity->peerId() && !access.security->admission(r.publicKey).empty();
+            });
+            recorder->record(records);
+        }
+        firstFetchDone = true;
+        ++round;
+        sleepFor(opt.progressPeriod);
+    }
+    // The worker ended (last step, --duration, Ctrl-C): publish its final epoch and the
+    // metrics of its last step, which the loop above may not have had a round for.
+    ProgressRecord mine;
+    std::optional<std::string> metricsPayload;
+    {
+        std::lock_guard lock(mutex);
+        mine = myRecord;
+        metricsPayload.swap(pendingMetrics);
+    }
+    // Both at once, each confirmed or given up within FinalPublishTimeout: a loaded machine may
+    // need more than a second, and a stopped peer should still exit promptly.
+    constexpr double FinalPublishTimeout = 3.0;
+    std::future<bool> progress, lastMetrics;
+    if (!mine.peerId.empty())
+        progress = std::async(std::launch::async, [&] {
+            return dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine),
+                                std::max(10.0, 5 * opt.progressPeriod), FinalPublishTimeout);
+        });
+    if (metricsPayload)
+        lastMetrics = std::async(std::launch::async, [&] {
+            return dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, FinalPublishTimeout);
+        });
+    if (lastMetrics.valid() && !lastMetrics.get())
+        log::warning("swarm", "the DHT did not confirm this peer's last metrics; the monitor may miss its last step");
+    if (progress.valid())
+        progress.wait();
+}
+
+void SwarmPeer::Impl::readProgress()
+{
+    const auto records = dht->fetch(runKey(manifest->runId, "progress"), 2.0);
+    const double now = unixNow();
+    std::vector<ProgressRecord> admitted;
+    for (const auto &record : records) {
+        if (record.peerId == identity->peerId())
+            continue;
+        try {
+            auto r = parseProgress(record);
+            // Closed run: a peer without a valid token neither counts toward the batch nor
+            // gets through our handshakes; one with a token is admitted from now on.
+            if (access.security->admitRecord(record.publicKey, r.accessToken))
+                admitted.push_back(std::move(r));
+        } catch (const std::exception &e) {
+            log::warning("swarm", "ignored a progress record of " + record.peerId.substr(0, 8) + ": " + e.what());
+        }
+    }
+    std::lock_guard lock(mutex);
+    for (const auto &r : admitted)
+        tracker.update(r, now);
+    refreshSwarmView(now);
+}
+
+void SwarmPeer::Impl::refreshSwarmView(double now)
+{
+    const auto g = tracker.global(now);
+    snap.globalEpoch = g.globalEpoch;
+    snap.swarmSamplesAccumulated = g.samplesAccumulated;
+    snap.swarmSamplesPerSecond = g.samplesPerSecond;
+    snap.etaSeconds = std::isfinite(g.eta) ? g.eta : -1.0;
+    snap.trainers = snap.auxiliaries = snap.monitors = snap.clientModePeers = 0;
+    snap.peers.clear();
+    auto count = [&](const ProgressRecord &r) {
+        (r.role == PeerRole::Trainer ? snap.trainers : r.role == PeerRole::Auxiliary ? snap.auxiliaries : snap.monitors)++;
+        if (r.clientMode)
+            ++snap.clientModePeers;
+        snap.peers.push_back({r.peerId, r.role, r.clientMode, r.paused, r.epoch, r.samplesAccumulated,
+                              r.samplesPerSecond, now - r.time});
+    };
+    // From the tracker, not from this read alone: a DHT read may miss a record that is
+    // still live (OpenDHT answers with what it found in time).
+    count(myRecord);
+    for (const auto &r : tracker.liveRecords(now))
+        if (r.peerId != identity->peerId())
+            count(r);
+    ++snap.sequence;
+}
+
+std::size_t SwarmPeer::Impl::expectedPeers(long epoch)
+{
+    const double now = unixNow();
+    std::lock_guard lock(mutex);
+    std::size_t n = 1;
+    for (const auto &p : snap.peers)
+        if (p.peerId != identity->peerId() && !p.paused && p.role != PeerRole::Monitor && !bans->isBanned(p.peerId, now)
+            && ((p.epoch <= epoch && p.epoch >= epoch - ExpectedLag) || p.role == PeerRole::Auxiliary)
+            && p.secondsSinceReport < 3 * opt.progressPeriod + 5)
+            ++n;
+    return n;
+}
+
+} // namespace dedloc

@@ -1,0 +1,215 @@
+#include "peer/SwarmPeerImpl.h"
+
+#include "run/RunPaths.h"
+#include "system/TorchRuntime.h"
+#include "train/PeerSetup.h"
+#include "util/Error.h"
+#include "util/Log.h"
+
+#include <fstream>
+
+namespace dedloc {
+
+void SwarmPeer::Impl::setUp()
+{
+    setState(PeerState::Connecting);
+    configureTorchThreads(opt.threads);
+    auto run = loadVerifiedRun(opt.manifest);
+    manifest = std::move(run.manifest);
+    tokenizer = std::move(run.tokenizer);
+    identity = PeerIdentity::loadOrCreate(opt.dataDir / "identity.key");
+    // Fault injection for tests (tst_closedrun): DEDLOC_FAULT_IGNORE_TOKEN=1 joins a closed
+    // run without a valid token, to prove that the others refuse it at the handshake.
+    access = setUpRunAccess(*manifest, *identity, opt.leadKey, opt.dataDir, opt.accessTokenFile,
+                            std::getenv("DEDLOC_FAULT_IGNORE_TOKEN") == nullptr);
+    TrainerConfig config;
+    config.seed = opt.dataSeed;
+    config.allowCuda = opt.allowCuda && opt.role == PeerRole::Trainer;
+    config.microBatchSize = opt.microBatchSize;
+    checkpointDir = runDataDir(opt.dataDir, manifest->runId);
+    trainer = startTrainer(*manifest, *tokenizer, *identity, config, checkpointDir,
+                           opt.resume && opt.role != PeerRole::Auxiliary, "swarm");
+    const auto c = trainer->contribution();
+    sessionSamplesStart = c.samples;
+    sessionComputeStart = c.computeSeconds;
+    sessionStepsStart = c.stepsTakenPart;
+    const std::string codec = compressionName(manifest->compression);
+    gradientSchema = schemaHash(manifest->runId, trainer->parameterCount(), "grad/" + codec);
+    stateSchema = schemaHash(manifest->runId, trainer->stateElements(), "state/" + codec);
+    metrics = std::make_unique<MetricsWriter>(opt.metricsOut, identity->peerId(), peerRoleName(opt.role));
+    if (opt.role == PeerRole::Monitor)
+        recorder = opt.swarmRecorder ? opt.swarmRecorder : std::make_shared<SwarmMetricsRecorder>(opt.swarmMetricsOut);
+
+    TrackerOptions trackerOptions;
+    trackerOptions.targetBatchSize = manifest->training.targetBatchSize;
+    trackerOptions.matchmakingTime = opt.matchmaking.window;
+    {
+        std::lock_guard lock(mutex);
+        tracker = ProgressTracker(trackerOptions);
+    }
+
+    if (reachable() && (opt.host == "0.0.0.0" || opt.host == "*"))
+        throw Error("--host " + opt.host + " cannot be advertised to other peers: give an address of this machine "
+                    "that they can reach (0.0.0.0 is fine in client mode, which binds no socket but the DHT's)");
+    dht = std::make_unique<DhtNode>(*identity, opt.dhtPort, opt.host);
+    dhtPort = dht->port();
+    for (const auto &b : opt.bootstrap)
+        dht->bootstrap(b);
+    for (const auto &b : manifest->bootstrapPeers)
+        dht->bootstrap(b);
+    if ((!opt.bootstrap.empty() || !manifest->bootstrapPeers.empty()) && !dht->waitForNodes(1, 10.0))
+        log::warning("swarm", "no DHT node answered within 10 s; training alone until the swarm is reachable");
+    const std::string allReducePort = opt.allReducePort ? std::to_string(opt.allReducePort) : "*";
+    const std::string servicePort = opt.servicePort ? std::to_string(opt.servicePort) : "*";
+    if (reachable()) {
+        service = std::make_unique<PeerService>(manifest->runId, "tcp://" + opt.host + ":" + servicePort, 128 * 1024,
+                                                access.security, bans);
+        service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
+    }
+    allReduce = std::make_unique<AllReduceEndpoint>(reachable(), "tcp://" + opt.host + ":" + allReducePort, access.security);
+    MatchSelf self{identity->peerId(), manifest->runId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
+                   opt.role == PeerRole::Trainer, identity->publicKey()};
+    matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, opt.matchmaking, access.security, bans);
+
+    update([&](PeerSnapshot &s) {
+        s.role = opt.role;
+        s.peerId = identity->peerId();
+        s.runId = manifest->runId;
+        s.runName = manifest->name;
+        s.deviceName = trainer->deviceName();
+        s.localEpoch = trainer->step();
+        s.targetBatchSize = manifest->training.targetBatchSize;
+        s.allTime = c;
+    });
+    setMyRecord(0, 0.0);
+    log::info("swarm", std::string(peerRoleName(opt.role)) + " " + identity->peerId().substr(0, 16) + " on DHT port "
+                           + std::to_string(dht->port())
+                           + (reachable() ? ", service " + service->endpoint() + ", all-reduce " + allReduce->endpoint()
+                                          : std::string(", client mode")));
+    control = std::thread([this] { controlLoop(); });
+    // Give the first progress read a moment, so that a joiner sees the swarm's epoch.
+    for (int i = 0; i < 50 && !firstFetchDone.load() && !stopFlag.load(); ++i)
+        sleepFor(0.1);
+}
+
+void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
+{
+    ProgressRecord r;
+    r.peerId = identity->peerId();
+    r.epoch = trainer->step();
+    r.samplesAccumulated = pausedFlag ? 0 : samples;
+    r.samplesPerSecond = pausedFlag ? 0.0 : samplesPerSecond;
+    r.time = unixNow();
+    r.expiresAt = r.time + std::max(10.0, 5 * opt.progressPeriod);
+    r.clientMode = opt.clientMode;
+    r.role = opt.role;
+    r.paused = pausedFlag;
+    r.accessToken = access.ownToken;
+    std::lock_guard lock(mutex);
+    if (opt.role == PeerRole::Auxiliary)
+        r.epoch = snap.globalEpoch;
+    myRecord = r;
+    tracker.update(r, r.time); // our own count is exact, not extrapolated from a report
+}
+
+void SwarmPeer::Impl::run()
+{
+    started = unixNow();
+    try {
+        setUp();
+        if (!stopFlag.load()) {
+            switch (opt.role) {
+            case PeerRole::Trainer: runTrainer(); break;
+            case PeerRole::Auxiliary: runAuxiliary(); break;
+            case PeerRole::Monitor: runMonitor(); break;
+            }
+        }
+        if (trainer && !opt.dumpParameters.empty()) {
+            const auto p = trainer->parametersFlat();
+            std::ofstream out(opt.dumpParameters, std::ios::binary);
+            out.write(reinterpret_cast<const char *>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
+        }
+        setState(PeerState::Stopped);
+        exitCode = 0;
+    } catch (const Error &e) {
+        log::error("swarm", e.what());
+        const bool accessProblem = std::string_view(e.what()).starts_with("this run is closed");
+        setState(PeerState::Error, std::string(e.what())
+                                       + (accessProblem ? "" : " — check the run files and the data directory, then join again"));
+        exitCode = 2;
+    } catch (const std::exception &e) {
+        log::error("swarm", std::string("unexpected failure: ") + e.what());
+        setState(PeerState::Error, std::string(e.what()) + " — please report this with the log");
+        exitCode = 1;
+    }
+    workerDone = true;
+    wake.notify_all();
+    if (control.joinable())
+        control.join();
+}
+
+SwarmPeer::SwarmPeer(SwarmOptions options) : d(std::make_unique<Impl>(std::move(options))) {}
+
+SwarmPeer::~SwarmPeer() { stop(); }
+
+void SwarmPeer::start()
+{
+    if (d->worker.joinable())
+        return;
+    d->worker = std::thread([this] { d->run(); });
+}
+
+void SwarmPeer::pause(const std::string &reason)
+{
+    d->pausedFlag = true;
+    d->update([&](PeerSnapshot &s) {
+        if (s.state != PeerState::Error && s.state != PeerState::Stopped) {
+            s.state = PeerState::Paused;
+            s.stateDetail = reason;
+        }
+    });
+}
+
+void SwarmPeer::resume()
+{
+    if (!d->pausedFlag.exchange(false))
+        return;
+    d->update([&](PeerSnapshot &s) {
+        if (s.state == PeerState::Paused) {
+            s.state = PeerState::Training;
+            s.stateDetail.clear();
+        }
+    });
+}
+
+void SwarmPeer::stop()
+{
+    d->stopFlag = true;
+    d->wake.notify_all();
+    if (d->worker.joinable())
+        d->worker.join();
+}
+
+void SwarmPeer::setCaps(const ResourceCaps &caps)
+{
+    std::lock_guard lock(d->mutex);
+    d->caps = caps;
+    d->capsChanged = true;
+}
+
+PeerSnapshot SwarmPeer::snapshot() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->snap;
+}
+
+int SwarmPeer::wait()
+{
+    if (d->worker.joinable())
+        d->worker.join();
+    return d->exitCode.load();
+}
+
+std::uint16_t SwarmPeer::dhtPort() const { return d->dhtPort.load(); }
+
+} // namespace dedloc

@@ -1,0 +1,182 @@
+#pragma once
+// Private to core/peer: the state of one SwarmPeer (peer/SwarmPeer.h), shared by the files
+// that implement it, one per concern (set-up and worker, control thread, state sharing, the
+// trainer role, the auxiliary and monitor roles). Threads and ownership as in SwarmPeer.h: the
+// members under "shared between threads" are read and written under `mutex` (or are atomic);
+// the rest belong to the worker thread, except `dht`, which the control thread also uses
+// (DhtNode is thread-safe), and `bans` and `access.security`, which are thread-safe.
+#include "model/Tokenizer.h"
+#include "net/DhtNode.h"
+#include "net/PeerIdentity.h"
+#include "net/TokenBucket.h"
+#include "run/RunManifest.h"
+#include "averaging/BanList.h"
+#include "averaging/ButterflyAllReduce.h"
+#include "averaging/PeerService.h"
+#include "averaging/ProgressTracker.h"
+#include "peer/CollaborativeStep.h"
+#include "peer/RunAccess.h"
+#include "monitor/SwarmMetricsRecorder.h"
+#include "peer/SwarmPeer.h"
+#include "train/MetricsWriter.h"
+#include "train/Trainer.h"
+#include "util/Clock.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dedloc {
+
+struct SwarmPeer::Impl {
+    SwarmOptions opt;
+    double started = 0.0;
+
+    // --- shared between threads
+    mutable std::mutex mutex;
+    PeerSnapshot snap;
+    ProgressRecord myRecord;           // what the control thread publishes
+    std::optional<std::string> pendingMetrics;
+    std::optional<DonorAdvert> donorAdvert;
+    ProgressTracker tracker{TrackerOptions{}};
+    std::atomic<bool> stopFlag{false};
+    std::atomic<bool> pausedFlag{false};
+    std::atomic<bool> workerDone{false};
+    std::atomic<int> exitCode{0};
+    std::atomic<std::uint16_t> dhtPort{0};
+    std::atomic<bool> firstFetchDone{false};
+    std::condition_variable wake;
+    std::mutex wakeMutex;
+    std::thread worker;
+    std::thread control;
+    ResourceCaps caps;
+    bool capsChanged = false;
+    mutable TokenBucket upload;    // the upload cap of every round (rate 0: none)
+    mutable TokenBucket download;  // the download cap of every round (rate 0: none)
+
+    // --- owned by the worker thread (the control thread only uses dht, which is thread-safe)
+    std::optional<RunManifest> manifest;
+    std::unique_ptr<Tokenizer> tokenizer;
+    std::optional<PeerIdentity> identity;
+    RunAccess access;                  // data-plane security (thread-safe) and our own token
+    // Peers that sent invalid data (thread-safe): struck by the service, the rounds; banned
+    // peers are not asked to lead, not accepted as followers, not expected, not state donors.
+    std::shared_ptr<BanList> bans = std::make_shared<BanList>();
+    std::unique_ptr<Trainer> trainer;
+    std::unique_ptr<DhtNode> dht;
+    std::unique_ptr<PeerService> service;
+    std::unique_ptr<AllReduceEndpoint> allReduce;
+    std::unique_ptr<Matchmaker> matchmaker;
+    std::unique_ptr<MetricsWriter> metrics;
+    std::shared_ptr<SwarmMetricsRecorder> recorder;
+    std::filesystem::path checkpointDir;
+    std::string gradientSchema, stateSchema;
+    double emaSamplesPerSecond = 0.0;
+    long long sessionSamplesStart = 0;
+    double sessionComputeStart = 0.0;
+    long sessionStepsStart = 0;
+    long long swarmSamplesSeen = 0, mySamplesSeen = 0;
+    // Fault injection for tests (tst_swarm): DEDLOC_FAULT_STALL_ROUND=<epoch> makes this peer
+    // freeze inside its first round at that epoch or later, as a peer that hangs mid-round.
+    long faultStallEpoch = std::getenv("DEDLOC_FAULT_STALL_ROUND") ? std::atol(std::getenv("DEDLOC_FAULT_STALL_ROUND")) : -1;
+
+    explicit Impl(SwarmOptions o) : opt(std::move(o)) {}
+
+    bool reachable() const { return !opt.clientMode; }
+
+    template <typename F> void update(F &&f)
+    {
+        std::lock_guard lock(mutex);
+        f(snap);
+        ++snap.sequence;
+    }
+
+    void setState(PeerState state, const std::string &detail = {})
+    {
+        update([&](PeerSnapshot &s) {
+            // A pause shows until resume(), whatever the worker finishes meanwhile.
+            if (pausedFlag.load() && (state == PeerState::Training || state == PeerState::Averaging
+                                      || state == PeerState::Syncing))
+                return;
+            s.state = state;
+            s.stateDetail = detail;
+        });
+    }
+
+    bool timeUp() const { return opt.durationSeconds > 0 && unixNow() - started >= opt.durationSeconds; }
+
+    void sleepFor(double seconds)
+    {
+        std::unique_lock lock(wakeMutex);
+        wake.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stopFlag.load(); });
+    }
+
+    // --- set-up and the worker thread (SwarmPeer.cpp)
+    void setUp();
+    void setMyRecord(long samples, double samplesPerSecond);
+    void run();
+
+    // --- control thread: progress records, metrics, the swarm view (SwarmControl.cpp)
+    void controlLoop();
+    void readProgress();
+    // Under `mutex`.
+    void refreshSwarmView(double now);
+    // Peers (this one included) that will average at `epoch`: live, unpaused trainers at that
+    // epoch or up to ExpectedLag behind it, and live auxiliaries (they follow the global epoch,
+    // which they may observe a progress period late). A leader forms its group early once all
+    // of them joined (averaging/Matchmaker.h), so counting one too few drops a peer from the step
+    // (it must resync), while counting one too many only costs waiting to the deadline: the
+    // count errs on the high side. Records lag by a progress period plus DHT latency, which
+    // may span several steps when steps take a second (tests) rather than minutes (real runs).
+    static constexpr long ExpectedLag = 3;
+    std::size_t expectedPeers(long epoch);
+
+    // --- state sharing and round options (SwarmStateSharing.cpp)
+    // The donors advertised on the DHT, less the ones this peer has banned.
+    std::vector<DonorAdvert> usableDonors();
+    bool syncState(long minEpoch);
+    // Downloads the state of `minEpoch` or later from the best usable donor and loads it; false
+    // (with the reason in *why) when no donor delivered.
+    bool downloadAndLoadState(long minEpoch, std::string *why);
+    void afterStateChange();
+    // Strikes every member whose messages in this round the link proved invalid.
+    void strikeOffenders(const FormedGroup &group, const AllReduceReport &report);
+    AllReduceOptions roundOptions() const;
+    bool averageStateNow(long epoch) const;
+    void averageState(const FormedGroup &group);
+
+    // --- the trainer role (SwarmTrainerRole.cpp)
+    void runTrainer();
+    // The next micro-batch, cut to end by the global batch's ETA (averaging/ProgressTracker.h
+    // fitMicroBatch) so that every peer reaches the step within a small micro-batch of the others.
+    int fittedMicroBatch(double now, int fullMicroBatch);
+    // The due global step: waits for this epoch's group (if `search` looks for one), averages and
+    // applies (peer/CollaborativeStep.h), then strikes, state averaging, validation and report.
+    void takeStep(GroupSearch &search, bool alone);
+    // Writes the step's metrics event, publishes it for the monitor and prints the status line;
+    // `validationLoss`: this peer validated after the step (then the event carries val_loss).
+    void reportStep(const StepOutcome &step, double roundSeconds, std::optional<double> validationLoss);
+    // Whether this peer validates after `step` (manifest validation_every_n_steps): a peer alone
+    // always; in a group, one member per group, each in turn.
+    bool validationDue(long step, std::size_t indexInGroup, std::size_t groupSize) const;
+    // Validation loss on the held-out split; also a "validation" event and a status line.
+    double validate();
+    bool trySave();
+    void applyCaps();
+
+    // --- the auxiliary and monitor roles (SwarmSupportRoles.cpp)
+    void runAuxiliary();
+    void runMonitor();
+    // Monitor: a copy of the checkpoint just saved, per epoch, the oldest beyond the limit removed.
+    void archiveCheckpoint();
+};
+
+} // namespace dedloc

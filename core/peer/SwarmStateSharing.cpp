@@ -1,0 +1,93 @@
+// SwarmPeer's state sharing (docs/PROTOCOL.md "State sharing"; peer/SwarmPeerImpl.h): downloading the
+// state from a donor, publishing our own as a donor, averaging parameters and optimizer state,
+// and striking the members whose round messages were invalid.
+#include "peer/SwarmPeerImpl.h"
+
+#include "averaging/StateDownload.h"
+#include "util/Log.h"
+
+namespace dedloc {
+
+std::vector<DonorAdvert> SwarmPeer::Impl::usableDonors()
+{
+    auto donors = fetchDonors(*dht, manifest->runId, identity->peerId());
+    const double now = unixNow();
+    std::erase_if(donors, [&](const DonorAdvert &a) { return bans->isBanned(a.peerId, now); });
+    return donors;
+}
+
+bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why)
+{
+    const auto donors = rankDonors(usableDonors(), minEpoch);
+    auto s = downloadState(donors, manifest->runId, minEpoch, static_cast<std::uint64_t>(trainer->stateElements()), {},
+                           stopFlag, why, access.security, bans.get());
+    if (!s)
+        return false;
+    trainer->loadStateFlat(s->values, s->epoch);
+    afterStateChange();
+    return true;
+}
+
+bool SwarmPeer::Impl::syncState(long minEpoch)
+{
+    setState(PeerState::Syncing, "downloading state of epoch " + std::to_string(minEpoch) + " or later");
+    std::string why;
+    if (!downloadAndLoadState(minEpoch, &why)) {
+        log::warning("state", "state download failed: " + why);
+        setState(PeerState::Syncing, "waiting for a state donor: " + why);
+        return false;
+    }
+    return true;
+}
+
+void SwarmPeer::Impl::afterStateChange()
+{
+    if (service) {
+        service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
+        std::lock_guard lock(mutex);
+        donorAdvert = DonorAdvert{identity->peerId(), service->endpoint(), trainer->step()};
+    }
+    update([&](PeerSnapshot &s) { s.localEpoch = trainer->step(); });
+}
+
+void SwarmPeer::Impl::strikeOffenders(const FormedGroup &group, const AllReduceReport &report)
+{
+    for (const auto &o : report.offences)
+        bans->strike(group.info.members[o.member].peerId, "round " + group.info.groupId + ": " + o.reason, unixNow(),
+                     o.messages);
+}
+
+AllReduceOptions SwarmPeer::Impl::roundOptions() const
+{
+    AllReduceOptions o;
+    o.codec = manifest->compression;
+    o.senderTimeout = opt.senderTimeout;
+    o.reducerTimeout = opt.reducerTimeout;
+    o.upload = &upload;
+    o.download = &download;
+    return o;
+}
+
+bool SwarmPeer::Impl::averageStateNow(long epoch) const
+{
+    return opt.averageStateEvery > 0 && (epoch + 1) % opt.averageStateEvery == 0;
+}
+
+void SwarmPeer::Impl::averageState(const FormedGroup &group)
+{
+    // Parameters and LAMB statistics, equal weights (every trainer holds one copy).
+    auto state = opt.role == PeerRole::Trainer ? trainer->stateFlat()
+                                               : std::vector<float>(static_cast<std::size_t>(trainer->stateElements()));
+    auto o = roundOptions();
+    o.codec = Compression::None; // state is averaged exactly: equal states stay equal
+    const auto report = allReduce->run(group.info.groupId + "/state", group.info.members, group.myIndex, state, o);
+    strikeOffenders(group, report);
+    if (opt.role == PeerRole::Trainer) {
+        trainer->loadStateFlat(state, trainer->step());
+        afterStateChange();
+    }
+    log::info("swarm", "averaged parameters and optimizer state with " + std::to_string(group.info.members.size())
+                           + " peers" + (report.complete ? "" : " (incomplete)"));
+}
+
+} // namespace dedloc

@@ -1,0 +1,102 @@
+// SwarmPeer's auxiliary and monitor roles (peer/SwarmPeerImpl.h): an auxiliary reduces shards
+// with weight 0; a monitor keeps the latest state (checkpointed and archived) for donors.
+#include "peer/SwarmPeerImpl.h"
+
+#include "monitor/CheckpointArchive.h"
+#include "train/Checkpoint.h"
+#include "util/Error.h"
+#include "util/Log.h"
+
+namespace dedloc {
+
+void SwarmPeer::Impl::runAuxiliary()
+{
+    setState(PeerState::Training, "auxiliary: averaging only");
+    long doneEpoch = -1;
+    while (!stopFlag.load() && !timeUp()) {
+        if (pausedFlag.load()) {
+            setMyRecord(0, 0.0);
+            sleepFor(0.1);
+            continue;
+        }
+        const double now = unixNow();
+        setMyRecord(0, 0.0);
+        long global;
+        bool soon;
+        {
+            std::lock_guard lock(mutex);
+            global = tracker.global(now).globalEpoch;
+            soon = tracker.shouldStartMatchmaking(global, now) || tracker.decide(global, now) == StepDecision::Step;
+        }
+        if (global <= doneEpoch || !soon || expectedPeers(global) < 2) {
+            sleepFor(0.05);
+            continue;
+        }
+        setState(PeerState::Averaging, "helping global step " + std::to_string(global + 1));
+        // Looking for a group of an epoch the swarm has already left is pointless: stop
+        // as soon as the global epoch moves on, and look for the current one instead.
+        GroupSearch search(*matchmaker, gradientSchema);
+        search.start(global, [this, global] { return expectedPeers(global); });
+        const auto group = search.wait([&] {
+            std::lock_guard lock(mutex);
+            return stopFlag.load() || tracker.global(unixNow()).globalEpoch > global;
+        });
+        if (group) {
+            std::vector<float> values(static_cast<std::size_t>(trainer->parameterCount()));
+            auto o = roundOptions();
+            o.myWeight = 0.0;
+            const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
+            strikeOffenders(*group, report);
+            if (averageStateNow(global))
+                averageState(*group);
+            metrics->write("round", {{"step", global + 1}, {"group_size", group->info.members.size()},
+                                     {"shard_elements", report.shardSizes[group->myIndex]},
+                                     {"shard_weight", report.myShardWeight}, {"complete", report.complete}});
+            update([&](PeerSnapshot &s) {
+                ++s.session.stepsTakenPart;
+                s.lastRoundStatus = "reduced a shard for " + std::to_string(group->info.members.size() - 1) + " peer(s)";
+            });
+        }
+        doneEpoch = global;
+        setState(PeerState::Training, "auxiliary: averaging only");
+    }
+}
+
+void SwarmPeer::Impl::runMonitor()
+{
+    setState(PeerState::Training, "monitor: recording metrics, keeping the latest state");
+    afterStateChange();
+    while (!stopFlag.load() && !timeUp()) {
+        long global;
+        {
+            std::lock_guard lock(mutex);
+            global = tracker.global(unixNow()).globalEpoch;
+        }
+        setMyRecord(0, 0.0);
+        if (global >= trainer->step() + std::max(1L, opt.monitorStateEvery)) {
+            std::string why;
+            if (downloadAndLoadState(trainer->step() + 1, &why)) {
+                if (trySave())
+                    archiveCheckpoint();
+            } else {
+                log::info("monitor", "state not refreshed: " + why);
+            }
+        }
+        sleepFor(0.5);
+    }
+}
+
+void SwarmPeer::Impl::archiveCheckpoint()
+{
+    if (opt.checkpointArchive.empty())
+        return;
+    try {
+        const auto file = CheckpointArchive(opt.checkpointArchive, opt.keepCheckpoints)
+                              .add(CheckpointStore(checkpointDir).newestPath(), trainer->step());
+        log::info("ckpt", "kept the state of epoch " + std::to_string(trainer->step()) + " as " + file.string());
+    } catch (const Error &e) {
+        log::error("ckpt", std::string("checkpoint not archived: ") + e.what() + "; the monitor goes on");
+    }
+}
+
+} // namespace dedloc

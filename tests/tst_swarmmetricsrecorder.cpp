@@ -1,0 +1,107 @@
+// The monitor's metrics recorder (monitor/SwarmMetricsRecorder.h) fed with verified records as the DHT
+// returns them: one JSON line and one CSV row per new (peer, step), repeats and older copies
+// skipped, non-metrics payloads skipped, the signer's id kept over the payload's claim, and
+// the counters and latest-per-peer view that the status reads.
+#include "monitor/SwarmMetricsRecorder.h"
+
+#include "TestSupport.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+
+namespace fs = std::filesystem;
+using namespace dedloc;
+
+using dedloc::test::readLines;
+
+namespace {
+
+SignedRecord metrics(const std::string &peer, long step, double loss)
+{
+    SignedRecord r;
+    r.peerId = peer;
+    r.payload = nlohmann::json{{"step", step}, {"loss", loss}, {"name", "n-" + peer}, {"peer_id", "forged"}}.dump();
+    return r;
+}
+
+
+} // namespace
+
+class TestSwarmMetricsRecorder : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void recordsEachNewStepOnceInBothFiles()
+    {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        SwarmMetricsRecorder recorder(root / "m" / "swarm.jsonl", root / "m" / "swarm.csv");
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0), metrics("bb", 1, 8.0)}), 2);
+        // The same records again (the DHT keeps them for a while), an older copy, a non-metrics one.
+        SignedRecord junk;
+        junk.peerId = "cc";
+        junk.payload = "not json";
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0), metrics("bb", 1, 8.0), junk}), 0);
+        QCOMPARE(recorder.record({metrics("aa", 2, 7.0), metrics("bb", 1, 8.0)}), 1);
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 0); // older than what was written
+
+        const auto json = readLines(root / "m" / "swarm.jsonl");
+        QCOMPARE(json.size(), std::size_t(3));
+        const auto last = nlohmann::json::parse(json[2]);
+        QCOMPARE(last.at("peer_id").get<std::string>(), std::string("aa")); // the signer, not "forged"
+        QCOMPARE(last.at("step").get<long>(), 2L);
+        QVERIFY(last.at("recorded_at").get<double>() > 1.6e9);
+
+        const auto csv = readLines(root / "m" / "swarm.csv");
+        QCOMPARE(csv.size(), std::size_t(4)); // header + 3 rows
+        QCOMPARE(csv[0], metricsCsvHeader());
+        QVERIFY(csv[3].find(",aa,n-aa,") != std::string::npos);
+
+        const auto s = recorder.stats();
+        QCOMPARE(s.rows, 3LL);
+        QCOMPARE(s.csvRows, 3LL);
+        QCOMPARE(s.peers, std::size_t(2));
+        QVERIFY(s.lastError.empty());
+        const auto latest = recorder.latestByPeer();
+        QCOMPARE(latest.at("aa").at("loss").get<double>(), 7.0);
+        QCOMPARE(latest.at("bb").at("step").get<long>(), 1L);
+    }
+
+    void aFullDiskIsReportedAndRetriedWithoutDuplicates()
+    {
+        if (!fs::exists("/dev/full"))
+            QSKIP("no /dev/full");
+        QTemporaryDir tmp;
+        const fs::path csv = fs::path(tmp.path().toStdString()) / "swarm.csv";
+        // JSON lines on a full disk (/dev/full fails every write with ENOSPC), CSV on a good one.
+        SwarmMetricsRecorder recorder("/dev/full", csv);
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 0);
+        auto s = recorder.stats();
+        QCOMPARE(s.rows, 0LL);
+        QCOMPARE(s.csvRows, 1LL); // the other file goes on
+        QVERIFY2(s.lastError.find("No space left") != std::string::npos, s.lastError.c_str());
+        QVERIFY(s.lastError.find("/dev/full") != std::string::npos);
+        // The DHT still holds the record: the JSON line is tried again, the CSV row is not repeated.
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 0);
+        QCOMPARE(recorder.stats().csvRows, 1LL);
+        QCOMPARE(readLines(csv).size(), std::size_t(2)); // header + one row
+        QVERIFY(recorder.latestByPeer().empty());    // nothing counts as recorded until the JSON line is
+    }
+
+    void unopenableFilesAreErrors()
+    {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        std::ofstream(root / "plain") << "x";
+        QVERIFY(test::errorOf([&] {
+                    SwarmMetricsRecorder r(root / "plain" / "swarm.jsonl");
+                }).contains(QStringLiteral("cannot create")));
+        QVERIFY(test::errorOf([&] {
+                    SwarmMetricsRecorder r(root / "ok.jsonl", root / "plain" / "swarm.csv");
+                }).contains(QStringLiteral("cannot create")));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestSwarmMetricsRecorder)
+#include "tst_swarmmetricsrecorder.moc"
