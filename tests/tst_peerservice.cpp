@@ -113,6 +113,8 @@ private Q_SLOTS:
         }()))} << QStringLiteral("refuse");
         QTest::newRow("part of a bad index") << std::vector<std::string>{bytes(encodeServiceMessage("part?", {{"i", "nope"}, {"k", "x"}}))}
                                              << QStringLiteral("refuse");
+        QTest::newRow("part of a negative index") << std::vector<std::string>{bytes(encodeServiceMessage("part?", {{"i", "nope"}, {"k", -1}}))}
+                                                  << QStringLiteral("refuse");
         QTest::newRow("a reply sent as a request") << std::vector<std::string>{bytes(encodeServiceMessage("accept", {{"d", 1.0}}))}
                                                    << QStringLiteral("refuse");
     }

@@ -1,6 +1,6 @@
 #pragma once
 // The roles a peer takes in a run (docs/PROTOCOL.md "Roles"). Published in every progress
-// record ("r"), so every peer knows who computes, who only averages and who records.
+// record ("o"), so every peer knows who computes, who only averages and who records.
 // Header-only: the front ends show the role without linking the protocol.
 namespace dedloc {
 

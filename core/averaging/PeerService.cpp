@@ -127,13 +127,16 @@ struct PeerService::Impl {
             }
             if (type == "part?") {
                 const auto id = m.at("i").get<std::string>();
+                if (!m.at("k").is_number_unsigned())
+                    throw ProtocolError("state part index is not a non-negative integer");
                 const auto part = m.at("k").get<std::uint64_t>();
                 for (const auto &s : snapshots) {
                     if (snapshotIds[s] != id)
                         continue;
-                    const std::uint64_t offset = part * partElements;
-                    if (offset >= s->values.size())
+                    // Compared as a part count first: part * partElements must not wrap.
+                    if (part >= (s->values.size() + partElements - 1) / partElements)
                         throw ProtocolError("state part " + std::to_string(part) + " does not exist");
+                    const std::uint64_t offset = part * partElements;
                     const auto count = std::min<std::uint64_t>(partElements, s->values.size() - offset);
                     zmq::message_t data(s->values.data() + offset, count * sizeof(float));
                     return reply(routingId, "part", {{"i", id}, {"k", part}}, &data);

@@ -16,6 +16,8 @@ struct ServiceClient::Impl {
     zmq::socket_t dealer{context, zmq::socket_type::dealer};
     std::unique_ptr<zmq::socket_t> monitor; // handshake failures (secured links only)
     bool refused = false;
+    int dropped = 0;        // malformed replies dropped
+    std::string dropReason; // why the last one was
 
     // Reads the monitor's pending events; true if one was a failed handshake.
     bool handshakeFailed()
@@ -75,17 +77,21 @@ void ServiceClient::send(const std::string &type, const nlohmann::json &fields)
 
 bool ServiceClient::refusedAtHandshake() const { return d->refused; }
 
-std::optional<ServiceReply> ServiceClient::receive(double timeout, std::size_t maxDataBytes)
+int ServiceClient::droppedReplies() const { return d->dropped; }
+
+const std::string &ServiceClient::lastDropReason() const { return d->dropReason; }
+
+std::optional<ServiceReply> ServiceClient::receive(double timeout, std::size_t maxDataBytes, const std::atomic<bool> *stop)
 {
     using Clock = std::chrono::steady_clock;
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
     while (true) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
-        if (left.count() <= 0)
+        if (left.count() <= 0 || (stop && stop->load()))
             return std::nullopt;
         zmq::pollitem_t items[2] = {{d->dealer.handle(), 0, ZMQ_POLLIN, 0},
                                     {d->monitor ? d->monitor->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, d->monitor ? 2 : 1, left);
+        zmq::poll(items, d->monitor ? 2 : 1, stop ? std::min(left, std::chrono::milliseconds(100)) : left);
         if (d->monitor && (items[1].revents & ZMQ_POLLIN) && d->handshakeFailed()) {
             d->refused = true;
             return std::nullopt;
@@ -107,6 +113,8 @@ std::optional<ServiceReply> ServiceClient::receive(double timeout, std::size_t m
                 r.data.assign(frames[1].data<std::uint8_t>(), frames[1].data<std::uint8_t>() + frames[1].size());
             return r;
         } catch (const std::exception &e) {
+            ++d->dropped;
+            d->dropReason = e.what();
             log::warning("service", std::string("dropped a reply: ") + e.what());
         }
     }

@@ -8,7 +8,8 @@
 // handshake the server refuses (ZAP: closed run, no valid access token) ends receive() at once,
 // and refusedAtHandshake() says so, rather than waiting out the timeout in silence.
 //
-// Threads: one thread at a time. receive() waits at most `timeout` seconds.
+// Threads: one thread at a time (`stop` may be set from any). receive() waits at most `timeout`
+// seconds.
 // Errors: malformed replies are dropped with a logged reason (receive() keeps waiting);
 // dedloc::Error from the constructor if `serverKey` is not a valid key.
 #include "averaging/SwarmMessages.h"
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,10 +42,16 @@ public:
     ServiceClient &operator=(const ServiceClient &) = delete;
 
     void send(const std::string &type, const nlohmann::json &fields);
-    // The next well-formed reply, or nothing after `timeout` seconds (or as soon as the server
-    // refuses the handshake). Replies whose data frame exceeds `maxDataBytes` are dropped before
-    // they are copied.
-    std::optional<ServiceReply> receive(double timeout, std::size_t maxDataBytes = 0);
+    // The next well-formed reply, or nothing after `timeout` seconds, as soon as the server
+    // refuses the handshake, or within 100 ms of `*stop` becoming true. Replies whose data frame
+    // exceeds `maxDataBytes` are dropped before they are copied.
+    std::optional<ServiceReply> receive(double timeout, std::size_t maxDataBytes = 0,
+                                        const std::atomic<bool> *stop = nullptr);
+
+    // Replies dropped as malformed (frames, size, CBOR, fields) since construction, and why the
+    // last one was: a caller that got nothing can tell a silent peer from one that sent garbage.
+    [[nodiscard]] int droppedReplies() const;
+    [[nodiscard]] const std::string &lastDropReason() const;
 
     // The server refused our CURVE handshake (ZAP status, e.g. 400: closed run, token refused).
     [[nodiscard]] bool refusedAtHandshake() const;

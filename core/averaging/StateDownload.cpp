@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace dedloc {
@@ -41,24 +42,57 @@ std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpo
 
 namespace {
 
-std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
-                                          std::uint64_t expectedElements, const StateDownloadOptions &options,
-                                          const std::atomic<bool> &stop, std::string &why, bool &invalid,
-                                          const std::shared_ptr<const DataPlaneSecurity> &security)
+// A donor's reply fields, read without trusting their types (a hostile donor may send any).
+std::string textField(const nlohmann::json &header, const char *key)
 {
-    ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
-    client.send("state?", {{"run", runId}});
-    auto reply = client.receive(options.partTimeout);
-    if (!reply && client.refusedAtHandshake()) {
-        why = "donor refused the encrypted handshake";
-        return std::nullopt;
+    const auto it = header.find(key);
+    return it != header.end() && it->is_string() ? it->get<std::string>() : std::string("?");
+}
+
+long integerField(const nlohmann::json &header, const char *key)
+{
+    const auto it = header.find(key);
+    return it != header.end() && it->is_number_integer() ? it->get<long>() : -1;
+}
+
+// One download from one donor. `why` says why it failed; `invalid` that the donor's own answer
+// broke the protocol (it is then struck), as opposed to silence, a refusal or an old state.
+struct DonorDownload {
+    ServiceClient &client;
+    const StateDownloadOptions &options;
+    const std::atomic<bool> &stop;
+    std::string why;
+    bool invalid = false;
+
+    std::optional<StateInfo> askState(const std::string &runId, long minEpoch, std::uint64_t expectedElements);
+    bool fetchPart(const StateInfo &info, std::uint32_t k, StateSnapshot &s);
+    // Nothing came: a stop, silence, or (invalid) replies the client dropped as malformed.
+    void noReply(int droppedBefore, const std::string &silence);
+};
+
+void DonorDownload::noReply(int droppedBefore, const std::string &silence)
+{
+    if (stop.load()) {
+        why = "stopped";
+    } else if (client.droppedReplies() > droppedBefore) {
+        why = "malformed answer: " + client.lastDropReason();
+        invalid = true;
+    } else {
+        why = silence;
     }
+}
+
+std::optional<StateInfo> DonorDownload::askState(const std::string &runId, long minEpoch, std::uint64_t expectedElements)
+{
+    const int dropped = client.droppedReplies();
+    client.send("state?", {{"run", runId}});
+    auto reply = client.receive(options.partTimeout, 0, &stop);
     if (!reply) {
-        why = "donor did not answer";
+        noReply(dropped, client.refusedAtHandshake() ? "donor refused the encrypted handshake" : "donor did not answer");
         return std::nullopt;
     }
     if (reply->header.at("t") != "state") {
-        why = "donor refused: " + reply->header.value("why", std::string("?"));
+        why = "donor refused: " + textField(reply->header, "why");
         return std::nullopt;
     }
     StateInfo info;
@@ -73,47 +107,68 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
         why = "donor's state is at epoch " + std::to_string(info.epoch) + ", behind " + std::to_string(minEpoch);
         return std::nullopt;
     }
-    StateSnapshot s;
-    s.epoch = info.epoch;
-    s.values.resize(info.elements);
-    for (std::uint32_t k = 0; k < info.parts; ++k) {
-        if (stop.load()) {
-            why = "stopped";
-            return std::nullopt;
+    return info;
+}
+
+bool DonorDownload::fetchPart(const StateInfo &info, std::uint32_t k, StateSnapshot &s)
+{
+    const std::uint64_t offset = k * info.partElements;
+    const std::uint64_t count = std::min<std::uint64_t>(info.partElements, info.elements - offset);
+    const int dropped = client.droppedReplies();
+    client.send("part?", {{"i", info.snapshotId}, {"k", k}});
+    std::optional<ServiceReply> part;
+    while ((part = client.receive(options.partTimeout, count * sizeof(float), &stop))) {
+        const auto &h = part->header;
+        if (h.at("t") == "part" && textField(h, "i") == info.snapshotId && integerField(h, "k") == static_cast<long>(k))
+            break;
+        if (h.at("t") == "refuse") {
+            why = "donor stopped serving: " + textField(h, "why");
+            return false;
         }
-        const std::uint64_t offset = k * info.partElements;
-        const std::uint64_t count = std::min<std::uint64_t>(info.partElements, info.elements - offset);
-        client.send("part?", {{"i", info.snapshotId}, {"k", k}});
-        std::optional<ServiceReply> part;
-        while ((part = client.receive(options.partTimeout, count * sizeof(float)))) {
-            if (part->header.at("t") == "part" && part->header.value("i", std::string()) == info.snapshotId
-                && part->header.value("k", -1L) == static_cast<long>(k))
-                break;
-            if (part->header.at("t") == "refuse") {
-                why = "donor stopped serving: " + part->header.value("why", std::string("?"));
-                return std::nullopt;
-            }
-        }
-        if (!part) {
-            why = "no progress for " + std::to_string(static_cast<int>(options.partTimeout)) + " s at part "
-                  + std::to_string(k) + " of " + std::to_string(info.parts);
-            return std::nullopt;
-        }
-        if (part->data.size() != count * sizeof(float)) {
-            why = "part " + std::to_string(k) + " has " + std::to_string(part->data.size()) + " bytes, expected "
-                  + std::to_string(count * sizeof(float));
-            invalid = true;
-            return std::nullopt;
-        }
-        std::memcpy(s.values.data() + offset, part->data.data(), part->data.size());
     }
-    for (float x : s.values)
-        if (!std::isfinite(x)) {
-            why = "state holds non-finite values";
-            invalid = true;
-            return std::nullopt;
+    if (!part) {
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%.3g", options.partTimeout);
+        noReply(dropped, std::string("no progress for ") + seconds + " s at part " + std::to_string(k) + " of "
+                             + std::to_string(info.parts));
+        return false;
+    }
+    if (part->data.size() != count * sizeof(float)) {
+        why = "part " + std::to_string(k) + " has " + std::to_string(part->data.size()) + " bytes, expected "
+              + std::to_string(count * sizeof(float));
+        invalid = true;
+        return false;
+    }
+    std::memcpy(s.values.data() + offset, part->data.data(), part->data.size());
+    return true;
+}
+
+std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
+                                          std::uint64_t expectedElements, const StateDownloadOptions &options,
+                                          const std::atomic<bool> &stop, std::string &why, bool &invalid,
+                                          const std::shared_ptr<const DataPlaneSecurity> &security)
+{
+    ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
+    DonorDownload d{client, options, stop, {}, false};
+    std::optional<StateSnapshot> result;
+    if (const auto info = d.askState(runId, minEpoch, expectedElements)) {
+        StateSnapshot s;
+        s.epoch = info->epoch;
+        s.values.resize(info->elements);
+        bool complete = true;
+        for (std::uint32_t k = 0; k < info->parts && complete; ++k)
+            complete = stop.load() ? (d.why = "stopped", false) : d.fetchPart(*info, k, s);
+        if (complete && !std::all_of(s.values.begin(), s.values.end(), [](float x) { return std::isfinite(x); })) {
+            d.why = "state holds non-finite values";
+            d.invalid = true;
+            complete = false;
         }
-    return s;
+        if (complete)
+            result = std::move(s);
+    }
+    why = d.why;
+    invalid = d.invalid;
+    return result;
 }
 
 } // namespace
