@@ -28,8 +28,13 @@ std::string jsonExcerpt(const json &value)
 {
     std::string text = value.dump();
     constexpr std::size_t kMax = 40;
-    if (text.size() > kMax)
-        text = text.substr(0, kMax) + "...";
+    if (text.size() > kMax) {
+        // Cut before a UTF-8 continuation byte, never inside a character.
+        std::size_t cut = kMax;
+        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+            --cut;
+        text = text.substr(0, cut) + "...";
+    }
     return text;
 }
 

@@ -29,7 +29,8 @@ namespace dedloc {
 using JsonFailure = std::function<void(const std::string &path, const std::string &what)>;
 
 // A value as it appears in the document, shortened so one bad field cannot flood a message:
-// 5, "text", [1,2], {"a":1}, or the first 40 characters and "...".
+// 5, "text", [1,2], {"a":1}, or its first 40 bytes (less, to end on a whole UTF-8 character)
+// and "...".
 [[nodiscard]] std::string jsonExcerpt(const nlohmann::json &value);
 
 class JsonObjectReader final {
