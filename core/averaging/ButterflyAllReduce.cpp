@@ -64,6 +64,7 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.codec = options.codec;
     round.partElements = options.partElements;
     round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
+    round.maxWeight = options.maxWeight;
     round.values = values;
     round.upload = options.upload;
     return round;

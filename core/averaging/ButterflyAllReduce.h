@@ -66,6 +66,12 @@ struct AllReduceOptions {
     // its real sample count, even 0 (a sender with nothing accumulated still takes part, so the
     // reducers do not wait for it until the sender timeout).
     double myWeight = -1.0;
+    // The largest weight (samples) one sender may claim in its PART headers; 0: no bound. A PART
+    // above it is refused as an offence, and so is a RESULT whose weight exceeds maxWeight times
+    // the group's size: one member cannot decide an average by claiming a huge sample count, nor
+    // make the weights infinite. The swarm passes twice the target batch size (an honest peer
+    // stops computing when the swarm's samples reach the target).
+    double maxWeight = 0.0;
     // Upload cap (the volunteer's setting): every PART and RESULT payload this member sends first takes
     // its size in tokens from this bucket (core/net/TokenBucket.h), sleeping when the bucket is
     // empty. nullptr: no cap. Shared by the rounds of a peer; must outlive run().

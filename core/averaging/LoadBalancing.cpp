@@ -16,12 +16,14 @@ std::vector<double> resolveUnknown(const std::vector<double> &bandwidths)
     int known = 0;
     // 0 marks a peer that reduces nothing (client mode), not a measured bandwidth: it must not
     // pull the unknown peers' estimate down to 0.
-    for (double b : bandwidths)
+    std::vector<double> out = bandwidths;
+    for (double &b : out) {
+        b = std::isfinite(b) ? std::min(b, MaxDeclaredBandwidth) : -1.0;
         if (b > 0.0) {
             sum += b;
             ++known;
         }
-    std::vector<double> out = bandwidths;
+    }
     const double fill = known > 0 ? sum / known : 1.0;
     for (double &b : out)
         if (b < 0.0)
@@ -108,10 +110,14 @@ std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         return share[a] - std::floor(share[a]) > share[b] - std::floor(share[b]);
     });
-    for (std::size_t j = 0; assigned < elements; j = (j + 1) % n) {
+    // Only members with a share take the remainder; there is at least one (optimalFractions).
+    for (std::size_t j = 0, idle = 0; assigned < elements; j = (j + 1) % n) {
         if (share[order[j]] > 0.0 || w[order[j]] > 0.0) {
             ++out[order[j]];
             ++assigned;
+            idle = 0;
+        } else if (++idle > n) {
+            throw Error("load balancing found no member to give the remaining elements to");
         }
     }
     return out;

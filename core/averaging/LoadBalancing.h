@@ -15,9 +15,10 @@
 // others (zero), the remaining shards scaled up in proportion; counts are rounded by largest
 // remainders so they sum to `elements` exactly.
 //
-// Bandwidth conventions: a negative value means unknown and is replaced by the mean of the known
-// positive ones (none known: equal shards); 0 means the peer reduces nothing (client mode) and
-// does not count as a known bandwidth.
+// Bandwidth conventions: a negative or non-finite value means unknown and is replaced by the mean
+// of the known positive ones (none known: equal shards); 0 means the peer reduces nothing (client
+// mode) and does not count as a known bandwidth; a claim above MaxDeclaredBandwidth is clipped to
+// it, so that no declared figure can take a whole vector or break the arithmetic.
 // Reference cases (hivemind's tests): 60 elements, [0.55, 0.44, 0.40], min 10 -> [41, 19, 0];
 // [0.32, 0.55, 0.44] -> [0, 40, 20]; 100 elements, two unknown -> [50, 50].
 // Pure function; throws dedloc::Error when no peer can reduce (all bandwidths 0) or n == 0.
@@ -25,6 +26,10 @@
 #include <vector>
 
 namespace dedloc {
+
+// The largest bandwidth a member's claim counts for (Mbit/s, the unit of `dedloc --bandwidth`:
+// 100 Gbit/s).
+inline constexpr double MaxDeclaredBandwidth = 100000.0;
 
 [[nodiscard]] std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector<double> &bandwidths,
                                                       std::int64_t minShardElements = 0);

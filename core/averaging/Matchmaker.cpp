@@ -87,7 +87,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
     }
     const auto type = reply->header.at("t").get<std::string>();
     if (type == "refuse") {
-        setWhy(why, "leader " + leader.peerId.substr(0, 8) + " refused: " + reply->header.value("why", std::string("?")));
+        setWhy(why, "leader " + leader.peerId.substr(0, 8) + " refused: " + textOr(reply->header, "why", "?"));
         return std::nullopt;
     }
     if (type != "accept") {
@@ -95,7 +95,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         return std::nullopt;
     }
     // Wait for BEGIN until the leader's deadline plus the request timeout.
-    const double leaderDeadline = std::min(reply->header.value("d", leader.expiresAt), unixNow() + m_options.window);
+    const double leaderDeadline = std::min(numberOr(reply->header, "d", leader.expiresAt), unixNow() + m_options.window);
     while (!stop.load()) {
         const double left = leaderDeadline + m_options.requestTimeout - unixNow();
         if (left <= 0)
@@ -105,7 +105,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
             continue;
         const auto t = next->header.at("t").get<std::string>();
         if (t == "disband") {
-            setWhy(why, "leader disbanded: " + next->header.value("why", std::string("?")));
+            setWhy(why, "leader disbanded: " + textOr(next->header, "why", "?"));
             return std::nullopt;
         }
         if (t != "begin")
@@ -123,15 +123,18 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
                 }
             if (!found)
                 throw ProtocolError("BEGIN does not list this peer");
+            if (std::none_of(g.info.members.begin(), g.info.members.end(),
+                             [&](const GroupMember &m) { return m.peerId == leader.peerId; }))
+                throw ProtocolError("BEGIN does not list the leader");
             log::info("match", "joined group " + g.info.groupId + " of " + std::to_string(g.info.members.size())
                                    + " peers led by " + leader.peerId.substr(0, 8));
             return g;
         } catch (const std::exception &e) {
-            setWhy(why, std::string("bad BEGIN from the leader: ") + e.what());
+            setWhy(why, std::string("bad BEGIN from the leader (never asked again this epoch): ") + e.what());
             return std::nullopt;
         }
     }
-    setWhy(why, "leader " + leader.peerId.substr(0, 8) + " never began the group");
+    setWhy(why, "leader " + leader.peerId.substr(0, 8) + " never began the group (never asked again this epoch)");
     return std::nullopt;
 }
 
@@ -223,9 +226,12 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         std::string followWhy;
         if (auto g = follow(leader, epoch, schema, stop, &followWhy))
             return g;
+        // A leader that accepted and then never began, or began a group it is not in, may be
+        // holding this peer on purpose: it is not asked again for this epoch.
         const bool permanent = followWhy.find("schema") != std::string::npos || followWhy.find("full") != std::string::npos
                                || followWhy.find("banned") != std::string::npos
-                               || followWhy.find("unknown run") != std::string::npos;
+                               || followWhy.find("unknown run") != std::string::npos
+                               || followWhy.find("never asked again") != std::string::npos;
         retryAfter[leader.peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
         log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);

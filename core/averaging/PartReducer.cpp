@@ -66,6 +66,9 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
         throw ProtocolError("PART has " + std::to_string(frames.size()) + " frames, expected 3");
     const auto h = parseShardHeader({frames[1].data<std::uint8_t>(), frames[1].size()}, m_schema);
     checkPart(h, frames[1]);
+    if (m_round.maxWeight > 0.0 && h.weight > m_round.maxWeight)
+        throw ProtocolError("PART claims a weight of " + std::to_string(h.weight) + " samples, above the bound of "
+                            + std::to_string(m_round.maxWeight));
     auto &s = m_senders[h.sender];
     if (!s.weightKnown) {
         s.weight = h.weight;

@@ -165,6 +165,9 @@ void PartSender::handleResult(std::size_t j, const std::vector<zmq::message_t> &
         throw ProtocolError("not a RESULT for shard " + std::to_string(j));
     if (h.part >= m_resultSeen[j].size() || m_resultSeen[j][h.part])
         throw ProtocolError("duplicate or unexpected RESULT part " + std::to_string(h.part));
+    if (m_round.maxWeight > 0.0 && h.weight > m_round.maxWeight * static_cast<double>(m_round.size()))
+        throw ProtocolError("RESULT claims a total weight of " + std::to_string(h.weight)
+                            + " samples, more than the group's senders may have");
     const std::span<float> piece(m_resultPiece.data(), h.count);
     decode(h.codec, {frames[1].data<std::uint8_t>(), frames[1].size()}, piece);
     for (float x : piece)

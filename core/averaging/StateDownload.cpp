@@ -42,19 +42,6 @@ std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpo
 
 namespace {
 
-// A donor's reply fields, read without trusting their types (a hostile donor may send any).
-std::string textField(const nlohmann::json &header, const char *key)
-{
-    const auto it = header.find(key);
-    return it != header.end() && it->is_string() ? it->get<std::string>() : std::string("?");
-}
-
-long integerField(const nlohmann::json &header, const char *key)
-{
-    const auto it = header.find(key);
-    return it != header.end() && it->is_number_integer() ? it->get<long>() : -1;
-}
-
 // One download from one donor. `why` says why it failed; `invalid` that the donor's own answer
 // broke the protocol (it is then struck), as opposed to silence, a refusal or an old state.
 struct DonorDownload {
@@ -92,7 +79,7 @@ std::optional<StateInfo> DonorDownload::askState(const std::string &runId, long 
         return std::nullopt;
     }
     if (reply->header.at("t") != "state") {
-        why = "donor refused: " + textField(reply->header, "why");
+        why = "donor refused: " + textOr(reply->header, "why", "?");
         return std::nullopt;
     }
     StateInfo info;
@@ -119,10 +106,10 @@ bool DonorDownload::fetchPart(const StateInfo &info, std::uint32_t k, StateSnaps
     std::optional<ServiceReply> part;
     while ((part = client.receive(options.partTimeout, count * sizeof(float), &stop))) {
         const auto &h = part->header;
-        if (h.at("t") == "part" && textField(h, "i") == info.snapshotId && integerField(h, "k") == static_cast<long>(k))
+        if (h.at("t") == "part" && textOr(h, "i", "") == info.snapshotId && integerOr(h, "k", -1) == static_cast<long>(k))
             break;
         if (h.at("t") == "refuse") {
-            why = "donor stopped serving: " + textField(h, "why");
+            why = "donor stopped serving: " + textOr(h, "why", "?");
             return false;
         }
     }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace dedloc {
@@ -272,6 +273,11 @@ GroupInfo groupFromJson(const json &j)
                 throw ProtocolError("peer " + member.peerId + " appears twice in the group");
         g.members.push_back(std::move(member));
     }
+    // Every member computes the shard sizes from these bandwidths: a group in which nobody can
+    // reduce a shard (all client mode or bandwidth 0) cannot average anything.
+    if (std::none_of(g.members.begin(), g.members.end(),
+                     [](const GroupMember &m) { return !m.endpoint.empty() && m.bandwidth != 0.0; }))
+        throw ProtocolError("no member of the group can reduce a shard");
     return g;
 }
 
@@ -300,6 +306,27 @@ std::string schemaHash(const std::string &runId, long long elements, const std::
 {
     const auto description = runId + "|" + what + "|" + std::to_string(elements);
     return sha256Hex(description.data(), description.size()).substr(0, 16);
+}
+
+std::string textOr(const json &message, const char *key, const std::string &fallback)
+{
+    const auto it = message.find(key);
+    return it != message.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+double numberOr(const json &message, const char *key, double fallback)
+{
+    const auto it = message.find(key);
+    if (it == message.end() || !it->is_number())
+        return fallback;
+    const double x = it->get<double>();
+    return std::isfinite(x) ? x : fallback;
+}
+
+long integerOr(const json &message, const char *key, long fallback)
+{
+    const auto it = message.find(key);
+    return it != message.end() && it->is_number_integer() ? it->get<long>() : fallback;
 }
 
 } // namespace dedloc

@@ -108,6 +108,12 @@ struct StateInfo {
 // download allocates.
 [[nodiscard]] StateInfo stateInfoFromJson(const nlohmann::json &message, std::uint64_t expectedElements);
 
+// A field of a peer's reply read without trusting its type (a hostile peer may send any): the
+// text, or `fallback` when the field is missing or not text; the number likewise (finite only).
+[[nodiscard]] std::string textOr(const nlohmann::json &message, const char *key, const std::string &fallback);
+[[nodiscard]] double numberOr(const nlohmann::json &message, const char *key, double fallback);
+[[nodiscard]] long integerOr(const nlohmann::json &message, const char *key, long fallback);
+
 // Hex digest (16 characters) of a tensor layout description; peers only group with equal ones.
 [[nodiscard]] std::string schemaHash(const std::string &runId, long long elements, const std::string &what);
 

@@ -1,5 +1,9 @@
 #include "peer/CollaborativeStep.h"
 
+#include "util/Error.h"
+#include "util/Log.h"
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -60,7 +64,7 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
     out.localSamples = trainer.accumulatedSamples();
     if (!group) {
         if (out.localSamples == 0)
-            return std::nullopt;
+            return std::nullopt; // (a non-finite local gradient is skipped by applyStep itself)
         out.result = trainer.applyStep();
         out.batchSamples = out.localSamples;
         out.status = "fell back to local gradients: " + whyAlone;
@@ -68,7 +72,22 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
     }
     auto gradient = trainer.meanGradientFlat();
     options.myWeight = static_cast<double>(out.localSamples);
-    out.report = allReduce.run(group->info.groupId, group->info.members, group->myIndex, gradient, options);
+    if (!std::all_of(gradient.begin(), gradient.end(), [](float x) { return std::isfinite(x); })) {
+        // As the solo trainer skips such a step: this peer's contribution is dropped (weight 0,
+        // zeros on the wire), the group still averages the others' gradients.
+        log::warning("swarm", "the local gradient is not finite (overflow?): this peer contributes nothing to this step");
+        std::fill(gradient.begin(), gradient.end(), 0.0F);
+        options.myWeight = 0.0;
+        out.localSamples = 0;
+    }
+    try {
+        out.report = allReduce.run(group->info.groupId, group->info.members, group->myIndex, gradient, options);
+    } catch (const Error &e) {
+        // A group no round can run in (a leader's invalid member list): no averaging this step.
+        log::warning("swarm", std::string("averaging round not run: ") + e.what());
+        return applyCollaborativeStep(trainer, allReduce, std::nullopt, std::string("round not run: ") + e.what(),
+                                      options);
+    }
     // The group's weight is the samples of the whole batch once every shard arrived.
     out.batchSamples = out.report.groupWeight > 0 ? static_cast<long>(std::llround(out.report.groupWeight))
                                                   : out.localSamples;

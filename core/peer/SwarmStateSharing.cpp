@@ -61,6 +61,8 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
 {
     AllReduceOptions o;
     o.codec = manifest->compression;
+    // An honest sender stops computing when the swarm's samples reach the target batch.
+    o.maxWeight = 2.0 * manifest->training.targetBatchSize;
     o.senderTimeout = opt.senderTimeout;
     o.reducerTimeout = opt.reducerTimeout;
     o.upload = &upload;
