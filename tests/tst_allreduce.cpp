@@ -1,9 +1,10 @@
 // Butterfly all-reduce over ZeroMQ on loopback (core/averaging/ButterflyAllReduce.h): members are
 // threads of this process, each with its own endpoint, talking over TCP on 127.0.0.1.
-#include "net/DataPlaneSecurity.h"
-#include "net/WireMessage.h"
-#include "security/AccessToken.h"
+#include "AllReduceSwarm.h"
+#include "RogueMember.h"
 #include "averaging/ButterflyAllReduce.h"
+#include "net/DataPlaneSecurity.h"
+#include "security/AccessToken.h"
 #include "util/Clock.h"
 
 #include <QtTest>
@@ -12,98 +13,11 @@
 #include <zmq_addon.hpp>
 
 #include <chrono>
-#include <cstring>
 #include <limits>
-#include <random>
 #include <thread>
 
 using namespace dedloc;
-
-namespace {
-
-std::vector<float> randomVector(std::size_t n, unsigned seed)
-{
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0F, 1.0F);
-    std::vector<float> v(n);
-    for (auto &x : v)
-        x = d(rng);
-    return v;
-}
-
-struct Swarm {
-    std::vector<std::unique_ptr<AllReduceEndpoint>> endpoints;
-    std::vector<GroupMember> members;
-    std::vector<std::vector<float>> values;
-    std::vector<AllReduceReport> reports;
-
-    std::vector<PeerIdentity> identities;
-
-    // reachable[i] false: client mode. weights[i] 0: auxiliary. `security[i]` (if given and not
-    // null): member i's CurveZMQ setup; the member list then carries identities[i]'s key.
-    Swarm(const std::vector<bool> &reachable, const std::vector<double> &weights, std::size_t elements,
-          const std::vector<std::shared_ptr<DataPlaneSecurity>> &security = {}, std::vector<PeerIdentity> ids = {})
-        : identities(std::move(ids))
-    {
-        for (std::size_t i = 0; i < reachable.size(); ++i) {
-            const auto secure = i < security.size() ? security[i] : nullptr;
-            endpoints.push_back(std::make_unique<AllReduceEndpoint>(reachable[i], "tcp://127.0.0.1:*", secure));
-            members.push_back({"peer" + std::to_string(i), endpoints.back()->endpoint(), 1.0, weights[i],
-                               i < identities.size() ? identities[i].publicKey() : std::array<unsigned char, 32>{}});
-            values.push_back(randomVector(elements, 100 + static_cast<unsigned>(i)));
-        }
-        reports.resize(reachable.size());
-    }
-
-    std::vector<double> expectedAverage(const std::vector<std::size_t> &contributors) const
-    {
-        std::vector<double> avg(values[0].size(), 0.0);
-        double total = 0.0;
-        for (auto i : contributors) {
-            for (std::size_t k = 0; k < avg.size(); ++k)
-                avg[k] += members[i].weight * values[i][k];
-            total += members[i].weight;
-        }
-        for (auto &x : avg)
-            x /= total;
-        return avg;
-    }
-
-    void run(const AllReduceOptions &options, const std::vector<std::size_t> &participants)
-    {
-        std::vector<std::thread> threads;
-        for (auto i : participants)
-            threads.emplace_back([this, i, &options] {
-                reports[i] = endpoints[i]->run("group-1", members, i, values[i], options);
-            });
-        for (auto &t : threads)
-            t.join();
-    }
-};
-
-bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b)
-{
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-bool closeTo(const std::vector<float> &values, const std::vector<double> &expected, std::size_t begin, std::size_t end)
-{
-    for (std::size_t k = begin; k < end; ++k)
-        if (!(std::abs(values[k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k]))))
-            return false;
-    return true;
-}
-
-std::vector<PeerIdentity> identities(std::size_t n)
-{
-    std::vector<PeerIdentity> out;
-    for (std::size_t i = 0; i < n; ++i)
-        out.push_back(PeerIdentity::generate());
-    return out;
-}
-
-
-} // namespace
+using namespace dedloc::test;
 
 class TestAllReduce final : public QObject {
     Q_OBJECT
@@ -386,55 +300,21 @@ private Q_SLOTS:
         const std::vector<float> poison(PartElements, std::numeric_limits<float>::quiet_NaN());
 
         // The rogue member 2: its own CURVE ROUTER (as the group lists it) and DEALERs to 0 and 1.
-        const DataPlaneSecurity rogueSecurity(ids[2], AccessPolicy{});
-        zmq::context_t ctx;
-        const auto zap = rogueSecurity.startZap(ctx);
-        zmq::socket_t router(ctx, zmq::socket_type::router);
-        router.set(zmq::sockopt::linger, 0);
-        rogueSecurity.configureServer(router);
-        router.bind("tcp://127.0.0.1:*");
-        s.members[2].endpoint = router.get(zmq::sockopt::last_endpoint);
-        std::vector<zmq::socket_t> dealers;
-        for (std::size_t j : {0, 1}) {
-            dealers.emplace_back(ctx, zmq::socket_type::dealer);
-            dealers.back().set(zmq::sockopt::linger, 0);
-            rogueSecurity.configureClient(dealers.back(), ids[j].publicKey());
-            dealers.back().connect(s.members[j].endpoint);
+        RogueMember rogue(ids[2], "group-1", 2, 3, ShardElements, PartElements);
+        s.members[2].endpoint = rogue.endpoint();
+        std::vector<RoguePart> parts;
+        for (std::uint32_t j = 0; j < 2; ++j) {
+            rogue.connect(j, s.members[j].endpoint, ids[j].publicKey());
+            for (std::uint32_t p = 0; p < 2; ++p)
+                parts.push_back({j, p, 2, p * PartElements, poison, 2.0});
         }
-        std::atomic<bool> done{false};
-        std::thread rogue([&] {
-            for (std::uint32_t j = 0; j < 2; ++j)
-                for (std::uint32_t p = 0; p < 2; ++p) {
-                    const ShardHeader h{MessageType::Part, "group-1", 2, j, p, 2, p * PartElements, PartElements, 2.0,
-                                        Compression::None};
-                    const auto header = encodeShardHeader(h);
-                    std::array<zmq::message_t, 2> frames{zmq::message_t(header.data(), header.size()),
-                                                         zmq::message_t(poison.data(), poison.size() * sizeof(float))};
-                    zmq::send_multipart(dealers[j], frames);
-                }
-            const ShardSchema schema{"group-1", 3, ShardElements, PartElements, Compression::None};
-            while (!done.load()) {
-                std::vector<zmq::message_t> in;
-                zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
-                zmq::poll(&item, 1, std::chrono::milliseconds(20));
-                if (!(item.revents & ZMQ_POLLIN) || !zmq::recv_multipart(router, std::back_inserter(in)) || in.size() != 3)
-                    continue;
-                const auto part = parseShardHeader({in[1].data<std::uint8_t>(), in[1].size()}, schema);
-                const ShardHeader h{MessageType::Result, "group-1", 2, 2, part.part, part.parts, part.offset, part.count,
-                                    6.0, Compression::None};
-                const auto header = encodeShardHeader(h);
-                std::array<zmq::message_t, 3> frames{std::move(in[0]), zmq::message_t(header.data(), header.size()),
-                                                     zmq::message_t(poison.data(), part.count * sizeof(float))};
-                zmq::send_multipart(router, frames);
-            }
-        });
+        rogue.start(parts, RogueAnswer{std::numeric_limits<float>::quiet_NaN(), 6.0});
         AllReduceOptions o;
         o.partElements = PartElements;
         o.senderTimeout = 1.0;
         o.reducerTimeout = 1.5;
         s.run(o, {0, 1});
-        done = true;
-        rogue.join();
+        rogue.stop();
         for (std::size_t i : {0, 1}) {
             const auto &r = s.reports[i];
             QCOMPARE(r.offences.size(), std::size_t(1));

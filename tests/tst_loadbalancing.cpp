@@ -4,7 +4,13 @@
 
 #include <QtTest>
 
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <limits>
+#include <memory>
 #include <numeric>
+#include <thread>
 
 using namespace dedloc;
 using Shards = std::vector<std::int64_t>;
@@ -12,6 +18,51 @@ using Bandwidths = std::vector<double>;
 
 Q_DECLARE_METATYPE(Shards)
 Q_DECLARE_METATYPE(Bandwidths)
+
+namespace {
+
+// What balanceShards returned on a thread of its own: `finished` false when it had not returned
+// within 5 s (a loop that never ends fails the test instead of hanging it; the thread is left
+// running, detached, until the process exits), else the shards or the text of what it threw.
+struct Outcome {
+    bool finished = false;
+    Shards shards;
+    QString error;
+};
+
+Outcome balanceGuarded(std::int64_t elements, const Bandwidths &bandwidths, std::int64_t minShard = 0)
+{
+    auto promise = std::make_shared<std::promise<Shards>>();
+    auto future = promise->get_future();
+    std::thread([promise, elements, bandwidths, minShard] {
+        try {
+            promise->set_value(balanceShards(elements, bandwidths, minShard));
+        } catch (...) {
+            promise->set_exception(std::current_exception());
+        }
+    }).detach();
+    if (future.wait_for(std::chrono::seconds(5)) != std::future_status::ready)
+        return {};
+    try {
+        return {true, future.get(), {}};
+    } catch (const std::exception &e) {
+        return {true, {}, QString::fromUtf8(e.what())};
+    }
+}
+
+QString describe(const Outcome &o)
+{
+    if (!o.finished)
+        return QStringLiteral("balanceShards did not return within 5 s");
+    if (!o.error.isEmpty())
+        return QStringLiteral("balanceShards threw: ") + o.error;
+    QStringList sizes;
+    for (auto x : o.shards)
+        sizes << QString::number(x);
+    return sizes.join(QLatin1Char(' '));
+}
+
+} // namespace
 
 class TestLoadBalancing final : public QObject {
     Q_OBJECT
@@ -75,6 +126,72 @@ private Q_SLOTS:
             for (auto x : s)
                 QVERIFY(x >= 0);
         }
+    }
+
+    // Claims so large that their sum overflows to infinity: each counts as MaxDeclaredBandwidth,
+    // so two such members (or one beside a member whose bandwidth is unknown, which takes the
+    // known members' mean) split the vector equally, and the counts still sum to `elements`.
+    void hugeClaimsStillSumExactly_data()
+    {
+        QTest::addColumn<Bandwidths>("bandwidths");
+        QTest::newRow("two huge claims") << Bandwidths{1e308, 1e308};
+        QTest::newRow("unknown leader beside a huge claim") << Bandwidths{-1, 1e308};
+    }
+    void hugeClaimsStillSumExactly()
+    {
+        QFETCH(Bandwidths, bandwidths);
+        const auto o = balanceGuarded(1001, bandwidths);
+        QVERIFY2(o.finished && o.error.isEmpty(), qPrintable(describe(o)));
+        QCOMPARE(std::accumulate(o.shards.begin(), o.shards.end(), std::int64_t{0}), std::int64_t{1001});
+        QCOMPARE(o.shards, (Shards{501, 500}));
+    }
+
+    // A claim above MaxDeclaredBandwidth gets exactly what a claim of MaxDeclaredBandwidth gets,
+    // and so do the honest members beside it. Expected shards from the water level of the header
+    // (n = 3: w_i = clamp(T b_i - 1, 0, 1); n = 2: in proportion to bandwidth), with b = 1e5:
+    //   {1e5, 10, 10}: the fast member alone reaches T = 2e-5 before the others start: all of it;
+    //   {1e5, 10}: 1e5 / 100010 and 10 / 100010 of 100010 elements;
+    //   {1e5, 8e4, 8e4}: T = 1 / 65000, w = {7, 3, 3} / 13 of 13000 elements.
+    void outsizedClaimCountsAsTheBound_data()
+    {
+        QTest::addColumn<qint64>("elements");
+        QTest::addColumn<Bandwidths>("honest");
+        QTest::addColumn<Shards>("expected");
+        QTest::newRow("beside 10 and 10") << qint64(1000) << Bandwidths{10, 10} << Shards{1000, 0, 0};
+        QTest::newRow("beside 10") << qint64(100010) << Bandwidths{10} << Shards{100000, 10};
+        QTest::newRow("beside 8e4 and 8e4") << qint64(13000) << Bandwidths{8e4, 8e4} << Shards{7000, 3000, 3000};
+    }
+    void outsizedClaimCountsAsTheBound()
+    {
+        QFETCH(qint64, elements);
+        QFETCH(Bandwidths, honest);
+        QFETCH(Shards, expected);
+        Bandwidths atBound{MaxDeclaredBandwidth}, outsized{1e300};
+        atBound.insert(atBound.end(), honest.begin(), honest.end());
+        outsized.insert(outsized.end(), honest.begin(), honest.end());
+        const auto bound = balanceGuarded(elements, atBound);
+        const auto claimed = balanceGuarded(elements, outsized);
+        QVERIFY2(bound.finished && bound.error.isEmpty(), qPrintable(describe(bound)));
+        QVERIFY2(claimed.finished && claimed.error.isEmpty(), qPrintable(describe(claimed)));
+        QCOMPARE(bound.shards, expected);
+        QCOMPARE(claimed.shards, expected);
+    }
+
+    // NaN and +inf are no bandwidths: they count as unknown (-1), i.e. the mean of the known
+    // ones. {unknown, 1, 3} -> {2, 1, 3}: T = 3 / 5, w = {0.2, 0, 0.8}.
+    void nonFiniteClaimsCountAsUnknown_data()
+    {
+        QTest::addColumn<double>("claim");
+        QTest::newRow("NaN") << std::numeric_limits<double>::quiet_NaN();
+        QTest::newRow("+inf") << std::numeric_limits<double>::infinity();
+        QTest::newRow("-1 (unknown)") << -1.0;
+    }
+    void nonFiniteClaimsCountAsUnknown()
+    {
+        QFETCH(double, claim);
+        const auto o = balanceGuarded(100, {claim, 1, 3});
+        QVERIFY2(o.finished && o.error.isEmpty(), qPrintable(describe(o)));
+        QCOMPARE(o.shards, (Shards{20, 0, 80}));
     }
 
     void noReducerIsAnError()

@@ -9,11 +9,17 @@
 #include <QTest>
 #include <QThread>
 
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
 #include <chrono>
 #include <future>
 #include <memory>
+#include <thread>
 
 using namespace dedloc;
+using nlohmann::json;
 
 namespace {
 
@@ -58,6 +64,144 @@ double seconds(std::chrono::steady_clock::time_point since)
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
+
+using Replies = std::vector<std::vector<std::uint8_t>>;
+
+// A leader written by hand: a real declaration on the DHT and a plain ROUTER as its service
+// socket. Every join it receives is counted and answered with what `script` returns for it, in
+// order.
+struct FakeLeader {
+    using Script = std::function<Replies(const FakeLeader &, const JoinRequest &)>;
+
+    PeerIdentity identity = PeerIdentity::generate();
+    DhtNode dht{identity};
+    zmq::context_t context;
+    zmq::socket_t router{context, zmq::socket_type::router}; // used by `thread` only, once it runs
+    std::string endpoint;
+    std::atomic<int> joins{0};
+    std::atomic<bool> done{false};
+    std::thread thread;
+
+    explicit FakeLeader(Script script)
+    {
+        router.set(zmq::sockopt::linger, 0);
+        router.bind("tcp://127.0.0.1:*");
+        endpoint = router.get(zmq::sockopt::last_endpoint);
+        thread = std::thread([this, script = std::move(script)] { serve(script); });
+    }
+    ~FakeLeader()
+    {
+        done = true;
+        thread.join();
+    }
+
+    // Its declaration for (epoch, schema) in run "mm-test", gathering until `deadline`.
+    bool declare(long epoch, const std::string &schema, double deadline)
+    {
+        const Declaration d{identity.peerId(), epoch, schema, endpoint, deadline, false, {}};
+        return dht.publish(runKey("mm-test", "mm/" + std::to_string(epoch) + "/" + schema), encodeDeclaration(d), 30.0);
+    }
+
+    // As BEGIN lists it: reachable, so that the group has a reducer.
+    GroupMember asMember() const { return {identity.peerId(), "tcp://127.0.0.1:9", -1.0, 1.0, identity.publicKey()}; }
+
+  private:
+    void serve(const Script &script)
+    {
+        while (!done.load()) {
+            zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+            zmq::poll(&item, 1, std::chrono::milliseconds(20));
+            std::vector<zmq::message_t> in;
+            if (!(item.revents & ZMQ_POLLIN) || !zmq::recv_multipart(router, std::back_inserter(in)) || in.size() != 2)
+                continue;
+            JoinRequest join;
+            try {
+                join = joinFromJson(parseServiceMessage({in[1].data<std::uint8_t>(), in[1].size()}));
+            } catch (const ProtocolError &) {
+                continue;
+            }
+            ++joins;
+            for (const auto &reply : script(*this, join)) {
+                std::array<zmq::message_t, 2> frames{zmq::message_t(in[0].data(), in[0].size()),
+                                                     zmq::message_t(reply.data(), reply.size())};
+                zmq::send_multipart(router, frames);
+            }
+        }
+    }
+};
+
+// A client-mode peer (it only asks, never leads) whose DHT node knows the fake leader's.
+std::unique_ptr<Peer> followerOf(FakeLeader &leader, const MatchmakingOptions &options)
+{
+    auto p = std::make_unique<Peer>();
+    p->dht = std::make_unique<DhtNode>(p->identity);
+    p->dht->bootstrap("127.0.0.1:" + std::to_string(leader.dht.port()));
+    p->dht->waitForNodes(1, 5.0);
+    leader.dht.waitForNodes(1, 5.0);
+    MatchSelf self{p->identity.peerId(), "mm-test", "", -1.0, true, true, p->identity.publicKey()};
+    p->matchmaker = std::make_unique<Matchmaker>(*p->dht, nullptr, self, options);
+    return p;
+}
+
+struct Outcome {
+    bool finished = false; // formGroup returned within its bound (window + 2 request timeouts) + 10 s
+    std::optional<FormedGroup> group;
+    std::string why;
+    std::string thrown; // what escaped formGroup, if anything
+};
+
+// formGroup for (3, "s") on a thread, so that neither an exception nor a search that does not end
+// takes the test down: past the bound it is stopped and reported as not finished.
+Outcome formGroupGuarded(Matchmaker &m, const MatchmakingOptions &o)
+{
+    std::atomic<bool> stop{false};
+    auto f = std::async(std::launch::async, [&] {
+        Outcome out;
+        try {
+            out.group = m.formGroup(3, "s", [] { return std::size_t(2); }, stop, &out.why);
+        } catch (const std::exception &e) {
+            out.thrown = e.what();
+        }
+        return out;
+    });
+    const bool finished =
+        f.wait_for(std::chrono::duration<double>(o.window + 2 * o.requestTimeout + 10.0)) == std::future_status::ready;
+    stop = true;
+    auto out = f.get();
+    out.finished = finished;
+    return out;
+}
+
+std::vector<std::uint8_t> message(const std::string &type, const json &fields)
+{
+    return encodeServiceMessage(type, fields);
+}
+
+// Replies whose fields have the wrong types; what the follower must make of them.
+struct MistypedReply {
+    const char *name;
+    FakeLeader::Script script;
+    bool forms;         // a group forms
+    const char *reason; // in the follower's reason when none does
+};
+const std::vector<MistypedReply> mistypedReplies = {
+    {"accept with a text deadline",
+     [](const FakeLeader &l, const JoinRequest &j) {
+         const GroupInfo g{"e3-fake", 3, {l.asMember(), {j.peerId, "", 0.0, 1.0, j.publicKey}}};
+         return Replies{message("accept", {{"d", "soon"}}), message("begin", groupToJson(g))};
+     },
+     true, ""},
+    {"refuse with a numeric reason",
+     [](const FakeLeader &, const JoinRequest &) {
+         return Replies{message("refuse", {{"why", 42}})};
+     },
+     false, "refused: ?"},
+    {"disband with a numeric reason",
+     [](const FakeLeader &, const JoinRequest &) {
+         return Replies{message("accept", {{"d", unixNow() + 1.0}}), message("disband", {{"why", 7}})};
+     },
+     false, "disbanded: ?"},
+};
 
 } // namespace
 
@@ -182,6 +326,78 @@ private Q_SLOTS:
         QVERIFY(!fa.get());
         QVERIFY(!fb.get());
         QVERIFY2(QString::fromStdString(whyA).contains(QStringLiteral("refused: banned")), whyA.c_str());
+    }
+
+    // A leader that accepts a join and then never sends BEGIN may be holding the follower on
+    // purpose: after waiting out the deadline it gave (`d`, 0.2 s away) plus the request timeout,
+    // the follower does not ask it again in this epoch, although its declaration stays valid and
+    // the follower's own window (4 s) leaves time to.
+    void leaderThatNeverBeginsIsAskedOnce()
+    {
+        FakeLeader leader([](const FakeLeader &, const JoinRequest &) {
+            return Replies{message("accept", {{"d", unixNow() + 0.2}})};
+        });
+        auto options = fastOptions();
+        options.window = 4.0;
+        auto follower = followerOf(leader, options);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+        QVERIFY(!out.group);
+        QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("never began")), out.why.c_str());
+        QCOMPARE(leader.joins.load(), 1);
+    }
+
+    // A BEGIN that lists the follower and another peer but not the leader that sent it is
+    // refused (the follower would average with peers nobody vouched for), and that leader is
+    // not asked again in this epoch.
+    void beginWithoutTheLeaderIsRefused()
+    {
+        const auto stranger = PeerIdentity::generate();
+        FakeLeader leader([&stranger](const FakeLeader &, const JoinRequest &j) {
+            const GroupInfo g{"e3-fake",
+                              3,
+                              {{stranger.peerId(), "tcp://127.0.0.1:8", -1.0, 1.0, stranger.publicKey()},
+                               {j.peerId, "", 0.0, 1.0, j.publicKey}}};
+            return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
+        });
+        const auto options = fastOptions();
+        auto follower = followerOf(leader, options);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+        QVERIFY(!out.group);
+        QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("does not list the leader")), out.why.c_str());
+        QCOMPARE(leader.joins.load(), 1);
+    }
+
+    // A leader's reply with a field of the wrong type never throws out of formGroup: a
+    // deadline that is no number falls back to the declared one (and the group still forms), a
+    // reason that is no text reads "?".
+    void mistypedRepliesDoNotThrow_data()
+    {
+        QTest::addColumn<int>("which");
+        for (std::size_t i = 0; i < mistypedReplies.size(); ++i)
+            QTest::newRow(mistypedReplies[i].name) << static_cast<int>(i);
+    }
+    void mistypedRepliesDoNotThrow()
+    {
+        QFETCH(int, which);
+        const auto &c = mistypedReplies[static_cast<std::size_t>(which)];
+        FakeLeader leader(c.script);
+        const auto options = fastOptions();
+        auto follower = followerOf(leader, options);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+        QCOMPARE(out.group.has_value(), c.forms);
+        if (c.forms) {
+            QCOMPARE(out.group->info.groupId, std::string("e3-fake"));
+            QCOMPARE(out.group->info.members[out.group->myIndex].peerId, follower->identity.peerId());
+            QVERIFY(!out.group->leader);
+        } else {
+            QVERIFY2(QString::fromStdString(out.why).contains(QLatin1String(c.reason)), out.why.c_str());
+        }
     }
 
     // `stop` ends a search at once.

@@ -169,6 +169,9 @@ const std::vector<Refusal> groupCases = {
     {"member sender as int", [](json &j) { j["m"][0]["x"] = 1; }, "\"x\" is not a boolean"},
     {"member without role", [](json &j) { j["m"][2]["x"] = false; }, "neither a shard nor gradients"},
     {"duplicate member", [](json &j) { j["m"][2] = j["m"][0]; }, "appears twice in the group"},
+    {"nobody reduces", [](json &j) { j["m"][0]["b"] = j["m"][1]["b"] = 0.0; }, "no member of the group can reduce"},
+    {"nobody has an endpoint", [](json &j) { j["m"][1]["x"] = true, j["m"][0]["a"] = j["m"][1]["a"] = ""; },
+     "no member of the group can reduce a shard"},
 };
 
 // 10 elements in parts of 4: 4 + 4 + 2.

@@ -31,6 +31,7 @@
 //
 // Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
 // time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
+#include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
 #include "net/TokenBucket.h"
 
@@ -44,16 +45,6 @@
 namespace dedloc {
 
 class DataPlaneSecurity;
-
-struct GroupMember {
-    std::string peerId;
-    std::string endpoint;    // ZeroMQ endpoint of its ROUTER ("tcp://127.0.0.1:5555"); empty: client mode
-    double bandwidth = -1.0; // for shard sizes; < 0 unknown, 0 reduces nothing (forced for client mode)
-    double weight = 0.0;     // samples contributed; 0: auxiliary (averages only)
-    // Its Ed25519 identity key (the peer id derives from it): the CURVE server key of its ROUTER
-    // and the key its own connections authenticate with. Required when the endpoint is secured.
-    std::array<unsigned char, 32> publicKey{};
-};
 
 struct AllReduceOptions {
     Compression codec = Compression::None;

@@ -18,7 +18,9 @@
 // Bandwidth conventions: a negative or non-finite value means unknown and is replaced by the mean
 // of the known positive ones (none known: equal shards); 0 means the peer reduces nothing (client
 // mode) and does not count as a known bandwidth; a claim above MaxDeclaredBandwidth is clipped to
-// it, so that no declared figure can take a whole vector or break the arithmetic.
+// it, so that no declared figure can break the arithmetic (overflow, NaN, a remainder loop that
+// never ends). A clipped claim still takes a large share (the whole vector against claims n - 1
+// times smaller): only measured rates bound a liar's share.
 // Reference cases (hivemind's tests): 60 elements, [0.55, 0.44, 0.40], min 10 -> [41, 19, 0];
 // [0.32, 0.55, 0.44] -> [0, 40, 20]; 100 elements, two unknown -> [50, 50].
 // Pure function; throws dedloc::Error when no peer can reduce (all bandwidths 0) or n == 0.

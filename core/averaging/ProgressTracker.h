@@ -19,26 +19,13 @@
 // Times are seconds on the caller's clock (Unix time; records carry the sender's clock, and a
 // record more than `allowedClockSkew` in the future is refused). Pure logic, no I/O, no clock of
 // its own: tests inject `now`. Not thread-safe; owned by the swarm's control thread.
-#include "averaging/PeerRole.h"
+#include "averaging/SwarmMessages.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
 namespace dedloc {
-
-struct ProgressRecord {
-    std::string peerId;
-    long epoch = 0;                 // optimizer steps this peer has applied
-    long samplesAccumulated = 0;    // since its last step
-    double samplesPerSecond = 0.0;  // exponential moving average (alpha ~0.1)
-    double time = 0.0;              // when the record was made (sender's clock, seconds)
-    double expiresAt = 0.0;         // time + ~60 s: a silent peer drops out by itself
-    bool clientMode = false;
-    PeerRole role = PeerRole::Trainer;
-    bool paused = false;            // a paused peer reports 0 samples and 0 samples/s
-    std::string accessToken;        // closed runs: the peer's access token ("" in open runs)
-};
 
 struct TrackerOptions {
     long targetBatchSize = 4096;       // samples per global step

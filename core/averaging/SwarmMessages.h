@@ -21,10 +21,10 @@
 //   part?  {i, k: part} -> part {i, k} + frame of q (last: the rest) fp32 little-endian values
 // Every parser checks presence, types and ranges before anything is allocated and throws
 // ProtocolError (net/WireMessage.h) with the reason. Pure functions; thread-safe.
+// The format depends on no algorithm: the tracker, the matchmaker and the all-reduce include it.
 #include "net/DhtNode.h"
 #include "net/WireMessage.h"
-#include "averaging/ButterflyAllReduce.h"
-#include "averaging/ProgressTracker.h"
+#include "averaging/PeerRole.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -41,6 +41,21 @@ inline constexpr std::size_t MaxGroupMembers = 256;
 inline constexpr int ServiceProtocolVersion = 1;
 
 // --- DHT payloads -------------------------------------------------------------------------
+
+// A peer's progress toward the current global batch (DeDLOC section 3.1), as published under
+// runKey(run, "progress") and kept by averaging/ProgressTracker.h.
+struct ProgressRecord {
+    std::string peerId;
+    long epoch = 0;                 // optimizer steps this peer has applied
+    long samplesAccumulated = 0;    // since its last step
+    double samplesPerSecond = 0.0;  // exponential moving average (alpha ~0.1)
+    double time = 0.0;              // when the record was made (sender's clock, seconds)
+    double expiresAt = 0.0;         // time + ~60 s: a silent peer drops out by itself
+    bool clientMode = false;
+    PeerRole role = PeerRole::Trainer;
+    bool paused = false;            // a paused peer reports 0 samples and 0 samples/s
+    std::string accessToken;        // closed runs: the peer's access token ("" in open runs)
+};
 
 [[nodiscard]] std::string encodeProgress(const ProgressRecord &record);
 // peerId, time and expiresAt come from the verified signed record, not from the payload.
@@ -79,6 +94,18 @@ struct JoinRequest {
     bool clientMode = false;
     bool sender = true;             // false: auxiliary (reduces, sends no gradients)
     std::array<unsigned char, 32> publicKey{}; // Ed25519 identity key; its peer id must be peerId
+};
+
+// One member of an averaging group, as the leader's BEGIN lists it and the butterfly all-reduce
+// (averaging/ButterflyAllReduce.h) uses it.
+struct GroupMember {
+    std::string peerId;
+    std::string endpoint;    // ZeroMQ endpoint of its ROUTER ("tcp://127.0.0.1:5555"); empty: client mode
+    double bandwidth = -1.0; // for shard sizes; < 0 unknown, 0 reduces nothing (forced for client mode)
+    double weight = 0.0;     // samples contributed; 0: auxiliary (averages only)
+    // Its Ed25519 identity key (the peer id derives from it): the CURVE server key of its ROUTER
+    // and the key its own connections authenticate with. Required when the endpoint is secured.
+    std::array<unsigned char, 32> publicKey{};
 };
 
 struct GroupInfo {

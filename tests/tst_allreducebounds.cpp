@@ -1,0 +1,144 @@
+// Weight bounds of the butterfly all-reduce (AllReduceOptions::maxWeight,
+// core/averaging/ButterflyAllReduce.h): a member that claims more samples than any sender may
+// have is refused on its own authenticated links and named as the offender, and the honest
+// members average without it. Member 2 of each group here is hand-written (support/RogueMember.h).
+#include "AllReduceSwarm.h"
+#include "RogueMember.h"
+#include "averaging/ButterflyAllReduce.h"
+#include "net/DataPlaneSecurity.h"
+
+#include <QtTest>
+
+#include <algorithm>
+
+using namespace dedloc;
+using namespace dedloc::test;
+
+namespace {
+
+// 6000 elements, 3 equal shards of 2 parts of 1000: shard j is [2000 j, 2000 j + 2000).
+constexpr std::size_t PartElements = 1000, ShardElements = 2000;
+// Per sender; member 1's honest weight (3) is exactly at the bound and must pass.
+constexpr double MaxWeight = 3.0;
+
+// Members 0 and 1 honest, with weights 1 and 3; member 2 the rogue, listed with weight 2.
+struct BoundedGroup {
+    std::vector<PeerIdentity> ids = identities(3);
+    Swarm swarm{{true, true, true},
+                {1.0, 3.0, 2.0},
+                3 * ShardElements,
+                {std::make_shared<DataPlaneSecurity>(ids[0], AccessPolicy{}),
+                 std::make_shared<DataPlaneSecurity>(ids[1], AccessPolicy{})},
+                ids};
+    RogueMember rogue{ids[2], "group-1", 2, 3, ShardElements, PartElements};
+
+    BoundedGroup()
+    {
+        swarm.members[2].endpoint = rogue.endpoint();
+        for (std::uint32_t j = 0; j < 2; ++j)
+            rogue.connect(j, swarm.members[j].endpoint, ids[j].publicKey());
+    }
+
+    // The rogue's PARTs for shards 0 and 1: its own values, with the weight it claims.
+    std::vector<RoguePart> roguePartsClaiming(double weight) const
+    {
+        std::vector<RoguePart> parts;
+        const auto &mine = swarm.values[2];
+        for (std::uint32_t j = 0; j < 2; ++j)
+            for (std::uint32_t p = 0; p < 2; ++p) {
+                const auto begin = mine.begin() + static_cast<std::ptrdiff_t>(j * ShardElements + p * PartElements);
+                parts.push_back({j, p, 2, p * PartElements, {begin, begin + PartElements}, weight});
+            }
+        return parts;
+    }
+
+    // One round of the honest members 0 and 1 with the bound set; the rogue stops after it.
+    void run()
+    {
+        AllReduceOptions o;
+        o.partElements = PartElements;
+        o.maxWeight = MaxWeight;
+        o.senderTimeout = 1.0;
+        o.reducerTimeout = 1.5;
+        swarm.run(o, {0, 1});
+        rogue.stop();
+    }
+};
+
+bool unchanged(const std::vector<float> &values, const std::vector<float> &local, std::size_t begin)
+{
+    return std::equal(values.begin() + static_cast<std::ptrdiff_t>(begin), values.end(),
+                      local.begin() + static_cast<std::ptrdiff_t>(begin));
+}
+
+} // namespace
+
+class TestAllReduceBounds final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    // The rogue sends its real values but claims 1e6 samples in its PART headers (the bound is 3)
+    // and stays silent as the reducer of shard 2. Reducers 0 and 1 refuse both of its PARTs,
+    // name it, exclude it and average shards 0 and 1 over members 0 and 1 alone:
+    // (1 x0 + 3 x1) / 4, with a total weight of 4 in their own shard and in the RESULT each
+    // sends the other. A sender whose PARTs were refused gets no RESULT.
+    void partAboveTheWeightBoundIsRefused()
+    {
+        BoundedGroup g;
+        auto &s = g.swarm;
+        const auto expected = s.expectedAverage({0, 1});
+        const auto local = s.values;
+        g.rogue.start(g.roguePartsClaiming(1e6), std::nullopt);
+        g.run();
+        for (std::size_t i : {0, 1}) {
+            const auto &r = s.reports[i];
+            QCOMPARE(r.offences.size(), std::size_t(1));
+            QCOMPARE(r.offences[0].member, std::size_t(2));
+            QCOMPARE(r.offences[0].messages, 2); // its 2 PARTs for this member's shard
+            QVERIFY2(QString::fromStdString(r.offences[0].reason).contains(QStringLiteral("above the bound")),
+                     r.offences[0].reason.c_str());
+            QCOMPARE(r.excludedSenders, std::vector<std::uint32_t>{2});
+            QCOMPARE(r.myShardWeight, 4.0);
+            QCOMPARE(r.groupWeight, 4.0); // member 0's RESULT to 1 and 1's RESULT to 0 included
+            QVERIFY(closeTo(s.values[i], expected, 0, 2 * ShardElements));
+            QVERIFY(unchanged(s.values[i], local[i], 2 * ShardElements)); // shard 2: nobody reduced it
+        }
+        const auto averaged = static_cast<std::ptrdiff_t>(2 * ShardElements); // shards 0 and 1, bitwise equal
+        QVERIFY(std::equal(s.values[0].begin(), s.values[0].begin() + averaged, s.values[1].begin()));
+        QCOMPARE(g.rogue.resultWeights(), std::vector<double>{});
+    }
+
+    // The rogue sends valid PARTs (its listed weight, 2), so it is averaged into shards 0 and 1,
+    // but as the reducer of shard 2 it answers with RESULTs claiming a total weight of 9.5, more
+    // than 3 senders of at most 3 samples each can have. Both honest members refuse them, name
+    // it and keep shard 2 at their local values; the group's weight stays the honest total 6,
+    // which is also what the honest reducers' RESULTs carry (6 > the per-sender bound 3: a
+    // RESULT is bound by the group's size, not by one sender's).
+    void resultAboveTheGroupBoundIsRefused()
+    {
+        BoundedGroup g;
+        auto &s = g.swarm;
+        const auto expected = s.expectedAverage({0, 1, 2});
+        const auto local = s.values;
+        g.rogue.start(g.roguePartsClaiming(2.0), RogueAnswer{0.5F, 9.5});
+        g.run();
+        for (std::size_t i : {0, 1}) {
+            const auto &r = s.reports[i];
+            QCOMPARE(r.offences.size(), std::size_t(1));
+            QCOMPARE(r.offences[0].member, std::size_t(2));
+            QCOMPARE(r.offences[0].messages, 2); // the 2 RESULTs of shard 2
+            QVERIFY2(QString::fromStdString(r.offences[0].reason).contains(QStringLiteral("total weight")),
+                     r.offences[0].reason.c_str());
+            QVERIFY(r.excludedSenders.empty());
+            QVERIFY(!r.complete); // shard 2's results were refused
+            QCOMPARE(r.myShardWeight, 6.0);
+            QCOMPARE(r.groupWeight, 6.0);
+            QVERIFY(closeTo(s.values[i], expected, 0, 2 * ShardElements));
+            QVERIFY(unchanged(s.values[i], local[i], 2 * ShardElements));
+        }
+        QCOMPARE(g.rogue.resultWeights(), std::vector<double>(4, 6.0)); // 2 parts from each of 2 reducers
+    }
+};
+
+QTEST_APPLESS_MAIN(TestAllReduceBounds)
+#include "tst_allreducebounds.moc"
