@@ -27,17 +27,51 @@ using allreduce::RoundContext;
 
 // Parts encoded per pass of the poll loop before it looks at the sockets.
 constexpr int SendBudget = 32;
-// Messages of rounds not started here yet: how many are kept, and for how long.
+// Messages of rounds not started here yet: how many are kept, how many bytes in all, how long.
 constexpr std::size_t PendingLimit = 4096;
+constexpr std::size_t PendingBytes = 64U << 20;
 constexpr auto PendingAge = std::chrono::seconds(120);
 
 // Messages for a group whose round has not started here yet (a faster peer began earlier), with
-// the steady-clock time they arrived: at most PendingLimit, none older than PendingAge.
+// the steady-clock time they arrived: at most PendingLimit of at most PendingBytes in all, none
+// older than PendingAge.
 struct EarlyMessage {
     Clock::time_point arrived;
     std::vector<zmq::message_t> frames;
+    std::size_t bytes = 0;
 };
-using EarlyMessages = std::multimap<std::string, EarlyMessage>;
+struct EarlyMessages {
+    std::multimap<std::string, EarlyMessage> byGroup;
+    std::size_t bytes = 0;
+
+    void add(const std::string &group, std::vector<zmq::message_t> frames)
+    {
+        std::size_t size = 0;
+        for (const auto &f : frames)
+            size += f.size();
+        if (byGroup.size() >= PendingLimit || bytes + size > PendingBytes || group.size() > 64)
+            return;
+        bytes += size;
+        byGroup.emplace(group, EarlyMessage{Clock::now(), std::move(frames), size});
+    }
+    // Removes the messages of `group` (and every message older than PendingAge at `now`).
+    std::vector<std::vector<zmq::message_t>> take(const std::string &group, Clock::time_point now)
+    {
+        std::erase_if(byGroup, [&](const auto &e) {
+            const bool old = now - e.second.arrived > PendingAge;
+            bytes -= old ? e.second.bytes : 0;
+            return old;
+        });
+        std::vector<std::vector<zmq::message_t>> out;
+        auto range = byGroup.equal_range(group);
+        for (auto it = range.first; it != range.second; ++it) {
+            bytes -= it->second.bytes;
+            out.push_back(std::move(it->second.frames));
+        }
+        byGroup.erase(range.first, range.second);
+        return out;
+    }
+};
 
 // Checks the arguments and lays out the round: shard sizes (balanceShards from the bandwidths;
 // client-mode members reduce nothing), their offsets, the codec and part size, this member's
@@ -194,8 +228,7 @@ void RoundRunner::dispatchRouterMessage(std::vector<zmq::message_t> &frames)
         return;
     }
     if (group != m_round.groupId) {
-        if (m_pending.size() < PendingLimit && group.size() <= 64)
-            m_pending.emplace(group, EarlyMessage{Clock::now(), std::move(frames)});
+        m_pending.add(group, std::move(frames));
         return;
     }
     if (m_round.shard(m_round.me) == 0) {
@@ -218,13 +251,7 @@ void RoundRunner::takeEarlyMessages()
         return;
     // A round that never started here (this peer left that group, or a sender raced ahead
     // of a group that never formed) leaves its messages behind: they age out.
-    const auto start = m_round.start;
-    std::erase_if(m_pending, [&](const auto &e) { return start - e.second.arrived > PendingAge; });
-    auto range = m_pending.equal_range(m_round.groupId);
-    std::vector<std::vector<zmq::message_t>> early;
-    for (auto it = range.first; it != range.second; ++it)
-        early.push_back(std::move(it->second.frames));
-    m_pending.erase(range.first, range.second);
+    auto early = m_pending.take(m_round.groupId, m_round.start);
     for (auto &frames : early)
         dispatchRouterMessage(frames);
 }
@@ -335,6 +362,7 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
     d->router->set(zmq::sockopt::linger, 0);
     d->router->set(zmq::sockopt::rcvhwm, 0);
     d->router->set(zmq::sockopt::sndhwm, 0);
+    d->router->set(zmq::sockopt::maxmsgsize, MaxDataPlaneFrameBytes);
     if (d->security)
         d->security->configureServer(*d->router);
     try {
@@ -347,7 +375,7 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
 
 AllReduceEndpoint::~AllReduceEndpoint()
 {
-    d->pending.clear();
+    d->pending.byGroup.clear();
     d->router.reset(); // sockets before the ZAP handler and the context
     d->zap.reset();
 }

@@ -63,6 +63,7 @@ void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &contex
     s->set(zmq::sockopt::linger, 0);
     s->set(zmq::sockopt::sndhwm, SendQueue);
     s->set(zmq::sockopt::rcvhwm, receiveQueue);
+    s->set(zmq::sockopt::maxmsgsize, MaxDataPlaneFrameBytes);
     if (const auto *security = m_round.security) {
         // Closed run: never hand gradients to a member whose access token we have not
         // verified. Either way its shard keeps local values, without waiting for it.

@@ -201,6 +201,9 @@ PeerService::PeerService(std::string runId, const std::string &bindAddress, std:
     // Every option before bind (libzmq 4.3.4 crashed on a ROUTER changed with live connections).
     d->router.set(zmq::sockopt::linger, 0);
     d->router.set(zmq::sockopt::router_mandatory, 0);
+    // Requests are one header frame of at most MaxServiceHeaderBytes: a frame four times that is
+    // not stored at all (the sender is disconnected); one just above it is read, refused, struck.
+    d->router.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(4 * MaxServiceHeaderBytes));
     if (d->security)
         d->security->configureServer(d->router);
     try {

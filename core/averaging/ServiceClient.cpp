@@ -44,6 +44,7 @@ ServiceClient::ServiceClient(const std::string &endpoint, const std::shared_ptr<
     : d(std::make_unique<Impl>())
 {
     d->dealer.set(zmq::sockopt::linger, 0);
+    d->dealer.set(zmq::sockopt::maxmsgsize, MaxDataPlaneFrameBytes);
     if (security) {
         security->configureClient(d->dealer, serverKey);
         // One context per client: this inproc name is unique within it.

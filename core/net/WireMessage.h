@@ -51,6 +51,9 @@ struct ShardSchema {
 };
 
 inline constexpr std::size_t MaxShardHeaderBytes = 1024;
+// The largest frame a data-plane socket accepts (ZMQ_MAXMSGSIZE): a PART, RESULT or state part of
+// up to 4 Mi fp32 elements. A peer that sends a larger frame is disconnected before it is stored.
+inline constexpr std::int64_t MaxDataPlaneFrameBytes = 16LL << 20;
 
 [[nodiscard]] std::vector<std::uint8_t> encodeShardHeader(const ShardHeader &header);
 [[nodiscard]] ShardHeader parseShardHeader(std::span<const std::uint8_t> bytes, const ShardSchema &schema);
