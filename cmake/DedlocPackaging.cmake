@@ -31,6 +31,10 @@ set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION "science")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libtorch reaches BLAS through libblas.so.3, which dpkg-shlibdeps satisfies with the reference
+# BLAS: about 18x slower training. An optimised OpenBLAS wins the libblas.so.3 alternative by
+# priority once installed (docs/DECISIONS.md "BLAS"); CPack appends the computed dependencies.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp | libopenblas0-pthread")
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://example.invalid/dedloc-desktop")
 # TGZ: relocatable tree (bin/, lib/, share/); the programs find their files relative to bin/.
 set(CPACK_ARCHIVE_COMPONENT_INSTALL OFF)

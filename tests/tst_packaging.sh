@@ -19,6 +19,8 @@ info=$(dpkg-deb -I "$deb")
 grep -q "^ Package: dedloc-desktop$" <<<"$info" || fail "package name: $info"
 grep -q "^ Version: $version$" <<<"$info" || fail "package version (expected $version): $info"
 grep -q "^ Depends: .*libtorch" <<<"$info" || fail "dpkg-shlibdeps found no libtorch dependency: $info"
+grep -q "^ Depends: .*libopenblas0-openmp | libopenblas0-pthread" <<<"$info" \
+  || fail "the package does not pull in an optimised BLAS (libtorch would run on the reference one): $info"
 
 dpkg-deb -x "$deb" "$tmp/root"
 usr="$tmp/root/usr"

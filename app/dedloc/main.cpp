@@ -4,6 +4,7 @@
 // is one of the trainers).
 #include "CommandLine.h"
 #include "LocalSwarm.h"
+#include "StopSignals.h"
 #include "Window.h"
 #include "net/PeerIdentity.h"
 #include "run/RunPaths.h"
@@ -29,19 +30,6 @@
 
 namespace {
 
-// Set by SIGINT/SIGTERM; the peer checks it between micro-batches and checkpoints on exit.
-// A signal handler can reach only a static, lock-free flag.
-std::atomic<bool> g_stop{false};
-
-void onSignal(int)
-{
-    if (g_stop.exchange(true)) {
-        constexpr char msg[] = "\ndedloc: second interrupt, exiting without a final checkpoint\n";
-        (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
-        std::_Exit(130);
-    }
-}
-
 // Decided before Qt starts: a QApplication cannot replace a QCoreApplication later.
 bool wantsWindow(int argc, char *argv[])
 {
@@ -65,7 +53,7 @@ int runHeadless(dedloc::SwarmPeer &peer, double statusInterval, const std::strin
     const std::string prefix = name.empty() ? std::string() : "[" + name + "] ";
     peer.start();
     auto lastStatus = std::chrono::steady_clock::now();
-    while (!g_stop.load()) {
+    while (!stopRequested().load()) {
         const auto snapshot = peer.snapshot();
         if (snapshot.state == dedloc::PeerState::Stopped || snapshot.state == dedloc::PeerState::Error)
             break;
@@ -139,12 +127,12 @@ int main(int argc, char *argv[])
     std::string signatureStatus = "not checked";
     if (const int code = verifyRun(cli, signatureStatus); code >= 0)
         return code;
-    std::signal(SIGINT, onSignal);
-    std::signal(SIGTERM, onSignal);
+    installStopSignals();
+    const auto &stop = stopRequested();
 
     if (cli.solo) {
         dedloc::log::info("app", "Ctrl-C stops after the current micro-batch and saves a checkpoint");
-        return dedloc::runTrainingSession(cli.session, g_stop);
+        return dedloc::runTrainingSession(cli.session, stop);
     }
 
     auto swarm = cli.swarm;
@@ -160,7 +148,7 @@ int main(int argc, char *argv[])
         if (const int code = local->start(window ? 2 : 1); code != 0)
             return code;
         if (!window)
-            return local->wait(g_stop);
+            return local->wait(stop);
         const QString dir = QDir(cli.localSwarm.dataDir).filePath(QStringLiteral("local-swarm/trainer-1"));
         QDir().mkpath(dir);
         swarm.dataDir = dir.toStdString();
@@ -179,5 +167,5 @@ int main(int argc, char *argv[])
     }
     swarm.statusOut = nullptr; // the window shows the status
     dedloc::SwarmPeer peer(swarm);
-    return runWindow(*app, peer, cli, swarm, local.get(), signatureStatus, g_stop);
+    return runWindow(*app, peer, cli, swarm, local.get(), signatureStatus, stop);
 }
