@@ -1,6 +1,7 @@
 // Crash-safe file replacement (util/AtomicFile.h) and SHA-256 (util/Hash.h): round trips,
 // replacement, no temporary left behind, a full disk in the middle of a write leaves the old
 // file intact, and SHA-256 against the FIPS 180-2 known answers.
+#include "FileSizeLimit.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
 #include "util/Hash.h"
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
+
+using dedloc::test::FileSizeLimit;
 
 namespace {
 
@@ -42,32 +45,6 @@ QStringList entries(const fs::path &dir)
     out.sort();
     return out;
 }
-
-// Caps the size of files this process may write (RLIMIT_FSIZE) and ignores SIGXFSZ, so that a
-// write past the cap fails with EFBIG like a full disk; restores both on destruction.
-class FileSizeLimit {
-public:
-    explicit FileSizeLimit(rlim_t bytes)
-    {
-        m_ok = ::getrlimit(RLIMIT_FSIZE, &m_saved) == 0;
-        m_oldHandler = std::signal(SIGXFSZ, SIG_IGN);
-        // Lower only the soft limit: an unprivileged process could not raise the hard one again.
-        const rlimit limit{m_saved.rlim_max == RLIM_INFINITY ? bytes : std::min(bytes, m_saved.rlim_max),
-                           m_saved.rlim_max};
-        m_ok = m_ok && ::setrlimit(RLIMIT_FSIZE, &limit) == 0;
-    }
-    ~FileSizeLimit()
-    {
-        ::setrlimit(RLIMIT_FSIZE, &m_saved);
-        std::signal(SIGXFSZ, m_oldHandler);
-    }
-    [[nodiscard]] bool ok() const { return m_ok; }
-
-private:
-    rlimit m_saved{};
-    void (*m_oldHandler)(int) = SIG_DFL;
-    bool m_ok = false;
-};
 
 } // namespace
 

@@ -3,6 +3,7 @@
 // and its purpose, close/reopen appends, the descriptor is close-on-exec and never leaked, and a
 // failed write (a full device, a file-size cap reached halfway through a line) returns false with
 // the reason, throws nothing, and leaves whole lines only.
+#include "FileSizeLimit.h"
 #include "util/Error.h"
 #include "util/LineAppender.h"
 
@@ -25,6 +26,8 @@
 
 namespace fs = std::filesystem;
 using dedloc::test::errorOf;
+
+using dedloc::test::FileSizeLimit;
 
 namespace {
 
@@ -51,35 +54,6 @@ std::vector<std::pair<int, bool>> descriptorsOf(const fs::path &file)
     }
     return out;
 }
-
-// Caps the size of files this process may write (RLIMIT_FSIZE) and ignores SIGXFSZ, so that a
-// write past the cap fails with EFBIG, a write across it stops at the cap; restores both on
-// destruction.
-class FileSizeLimit {
-  public:
-    explicit FileSizeLimit(rlim_t bytes)
-    {
-        m_ok = ::getrlimit(RLIMIT_FSIZE, &m_saved) == 0;
-        m_oldHandler = std::signal(SIGXFSZ, SIG_IGN);
-        // Lower only the soft limit: an unprivileged process could not raise the hard one again.
-        const rlimit limit{m_saved.rlim_max == RLIM_INFINITY ? bytes : std::min(bytes, m_saved.rlim_max),
-                           m_saved.rlim_max};
-        m_ok = m_ok && ::setrlimit(RLIMIT_FSIZE, &limit) == 0;
-    }
-    ~FileSizeLimit()
-    {
-        ::setrlimit(RLIMIT_FSIZE, &m_saved);
-        std::signal(SIGXFSZ, m_oldHandler);
-    }
-    FileSizeLimit(const FileSizeLimit &) = delete;
-    FileSizeLimit &operator=(const FileSizeLimit &) = delete;
-    [[nodiscard]] bool ok() const { return m_ok; }
-
-  private:
-    rlimit m_saved{};
-    void (*m_oldHandler)(int) = SIG_DFL;
-    bool m_ok = false;
-};
 
 } // namespace
 
