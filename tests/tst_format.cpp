@@ -18,6 +18,22 @@ class TestFormat final : public QObject {
         QCOMPARE(formatBytes(1536ULL << 20), QString("1.5 GiB"));
     }
 
+    void peerCounts()
+    {
+        dedloc::PeerSnapshot s;
+        s.trainers = 1;
+        s.monitors = 1;
+        QCOMPARE(formatPeerCounts(s), QString("1 trainer, 0 auxiliary, 1 monitor (0 in client mode)"));
+        s.trainers = 3;
+        s.auxiliaries = 1;
+        s.monitors = 2;
+        s.clientModePeers = 1;
+        QCOMPARE(formatPeerCounts(s), QString("3 trainers, 1 auxiliary, 2 monitors (1 in client mode)"));
+        s.trainers = 0;
+        s.monitors = 0;
+        QCOMPARE(formatPeerCounts(s), QString("0 trainers, 1 auxiliary, 0 monitors (1 in client mode)"));
+    }
+
     void durations()
     {
         QCOMPARE(formatDuration(-1.0), QString("unknown"));

@@ -1,5 +1,7 @@
 #include "Format.h"
 
+#include <QObject>
+
 #include <QLocale>
 
 #include <cmath>
@@ -45,6 +47,17 @@ QString formatDuration(double seconds)
     if (s < 86400)
         return QStringLiteral("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0'));
     return QStringLiteral("%1 d %2 h").arg(s / 86400).arg(s / 3600 % 24);
+}
+
+QString formatPeerCounts(const PeerSnapshot &s)
+{
+    const QString trainers = s.trainers == 1 ? QObject::tr("1 trainer") : QObject::tr("%1 trainers").arg(s.trainers);
+    const QString monitors = s.monitors == 1 ? QObject::tr("1 monitor") : QObject::tr("%1 monitors").arg(s.monitors);
+    return QObject::tr("%1, %2 auxiliary, %3 (%4 in client mode)")
+        .arg(trainers)
+        .arg(s.auxiliaries)
+        .arg(monitors)
+        .arg(s.clientModePeers);
 }
 
 QString formatCount(long long n)

@@ -12,6 +12,9 @@ namespace dedloc::ui {
 [[nodiscard]] QString formatBytes(std::uint64_t bytes); // "3.0 GiB", "512 KiB", "17 B"
 [[nodiscard]] QString formatDuration(double seconds);   // "45 s", "12 min", "3 h 05 min", "2 d 4 h"; < 0: "unknown"
 [[nodiscard]] QString formatCount(long long n);         // "1 234 567"
+// The swarm's live peers by role, singular where one: "1 trainer, 0 auxiliary, 1 monitor (0 in
+// client mode)", "3 trainers, 1 auxiliary, 2 monitors (1 in client mode)".
+[[nodiscard]] QString formatPeerCounts(const PeerSnapshot &s);
 // The state as the volunteer reads it ("Training", "Paused", ...), and one line of explanation.
 [[nodiscard]] QString stateTitle(PeerState state);
 [[nodiscard]] QString stateExplanation(const PeerSnapshot &s);

@@ -61,11 +61,7 @@ void SwarmPanel::update(const PeerSnapshot &s)
         tr("%1 of %2 samples")
             .arg(formatCount((long long)(s.swarmSamplesAccumulated)), formatCount(s.targetBatchSize)));
     m_eta->setText(formatDuration(s.etaSeconds));
-    m_peers->setText(tr("%1 trainers, %2 auxiliary, %3 monitors (%4 in client mode)")
-                         .arg(s.trainers)
-                         .arg(s.auxiliaries)
-                         .arg(s.monitors)
-                         .arg(s.clientModePeers));
+    m_peers->setText(formatPeerCounts(s));
     m_throughput->setText(tr("%1 samples/s").arg(s.swarmSamplesPerSecond, 0, 'f', 1));
 
     const long lastEpoch = s.lossHistory.empty() ? -1 : s.lossHistory.back().epoch;
