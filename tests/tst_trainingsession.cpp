@@ -2,6 +2,11 @@
 // lines, the JSON-lines metrics format, resume across sessions, and refusal of a tampered run.
 #include "TestSupport.h"
 
+#include "model/Tokenizer.h"
+#include "net/PeerIdentity.h"
+#include "run/RunPaths.h"
+#include "train/Checkpoint.h"
+#include "train/PeerSetup.h"
 #include "train/TrainingSession.h"
 #include "util/AtomicFile.h"
 
@@ -90,6 +95,19 @@ private Q_SLOTS:
                 steps.push_back(l["step"].get<long>());
         QCOMPARE(steps, (std::vector<long>{1, 2, 3, 4, 5}));
         QCOMPARE(lines.back()["peer_id"].get<std::string>(), peer);
+
+        // Solo state stays solo: the checkpoints are in runs/<run id>/solo, and a swarm peer of
+        // the same data directory (it restores from runs/<run id>) starts at the swarm's epoch 0,
+        // not at the solo step 5.
+        run = loadRunManifest(o.manifest);
+        QCOMPARE(CheckpointStore(soloDataDir(o.dataDir, run.runId)).loadNewestGood()->meta.at("step").get<long>(), 5L);
+        QVERIFY(!CheckpointStore(runDataDir(o.dataDir, run.runId)).loadNewestGood().has_value());
+        const Tokenizer tokenizer(run.resolve(run.tokenizer.path));
+        const auto identity = PeerIdentity::loadOrCreate(o.dataDir / "identity.key");
+        TrainerConfig config;
+        config.allowCuda = false;
+        const auto swarmPeer = startTrainer(run, tokenizer, identity, config, runDataDir(o.dataDir, run.runId), true, "t");
+        QCOMPARE(swarmPeer->step(), 0L);
     }
 
     void tamperedCorpusIsRefusedBeforeTraining()

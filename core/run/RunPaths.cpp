@@ -107,4 +107,9 @@ std::filesystem::path runDataDir(const std::filesystem::path &dataDir, const std
     return dataDir / "runs" / runId;
 }
 
+std::filesystem::path soloDataDir(const std::filesystem::path &dataDir, const std::string &runId)
+{
+    return runDataDir(dataDir, runId) / "solo";
+}
+
 } // namespace dedloc

@@ -18,5 +18,9 @@ namespace dedloc {
 // A run's own directory in a data directory: <dataDir>/runs/<runId>. Checkpoints, contribution
 // totals and the access token of a closed run live there.
 [[nodiscard]] std::filesystem::path runDataDir(const std::filesystem::path &dataDir, const std::string &runId);
+// Where a solo session (`dedloc --solo`) keeps its checkpoints: <runDataDir>/solo. Solo and swarm
+// never share state: a peer that trained alone does not carry its solo steps into a swarm (whose
+// global epoch they would move), and a swarm peer's checkpoint does not become a solo start.
+[[nodiscard]] std::filesystem::path soloDataDir(const std::filesystem::path &dataDir, const std::string &runId);
 
 } // namespace dedloc

@@ -30,7 +30,7 @@ int runTrainingSession(const SessionOptions &options, const std::atomic<bool> &s
 
         TrainerConfig config;
         config.allowCuda = options.allowCuda;
-        const auto checkpointDir = runDataDir(options.dataDir, manifest.runId);
+        const auto checkpointDir = soloDataDir(options.dataDir, manifest.runId);
         const auto trainerOwner = startTrainer(manifest, *run.tokenizer, identity, config, checkpointDir,
                                                options.resume, "run");
         Trainer &trainer = *trainerOwner;

@@ -14,7 +14,7 @@ namespace dedloc {
 
 struct SessionOptions {
     std::filesystem::path manifest;      // run manifest (required)
-    std::filesystem::path dataDir;       // identity, checkpoints in runs/<run id>/
+    std::filesystem::path dataDir;       // identity; checkpoints in runs/<run id>/solo/ (never the swarm's)
     std::filesystem::path metricsOut;    // JSON lines; empty: none
     int threads = 0;                     // torch intra-op threads; 0: all cores
     bool allowCuda = true;
