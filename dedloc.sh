@@ -24,7 +24,10 @@ DEDLOC_GUI=${DEDLOC_GUI:-ON}
 # then skips compiling the tests and benchmarks).
 build() {
   installers/install-deps.sh
-  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  # Configure once; again when DEDLOC_GUI asks for another configuration than the build dir has.
+  local cached
+  cached=$(sed -n 's/^DEDLOC_GUI:BOOL=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+  if [ ! -f "$BUILD_DIR/build.ninja" ] || [ "${cached^^}" != "${DEDLOC_GUI^^}" ]; then
     cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DDEDLOC_GUI="$DEDLOC_GUI"
   fi
   local targets=()

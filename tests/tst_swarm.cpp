@@ -92,7 +92,10 @@ private Q_SLOTS:
         const long nA = ea[0].value("samples", 0L), nB = eb[0].value("samples", 0L);
         QVERIFY2(nA > 0 && nB > 0, qPrintable(QStringLiteral("split %1 + %2").arg(nA).arg(nB)));
         QCOMPARE(ea[0].value("batch_samples", 0L), nA + nB);
-        QVERIFY(nA + nB >= 256);
+        // The step trigger (docs/PROTOCOL.md "Progress records and the step trigger") fires when the
+        // extrapolated samples reach the target and at least half of it was reported: on a loaded
+        // machine a rate estimate can run ahead of the real samples, so half is what it promises.
+        QVERIFY2(nA + nB >= 128, qPrintable(QStringLiteral("split %1 + %2").arg(nA).arg(nB)));
 
         // One trainer replays both peers' samples (their data seeds, their micro-batches).
         const auto run = loadRunManifest(manifest);

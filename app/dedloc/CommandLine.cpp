@@ -176,7 +176,9 @@ int CommandLine::parse(const QStringList &arguments)
         return bad("only trainers can run in client mode (auxiliary peers and monitors must be reachable)");
     w.bandwidth = p.isSet(bandwidth) ? number(bandwidth) : -1.0;
     w.microBatchSize = static_cast<int>(number(microBatch));
-    w.dataSeed = p.value(dataSeed).toULongLong(&ok);
+    bool seedOk = false;
+    w.dataSeed = p.value(dataSeed).toULongLong(&seedOk);
+    ok = ok && seedOk;
     w.progressPeriod = number(progressPeriod);
     w.matchmaking.window = number(matchmakingTime);
     w.averageStateEvery = static_cast<long>(number(averageStateEvery));
