@@ -29,7 +29,6 @@ void SwarmPeer::Impl::runTrainer()
     const long checkpointEvery = opt.checkpointEvery > 0 ? opt.checkpointEvery : t.checkpointEveryNSteps;
     afterStateChange();
     GroupSearch search(*matchmaker, gradientSchema);
-    auto startMatch = [&](long epoch) { search.start(epoch, [this, epoch] { return expectedPeers(epoch); }); };
     long stepsSinceCheckpoint = 0;
     double lastSyncAttempt = -1e9;
     bool wasPaused = false;
@@ -85,7 +84,7 @@ void SwarmPeer::Impl::runTrainer()
         }
         const bool alone = expected <= 1;
         if (!alone && !search.active() && (matchSoon || decision == StepDecision::Step))
-            startMatch(trainer->step());
+            search.start(trainer->step(), [this, epoch = trainer->step()] { return expectedPeers(epoch); });
         if (decision == StepDecision::Step) {
             takeStep(search, alone);
             search.drop();
