@@ -46,7 +46,7 @@ case "$cmd" in
     build
     ;;
   build-apps)
-    build dedloc dedloc-lead dedloc-lead-serve
+    build dedloc dedloc-lead dedloc-lead-serve dedloc-lead-model
     ;;
   test)
     build
@@ -54,7 +54,7 @@ case "$cmd" in
     QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD_DIR" --output-on-failure ${JOBS:+-j "$JOBS"} "$@"
     ;;
   run)
-    build dedloc dedloc-lead dedloc-lead-serve
+    build dedloc dedloc-lead dedloc-lead-serve dedloc-lead-model
     exec "$BUILD_DIR/app/dedloc" --local-swarm 2 "$@"
     ;;
   join)

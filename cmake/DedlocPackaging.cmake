@@ -4,7 +4,8 @@
 #
 #   <prefix>/bin/dedloc, dedloc-lead
 #   <prefix>/lib/dedloc/libdedloc_sentencepiece.so
-#   <prefix>/share/dedloc/default-run/      manifest.json(.minisig), lead.pub, tokenizer, corpus
+#   <prefix>/share/dedloc/default-run/      manifest.json(.minisig), lead.pub, tokenizer, corpus,
+#                                           eval/bn_sib200_topic (the downstream task, CC BY-SA 4.0)
 #   <prefix>/share/metainfo/org.dedloc.Desktop.metainfo.xml
 #   <prefix>/share/applications/dedloc.desktop, share/icons/hicolor/scalable/apps/dedloc.svg
 #   <prefix>/lib/systemd/user/dedloc.service   (headless volunteers: systemctl --user enable --now dedloc)

@@ -27,6 +27,8 @@ PACKAGES=(
   # tests: minisign interop, a virtual display for window tests, network namespaces and tc for
   # the swarm over emulated links (tst_swarmlinks, bench_allreduce --netns-mbit; root only)
   minisign xvfb xauth iproute2
+  # tests: a reference ALBERT in PyTorch checks the Hugging Face export (tst_huggingfaceexport)
+  python3-torch
   # packaging: CPack's DEB generator runs `file` and dpkg-shlibdeps (dpkg-dev) on the binaries
   file dpkg-dev
 )

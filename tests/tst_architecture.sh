@@ -28,7 +28,8 @@ declare -A allowed=(
   [face]="averaging/PeerRole.h"
   [monitor]="util security compress run net averaging face"
   [train]="util security compress model run system net face"
-  [peer]="util security compress model run system net averaging face monitor train"
+  [eval]="util model run train"
+  [peer]="util security compress model run system net averaging face monitor train eval"
   [ui]="util run system face"
 )
 for dir in "$src"/core/*/; do

@@ -1,5 +1,5 @@
 // Run manifest: strict parsing (every field's path in the error), canonical round trip, file
-// verification by SHA-256, and the default-run / data-dir lookup of RunPaths.
+// verification by SHA-256 (RunPaths has its own test).
 #include "ManifestFixtures.h"
 #include "TestSupport.h"
 
@@ -20,7 +20,6 @@
 using dedloc::Compression;
 using dedloc::RunManifest;
 using dedloc::test::edited;
-using dedloc::test::EnvGuard;
 using dedloc::test::flipOneByte;
 using dedloc::test::kAbcSha256;
 using dedloc::test::kHashA;
@@ -40,7 +39,7 @@ private Q_SLOTS:
     void rejectsInvalidField();
     void acceptsBoundaryValues_data();
     void acceptsBoundaryValues();
-    void accessDefaultsToOpen();
+    void optionalSectionsDefault();
     void rejectsMalformedJson_data();
     void rejectsMalformedJson();
     void compressionSpellings_data();
@@ -51,8 +50,6 @@ private Q_SLOTS:
     void verifyRunFiles_data();
     void verifyRunFiles();
     void bundledManifestIsValid();
-    void defaultManifestHonoursRunDir();
-    void userDataDirHonoursEnvironment();
 };
 
 void TestManifest::parsesValidManifest()
@@ -209,6 +206,10 @@ void TestManifest::rejectsInvalidField_data()
     set("access as bool", "/access", "true", "access: expected a string, got true");
     set("access empty", "/access", "\"\"", "access: expected \"open\" or \"closed\"");
 
+    set("evaluation without task", "/evaluation", R"({"every_n_steps": 10})", "evaluation.task: missing");
+    set("evaluation every 0", "/evaluation", R"({"task": "e", "every_n_steps": 0})", "evaluation.every_n_steps: expected a positive");
+    set("evaluation unknown field", "/evaluation", R"({"task": "e", "every_n_steps": 5, "x": 3})", "evaluation: unknown field \"x\"");
+
     // Ranges and relations between fields.
     set("hidden not divisible by heads", "/model/num_heads", "3", "model.hidden_size: 256 is not a multiple of model.num_heads (3)");
     set("micro batch above target", "/training/micro_batch_size", "512",
@@ -270,18 +271,28 @@ void TestManifest::acceptsBoundaryValues_data()
     QTest::newRow("absolute corpus path") << "set" << "/corpus/files/0/path" << "\"/data/corpus.txt\""
                                           << "\"/data/corpus.txt\"";
     QTest::newRow("closed run") << "set" << "/access" << "\"closed\"" << "\"closed\"";
+    QTest::newRow("evaluation") << "set" << "/evaluation" << R"({"task": "eval/sib", "every_n_steps": 1})"
+                                << R"({"task": "eval/sib", "every_n_steps": 1})";
 }
 
-void TestManifest::accessDefaultsToOpen()
+void TestManifest::optionalSectionsDefault()
 {
     const auto absent = dedloc::parseRunManifest(edited(QStringLiteral("set"), QStringLiteral("/name"), QStringLiteral("\"n\"")), {});
     QCOMPARE(absent.closed, false);
+    QVERIFY(absent.evaluation.task.empty());
+    QCOMPARE(absent.evaluation.everyNSteps, 0);
+    // Written only when set: manifests signed before the fields existed keep their bytes.
+    QVERIFY(!json::parse(dedloc::toJson(absent)).contains("evaluation"));
     const auto open = dedloc::parseRunManifest(edited(QStringLiteral("set"), QStringLiteral("/access"), QStringLiteral("\"open\"")), {});
     QCOMPARE(open.closed, false);
-    // An open run is written without the field: manifests signed before it existed keep their bytes.
     QVERIFY(!json::parse(dedloc::toJson(open)).contains("access"));
     const auto closed = dedloc::parseRunManifest(edited(QStringLiteral("set"), QStringLiteral("/access"), QStringLiteral("\"closed\"")), {});
     QCOMPARE(closed.closed, true);
+    const auto evaluated = dedloc::parseRunManifest(
+        edited(QStringLiteral("set"), QStringLiteral("/evaluation"), QStringLiteral(R"({"task": "eval/sib", "every_n_steps": 50})")),
+        "/runs/demo");
+    QCOMPARE(evaluated.resolve(evaluated.evaluation.task), std::filesystem::path("/runs/demo/eval/sib"));
+    QCOMPARE(evaluated.evaluation.everyNSteps, 50);
 }
 
 void TestManifest::acceptsBoundaryValues()
@@ -454,45 +465,6 @@ void TestManifest::bundledManifestIsValid()
     QCOMPARE(m.baseDir, file.parent_path());
     dedloc::verifyRunFiles(m); // throws (and so fails the test) naming the file at fault
     QCOMPARE(dedloc::toJson(dedloc::parseRunManifest(dedloc::toJson(m), m.baseDir)), dedloc::toJson(m));
-}
-
-void TestManifest::defaultManifestHonoursRunDir()
-{
-    QTemporaryDir tmp;
-    QVERIFY(tmp.isValid());
-    const EnvGuard env("DEDLOC_RUN_DIR", tmp.path().toLocal8Bit());
-    // An explicit directory without a manifest finds nothing rather than the bundled run.
-    QVERIFY(!dedloc::findDefaultManifest().has_value());
-    const fs::path file = fs::path(tmp.path().toStdString()) / "manifest.json";
-    dedloc::writeFileAtomically(file, kValidManifest);
-    QCOMPARE(dedloc::findDefaultManifest(), std::optional<fs::path>(file));
-}
-
-void TestManifest::userDataDirHonoursEnvironment()
-{
-    QTemporaryDir tmp;
-    QVERIFY(tmp.isValid());
-    const fs::path root = tmp.path().toStdString();
-    {
-        const EnvGuard env("DEDLOC_DATA_DIR", QByteArray((root / "explicit" / "data").c_str()));
-        const fs::path dir = dedloc::userDataDir();
-        QCOMPARE(dir, root / "explicit" / "data");
-        QVERIFY(fs::is_directory(dir));
-        // Holds the private identity key: nobody but the owner may read it.
-        QCOMPARE(fs::status(dir).permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
-    }
-    {
-        const EnvGuard noExplicit("DEDLOC_DATA_DIR", std::nullopt);
-        const EnvGuard xdg("XDG_DATA_HOME", QByteArray((root / "xdg").c_str()));
-        QCOMPARE(dedloc::userDataDir(), root / "xdg" / "dedloc");
-        QVERIFY(fs::is_directory(root / "xdg" / "dedloc"));
-    }
-    {
-        const EnvGuard noExplicit("DEDLOC_DATA_DIR", std::nullopt);
-        const EnvGuard noXdg("XDG_DATA_HOME", std::nullopt);
-        const EnvGuard home("HOME", QByteArray((root / "home").c_str()));
-        QCOMPARE(dedloc::userDataDir(), root / "home" / ".local" / "share" / "dedloc");
-    }
 }
 
 QTEST_APPLESS_MAIN(TestManifest)

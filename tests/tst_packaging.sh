@@ -6,7 +6,7 @@
 set -euo pipefail
 build=$(cd "$1" && pwd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for t in app/dedloc app/dedloc-lead app/dedloc-lead-serve lib/libdedloc_sentencepiece.so; do
+for t in app/dedloc app/dedloc-lead app/dedloc-lead-serve app/dedloc-lead-model lib/libdedloc_sentencepiece.so; do
   if [ ! -e "$build/$t" ]; then echo "SKIP: $build/$t is not built (build everything first)"; exit 77; fi
 done
 tmp=$(mktemp -d)
@@ -24,7 +24,7 @@ grep -q "^ Depends: .*libopenblas0-openmp | libopenblas0-pthread" <<<"$info" \
 
 dpkg-deb -x "$deb" "$tmp/root"
 usr="$tmp/root/usr"
-for f in bin/dedloc bin/dedloc-lead lib/dedloc/libdedloc_sentencepiece.so lib/dedloc/dedloc-lead-serve \
+for f in bin/dedloc bin/dedloc-lead lib/dedloc/libdedloc_sentencepiece.so lib/dedloc/dedloc-lead-serve lib/dedloc/dedloc-lead-model \
          share/dedloc/default-run/manifest.json share/dedloc/default-run/manifest.json.minisig \
          share/dedloc/default-run/lead.pub share/dedloc/default-run/tokenizer.model \
          share/metainfo/org.dedloc.Desktop.metainfo.xml share/applications/dedloc.desktop \
@@ -49,6 +49,14 @@ grep -q "^Trusted comment: dedloc default run" <<<"$out" || fail "unexpected tru
 # The packaged `dedloc-lead serve` finds its program in ../lib/dedloc.
 out=$("$usr/bin/dedloc-lead" serve --help) || fail "packaged dedloc-lead serve --help failed: $out"
 grep -q -- "--dht-port" <<<"$out" || fail "packaged dedloc-lead serve --help printed no options: $out"
+# ... and evaluate/export theirs; the bundled run ships its downstream task (SIB-200, with its licence).
+out=$("$usr/bin/dedloc-lead" evaluate --help) || fail "packaged dedloc-lead evaluate --help failed: $out"
+grep -q -- "--checkpoint" <<<"$out" || fail "packaged dedloc-lead evaluate --help printed no options: $out"
+out=$("$usr/bin/dedloc-lead" export --help) || fail "packaged dedloc-lead export --help failed: $out"
+grep -q -- "--out" <<<"$out" || fail "packaged dedloc-lead export --help printed no options: $out"
+for f in train.tsv dev.tsv test.tsv labels.txt SOURCE.md; do
+  [ -s "$run/eval/bn_sib200_topic/$f" ] || fail "the package lacks the bundled evaluation task's $f"
+done
 
 # Control: the same check refuses the packaged manifest with one byte changed.
 cp "$run/manifest.json" "$tmp/manifest.json"

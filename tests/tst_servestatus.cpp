@@ -109,6 +109,19 @@ class TestServeStatus : public QObject {
         QVERIFY(mx.at("last_error").get<std::string>().find("No space left") != std::string::npos);
     }
 
+    void statusCarriesTheLatestEvaluation()
+    {
+        auto in = knownInput();
+        in.evaluateEveryNSteps = 50;
+        in.evaluationCsv = "/srv/m/evaluation.csv";
+        in.latestEvaluation = {{"event", "evaluation"}, {"step", 100}, {"accuracy", 0.625}, {"control_accuracy", 0.5}};
+        const auto e = serveStatusJson(in).at("evaluation");
+        QCOMPARE(e.at("every_n_steps").get<long>(), 50L);
+        QCOMPARE(e.at("csv").get<std::string>(), std::string("/srv/m/evaluation.csv"));
+        QCOMPARE(e.at("latest").at("step").get<long>(), 100L);
+        QCOMPARE(e.at("latest").at("accuracy").get<double>(), 0.625);
+    }
+
     void unknownValuesAreNull()
     {
         ServeStatusInput in; // nothing known yet: the monitor is still connecting
@@ -123,6 +136,9 @@ class TestServeStatus : public QObject {
         QVERIFY(j.at("state").at("checkpoints").is_array());
         QVERIFY(j.at("metrics").at("last_error").is_null());
         QVERIFY(j.at("metrics").at("last_recorded_at").is_null());
+        QVERIFY(j.at("evaluation").at("every_n_steps").is_null()); // the monitor evaluates nothing
+        QVERIFY(j.at("evaluation").at("csv").is_null());
+        QVERIFY(j.at("evaluation").at("latest").is_null());
         QCOMPARE(j.at("swarm").at("peers").at("total").get<int>(), 0);
     }
 

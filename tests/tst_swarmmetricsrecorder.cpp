@@ -89,6 +89,36 @@ private Q_SLOTS:
         QVERIFY(recorder.latestByPeer().empty());    // nothing counts as recorded until the JSON line is
     }
 
+    void evaluationsGoToTheJsonLinesAndTheirOwnCsv()
+    {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        SwarmMetricsRecorder recorder(root / "swarm.jsonl", root / "swarm.csv", root / "evaluation.csv");
+        QVERIFY(recorder.latestEvaluation().is_null());
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 1);
+        QVERIFY(recorder.recordEvaluation({{"step", 40}, {"task", "sib,bn"}, {"accuracy", 0.5}, {"macro_f1", 0.25},
+                                           {"control_accuracy", 0.375}, {"confusion", {{1, 2}, {3, 4}}}}));
+
+        const auto json = readLines(root / "swarm.jsonl");
+        QCOMPARE(json.size(), std::size_t(2));
+        const auto e = nlohmann::json::parse(json[1]);
+        QCOMPARE(e.at("event").get<std::string>(), std::string("evaluation"));
+        QCOMPARE(e.at("macro_f1").get<double>(), 0.25);
+        QVERIFY(e.at("recorded_at").get<double>() > 1.6e9);
+        QCOMPARE(recorder.latestEvaluation().at("step").get<long>(), 40L);
+
+        const auto csv = readLines(root / "evaluation.csv");
+        QCOMPARE(csv.size(), std::size_t(2));
+        QCOMPARE(csv[0], std::string("recorded_at,step,task,train_examples,test_examples,accuracy,macro_f1,"
+                                     "dev_accuracy,control_accuracy,control_macro_f1,seconds"));
+        // recorded_at, step 40, the quoted task, no counts, the scores, no dev, control F1 or seconds.
+        const auto row = csv[1].substr(csv[1].find(','));
+        QCOMPARE(row, std::string(",40,\"sib,bn\",,,0.5,0.25,,0.375,,"));
+        // Step rows stay in swarm.csv only, evaluations never.
+        QCOMPARE(readLines(root / "swarm.csv").size(), std::size_t(2));
+        QCOMPARE(recorder.stats().rows, 1LL);
+    }
+
     void unopenableFilesAreErrors()
     {
         QTemporaryDir tmp;

@@ -103,8 +103,17 @@ int parse(const QStringList &args, ServeConfig &c)
     const auto name = opt("name", "Name shown in status and logs.", "name", "monitor");
     const auto threads = opt("threads", "Torch CPU threads.", "n", "1");
     const auto fresh = opt("fresh", "Do not load the monitor's last checkpoint.");
+    const auto evaluateEvery = opt("evaluate-every",
+                                   "Fine-tune the kept state on the run's downstream task every N steps: accuracy and "
+                                   "macro-F1 in swarm.jsonl, evaluation.csv and the status (default: the manifest's "
+                                   "evaluation.every_n_steps; 0 there: never).",
+                                   "n", "0");
+    const auto evaluationTask =
+        opt("evaluation-task", "Task directory for --evaluate-every (default: the run's; the bundled run ships one).",
+            "dir");
     p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, servicePort, metricsDir, metricsOut, keep, stateEvery,
-                  statusHost, statusPort, noStatus, statusInterval, progressPeriod, duration, name, threads, fresh});
+                  statusHost, statusPort, noStatus, statusInterval, progressPeriod, duration, name, threads, fresh,
+                  evaluateEvery, evaluationTask});
     if (!p.parse(args))
         return bad(p.errorText().toStdString() + " (see --help)");
     if (p.isSet(QStringLiteral("help"))) {
@@ -132,6 +141,8 @@ int parse(const QStringList &args, ServeConfig &c)
     w.name = p.value(name).toStdString();
     w.metricsOut = p.value(metricsOut).toStdString();
     w.resume = !p.isSet(fresh);
+    if (p.isSet(evaluationTask))
+        w.evaluationTask = p.value(evaluationTask).toStdString();
     c.metricsDir = p.isSet(metricsDir) ? fs::path(p.value(metricsDir).toStdString()) : w.dataDir / "metrics";
     c.http.host = p.value(statusHost).toStdString();
     c.httpEnabled = !p.isSet(noStatus);
@@ -164,6 +175,9 @@ int parse(const QStringList &args, ServeConfig &c)
     w.threads = static_cast<int>(integer(threads, 1, 1024));
     if (!ok)
         return bad("--keep-checkpoints, --state-every and --threads take whole numbers of at least 1");
+    w.evaluateEvery = integer(evaluateEvery, 0, 1000000000);
+    if (!ok)
+        return bad("--evaluate-every takes a whole number of steps (0: the manifest's)");
     w.progressPeriod = seconds(progressPeriod, 0.05);
     w.durationSeconds = seconds(duration, 0.0);
     c.statusInterval = seconds(statusInterval, 0.0);
@@ -213,7 +227,11 @@ int serve(const QStringList &args)
         checkWritableDirectory(w.checkpointArchive, "the checkpoint directory");
         status.metricsJsonLines = c.metricsDir / "swarm.jsonl";
         status.metricsCsv = c.metricsDir / "swarm.csv";
-        w.swarmRecorder = std::make_shared<SwarmMetricsRecorder>(status.metricsJsonLines, status.metricsCsv);
+        status.evaluateEveryNSteps = w.evaluateEvery > 0 ? w.evaluateEvery : manifest.evaluation.everyNSteps;
+        if (status.evaluateEveryNSteps > 0)
+            status.evaluationCsv = c.metricsDir / "evaluation.csv";
+        w.swarmRecorder =
+            std::make_shared<SwarmMetricsRecorder>(status.metricsJsonLines, status.metricsCsv, status.evaluationCsv);
         if (c.httpEnabled)
             http = std::make_unique<StatusHttpServer>(c.http);
     } catch (const Error &e) {
@@ -266,6 +284,7 @@ int serve(const QStringList &args)
             status.now = unixNow();
             status.metrics = recorder->stats();
             status.latestMetrics = recorder->latestByPeer();
+            status.latestEvaluation = recorder->latestEvaluation();
             http->publish("/status", serveStatusJson(status).dump());
             http->publish("/peers", servePeersJson(status).dump());
         }

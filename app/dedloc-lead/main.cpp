@@ -36,6 +36,8 @@ int usage()
                  "  rotate-key   let a run's lead key be replaced: the new key signed by the old one\n"
                  "  issue-token  admit a peer's key to a closed run (access token)\n"
                  "  serve        bootstrap node and monitor: metrics, kept states, JSON status over HTTP\n"
+                 "  evaluate     fine-tune a checkpoint on a labelled text set: accuracy, macro-F1, control\n"
+                 "  export       write a checkpoint in the Hugging Face layout (config.json, model.safetensors)\n"
                  "Run `dedloc-lead <command> --help` for the options of a command.\n");
     return 2;
 }
@@ -96,34 +98,37 @@ int makeRun(const QStringList &args)
     return 0;
 }
 
-// `serve` lives in its own program (dedloc-lead-serve, ServeMain.cpp): it links libtorch, and
-// the other commands should start in milliseconds, not seconds. Found next to this executable
-// (build tree) or in ../lib/dedloc (packages); exec'ed so that it keeps this process's PID.
-int execServe(int argc, char *argv[])
+// The commands that link libtorch live in programs of their own, so that the key and run
+// commands start in milliseconds, not seconds: `serve` in dedloc-lead-serve (it runs a monitor
+// peer), `evaluate` and `export` in dedloc-lead-model. Found next to this executable (build
+// tree) or in ../lib/dedloc (packages); exec'ed so that they keep this process's PID.
+int execHelper(const char *program, const char *command, int argc, char *argv[])
 {
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     std::vector<std::filesystem::path> candidates;
     if (!ec) {
-        candidates.push_back(exe.parent_path() / "dedloc-lead-serve");
-        candidates.push_back(exe.parent_path().parent_path() / "lib" / "dedloc" / "dedloc-lead-serve");
+        candidates.push_back(exe.parent_path() / program);
+        candidates.push_back(exe.parent_path().parent_path() / "lib" / "dedloc" / program);
     }
+    std::string shownName = std::string("dedloc-lead ") + command; // argv[0]: what ps and --help show
     for (const auto &helper : candidates) {
         if (::access(helper.c_str(), X_OK) != 0)
             continue;
         std::vector<char *> args;
-        const std::string program = helper.string();
-        std::string shownName = "dedloc-lead serve"; // argv[0]: what ps and --help show
+        std::string commandArg = command;
         args.push_back(shownName.data());
-        for (int i = 2; i < argc; ++i) // drop "serve"
+        if (std::strcmp(program, "dedloc-lead-serve") != 0)
+            args.push_back(commandArg.data()); // dedloc-lead-model runs several commands
+        for (int i = 2; i < argc; ++i)         // drop the command
             args.push_back(argv[i]);
         args.push_back(nullptr);
-        ::execv(program.c_str(), args.data());
-        std::fprintf(stderr, "dedloc-lead serve: cannot run %s: %s\n", program.c_str(), std::strerror(errno));
+        ::execv(helper.c_str(), args.data());
+        std::fprintf(stderr, "%s: cannot run %s: %s\n", shownName.c_str(), helper.c_str(), std::strerror(errno));
         return 2;
     }
-    std::fprintf(stderr, "dedloc-lead serve: dedloc-lead-serve is not installed next to dedloc-lead or in ../lib/dedloc "
-                         "(an incomplete installation)\n");
+    std::fprintf(stderr, "%s: %s is not installed next to dedloc-lead or in ../lib/dedloc (an incomplete installation)\n",
+                 shownName.c_str(), program);
     return 2;
 }
 
@@ -172,7 +177,10 @@ int main(int argc, char *argv[])
         if (command == QLatin1String("issue-token"))
             return dedloc::lead::issueToken(args);
         if (command == QLatin1String("serve"))
-            return execServe(argc, argv);
+            return execHelper("dedloc-lead-serve", "serve", argc, argv);
+        if (command == QLatin1String("evaluate") || command == QLatin1String("export"))
+            return execHelper("dedloc-lead-model", command == QLatin1String("evaluate") ? "evaluate" : "export", argc,
+                              argv);
         if (command == QLatin1String("--version")) {
             std::printf("dedloc-lead %s\n", DEDLOC_VERSION);
             return 0;

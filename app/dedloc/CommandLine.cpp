@@ -60,6 +60,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto matchmakingTime = option("matchmaking-time", "Seconds a group leader gathers at most.", "seconds", "5");
     const auto averageStateEvery = option("average-state-every", "Average parameters and optimizer state every N steps (0: never).", "n", "10");
     const auto swarmMetrics = option("swarm-metrics-out", "Monitor: every peer's step metrics as JSON lines.", "file");
+    const auto evaluateEvery = option("evaluate-every", "Monitor: fine-tune the swarm's state on the run's downstream task every N steps (default: the manifest's; 0 there: never).", "n", "0");
     const auto hashParameters = option("hash-parameters", "Add params_sha (SHA-256 of the parameters) to step metrics.");
     const auto dumpParameters = option("dump-parameters", "At exit, write the parameters as raw fp32 to this file.", "file");
     const auto senderTimeout = option("sender-timeout", "All-reduce sender timeout (seconds).", "seconds", "15");
@@ -76,7 +77,7 @@ int CommandLine::parse(const QStringList &arguments)
     p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
                   soloOpt, joinOpt, role, name, bootstrap, dhtPort, dataPort, host, clientMode, bandwidth, microBatch, dataSeed,
                   progressPeriod, matchmakingTime, averageStateEvery, swarmMetrics, hashParameters, dumpParameters,
-                  senderTimeout, reducerTimeout, minPeers, statusEvery, screenshot, screenshotAfterOpt});
+                  evaluateEvery, senderTimeout, reducerTimeout, minPeers, statusEvery, screenshot, screenshotAfterOpt});
     // parse() rather than process(): a bad option exits with 2 like every other bad input.
     if (!p.parse(arguments)) {
         std::fprintf(stderr, "dedloc: %s (see --help)\n", qPrintable(p.errorText()));
@@ -182,13 +183,14 @@ int CommandLine::parse(const QStringList &arguments)
     w.progressPeriod = number(progressPeriod);
     w.matchmaking.window = number(matchmakingTime);
     w.averageStateEvery = static_cast<long>(number(averageStateEvery));
+    w.evaluateEvery = static_cast<long>(number(evaluateEvery));
     w.senderTimeout = number(senderTimeout);
     w.reducerTimeout = number(reducerTimeout);
     w.minPeers = static_cast<std::size_t>(std::max(1.0, number(minPeers)));
     statusInterval = number(statusEvery);
     screenshotAfter = number(screenshotAfterOpt);
     if (!ok || w.microBatchSize < 0 || w.progressPeriod <= 0 || w.matchmaking.window <= 0 || w.averageStateEvery < 0
-        || w.senderTimeout <= 0 || w.reducerTimeout < w.senderTimeout || statusInterval < 0 || screenshotAfter < 0)
+        || w.evaluateEvery < 0 || w.senderTimeout <= 0 || w.reducerTimeout < w.senderTimeout || statusInterval < 0 || screenshotAfter < 0)
         return bad("a swarm option has a bad value");
     w.swarmMetricsOut = p.value(swarmMetrics).toStdString();
     w.hashParameters = p.isSet(hashParameters);
@@ -206,7 +208,8 @@ int CommandLine::parse(const QStringList &arguments)
         localSwarm.host = p.value(host);
         localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string())
                                  << QStringLiteral("--host") << localSwarm.host;
-        for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt})
+        for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt,
+                              &evaluateEvery})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst() << p.value(*o);
         for (const auto *o : {&cpu, &fresh, &hashParameters, &allowUnsignedOpt})

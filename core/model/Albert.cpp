@@ -3,6 +3,7 @@
 #include "util/Error.h"
 
 #include <cmath>
+#include <limits>
 
 namespace dedloc {
 
@@ -49,7 +50,7 @@ std::int64_t AlbertMlmImpl::parameterCount() const
     return n;
 }
 
-torch::Tensor AlbertMlmImpl::encoderLayer(const torch::Tensor &x)
+torch::Tensor AlbertMlmImpl::encoderLayer(const torch::Tensor &x, const torch::Tensor &keyBias)
 {
     const auto B = x.size(0), T = x.size(1);
     const std::int64_t heads = m_shape.numHeads, d = m_shape.hiddenSize / m_shape.numHeads;
@@ -57,6 +58,8 @@ torch::Tensor AlbertMlmImpl::encoderLayer(const torch::Tensor &x)
     auto qkv = m_qkv->forward(x).view({B, T, 3, heads, d}).permute({2, 0, 3, 1, 4});
     auto q = qkv[0], k = qkv[1], v = qkv[2];
     auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(d)));
+    if (keyBias.defined())
+        scores = scores + keyBias;
     auto context = torch::matmul(torch::softmax(scores, -1), v); // [B, heads, T, d]
     context = context.permute({0, 2, 1, 3}).reshape({B, T, heads * d});
     auto h = m_attentionNorm->forward(x + m_attentionOut->forward(context));
@@ -64,17 +67,25 @@ torch::Tensor AlbertMlmImpl::encoderLayer(const torch::Tensor &x)
     return m_ffnNorm->forward(h + f);
 }
 
-torch::Tensor AlbertMlmImpl::encode(const torch::Tensor &inputIds)
+torch::Tensor AlbertMlmImpl::encode(const torch::Tensor &inputIds, const torch::Tensor &attentionMask)
 {
     const auto T = inputIds.size(1);
     if (T > m_shape.maxPositions)
         throw Error("sequence of " + std::to_string(T) + " tokens exceeds the model's " +
                     std::to_string(m_shape.maxPositions) + " positions");
+    torch::Tensor keyBias; // [B, 1, 1, T]: 0 at real keys, float's lowest at padded ones
+    if (attentionMask.defined()) {
+        if (attentionMask.sizes() != inputIds.sizes())
+            throw Error("attention mask of shape " + c10::str(attentionMask.sizes()) + " does not match the input's "
+                        + c10::str(inputIds.sizes()));
+        const auto padded = attentionMask.eq(0).to(torch::kFloat);
+        keyBias = (padded * std::numeric_limits<float>::lowest()).view({inputIds.size(0), 1, 1, T});
+    }
     auto positions = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(inputIds.device()));
     auto e = m_tokenEmbedding->forward(inputIds) + m_positionEmbedding->forward(positions).unsqueeze(0);
     auto x = m_embeddingProjection->forward(m_embeddingNorm->forward(e));
     for (int layer = 0; layer < m_shape.numLayers; ++layer)
-        x = encoderLayer(x);
+        x = encoderLayer(x, keyBias);
     return x;
 }
 
@@ -85,11 +96,21 @@ torch::Tensor AlbertMlmImpl::maskedTokenLosses(const torch::Tensor &inputIds, co
     auto flatLabels = labels.reshape({-1});
     *positions = flatLabels.ne(-100).nonzero().squeeze(1);     // [M], in [0, B*T)
     auto selected = hidden.reshape({-1, m_shape.hiddenSize}).index_select(0, *positions);
-    auto h = m_headNorm->forward(torch::gelu(m_headTransform->forward(selected)));
-    auto logits = torch::matmul(h, m_tokenEmbedding->weight.t()) + m_decoderBias; // [M, V]
+    auto logits = headLogits(selected); // [M, V]
     return torch::nn::functional::cross_entropy(
         logits.to(torch::kFloat), flatLabels.index_select(0, *positions),
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone)); // [M]
+}
+
+torch::Tensor AlbertMlmImpl::headLogits(const torch::Tensor &hidden)
+{
+    auto h = m_headNorm->forward(torch::gelu(m_headTransform->forward(hidden)));
+    return torch::matmul(h, m_tokenEmbedding->weight.t()) + m_decoderBias;
+}
+
+torch::Tensor AlbertMlmImpl::mlmLogits(const torch::Tensor &inputIds, const torch::Tensor &attentionMask)
+{
+    return headLogits(encode(inputIds, attentionMask)); // [B, T, V]
 }
 
 torch::Tensor AlbertMlmImpl::mlmLoss(const torch::Tensor &inputIds, const torch::Tensor &labels)

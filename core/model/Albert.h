@@ -20,7 +20,11 @@ public:
     explicit AlbertMlmImpl(const ModelShape &shape);
 
     // inputIds: [B, T] int64 on the module's device. Returns hidden states [B, T, H].
-    torch::Tensor encode(const torch::Tensor &inputIds);
+    // attentionMask (optional): [B, T], 1 (or true) at real tokens and 0 at padding. Attention
+    // then gives padded keys the score float's lowest value before the softmax (as Hugging Face's
+    // ALBERT adds (1 - mask) * min), so real tokens' states do not depend on the padding; padded
+    // positions' own states are meaningless. Without a mask every position attends to every one.
+    torch::Tensor encode(const torch::Tensor &inputIds, const torch::Tensor &attentionMask = {});
     // Mean cross-entropy over positions whose label != -100 (nats per masked token).
     // labels: [B, T] int64. Returns a scalar.
     torch::Tensor mlmLoss(const torch::Tensor &inputIds, const torch::Tensor &labels);
@@ -30,15 +34,23 @@ public:
     // depend on how it is cut into micro-batches or shared among peers (a token mean per
     // micro-batch would weight tokens by their micro-batch's masked count).
     torch::Tensor mlmSampleLosses(const torch::Tensor &inputIds, const torch::Tensor &labels);
+    // Masked-LM logits at every position: the head applied to encode(inputIds, attentionMask).
+    // inputIds [B, T] int64 -> [B, T, V] (unnormalised log-probabilities over the vocabulary).
+    // The same numbers as Hugging Face's AlbertForMaskedLM `logits` on the exported model
+    // (eval/HuggingFaceExport.h).
+    torch::Tensor mlmLogits(const torch::Tensor &inputIds, const torch::Tensor &attentionMask = {});
 
     [[nodiscard]] const ModelShape &shape() const { return m_shape; }
     [[nodiscard]] std::int64_t parameterCount() const;
 
 private:
-    torch::Tensor encoderLayer(const torch::Tensor &x);
+    // keyBias: [B, 1, 1, T] added to the attention scores, or undefined for none.
+    torch::Tensor encoderLayer(const torch::Tensor &x, const torch::Tensor &keyBias);
     // Cross-entropy at each position whose label != -100: [M]; *positions gets their flat
     // indices into [B * T].
     torch::Tensor maskedTokenLosses(const torch::Tensor &inputIds, const torch::Tensor &labels, torch::Tensor *positions);
+    // The masked-LM head: hidden states [..., H] -> logits [..., V].
+    torch::Tensor headLogits(const torch::Tensor &hidden);
 
     ModelShape m_shape;
     torch::nn::Embedding m_tokenEmbedding{nullptr};

@@ -18,18 +18,27 @@ const std::vector<std::string> &metricsCsvColumns()
     return columns;
 }
 
-std::string metricsCsvHeader()
+const std::vector<std::string> &evaluationCsvColumns()
+{
+    static const std::vector<std::string> columns = {
+        "recorded_at",  "step",     "task",         "train_examples",   "test_examples",    "accuracy",
+        "macro_f1",     "dev_accuracy", "control_accuracy", "control_macro_f1", "seconds",
+    };
+    return columns;
+}
+
+namespace {
+
+std::string headerOf(const std::vector<std::string> &columns)
 {
     std::string out;
-    for (const auto &c : metricsCsvColumns()) {
+    for (const auto &c : columns) {
         if (!out.empty())
             out += ',';
         out += c;
     }
     return out;
 }
-
-namespace {
 
 std::string quoteIfNeeded(std::string text)
 {
@@ -50,6 +59,11 @@ std::string quoteIfNeeded(std::string text)
 
 } // namespace
 
+std::string metricsCsvHeader()
+{
+    return headerOf(metricsCsvColumns());
+}
+
 std::string csvCell(const nlohmann::json &value)
 {
     if (value.is_null())
@@ -66,9 +80,14 @@ std::string csvCell(const nlohmann::json &value)
 
 std::string metricsCsvRow(const nlohmann::json &fields)
 {
+    return csvRow(metricsCsvColumns(), fields);
+}
+
+std::string csvRow(const std::vector<std::string> &columns, const nlohmann::json &fields)
+{
     std::string out;
     bool first = true;
-    for (const auto &c : metricsCsvColumns()) {
+    for (const auto &c : columns) {
         if (!first)
             out += ',';
         first = false;
@@ -79,11 +98,12 @@ std::string metricsCsvRow(const nlohmann::json &fields)
     return out;
 }
 
-MetricsCsvWriter::MetricsCsvWriter(const std::filesystem::path &file)
+MetricsCsvWriter::MetricsCsvWriter(const std::filesystem::path &file, const std::vector<std::string> &columns)
+    : m_columns(columns)
 {
     if (file.empty())
         return;
-    const auto header = metricsCsvHeader();
+    const auto header = headerOf(m_columns);
     bool writeHeader = true;
     std::error_code ec;
     if (std::filesystem::exists(file, ec) && std::filesystem::file_size(file, ec) > 0 && !ec) {
@@ -107,7 +127,7 @@ MetricsCsvWriter::~MetricsCsvWriter() = default;
 
 bool MetricsCsvWriter::write(const nlohmann::json &fields)
 {
-    return m_out.append(metricsCsvRow(fields) + "\n");
+    return m_out.append(csvRow(m_columns, fields) + "\n");
 }
 
 } // namespace dedloc

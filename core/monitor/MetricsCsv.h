@@ -21,14 +21,19 @@
 
 namespace dedloc {
 
-// The column names, in file order.
+// The column names of the step metrics file (swarm.csv), in file order.
 [[nodiscard]] const std::vector<std::string> &metricsCsvColumns();
+// The column names of the downstream evaluation file (evaluation.csv), in file order: one row
+// per checkpoint the monitor evaluated (eval/DownstreamEvaluation.h); append only too.
+[[nodiscard]] const std::vector<std::string> &evaluationCsvColumns();
 // The header line (column names joined by commas), without the line end.
 [[nodiscard]] std::string metricsCsvHeader();
 // One cell for a JSON value (see above).
 [[nodiscard]] std::string csvCell(const nlohmann::json &value);
-// One row (no line end) for a step-metrics object: its fields in column order; fields that are
+// One row (no line end) for an object: its fields in the order of `columns`; fields that are
 // not columns are left out (they stay in the JSON lines).
+[[nodiscard]] std::string csvRow(const std::vector<std::string> &columns, const nlohmann::json &fields);
+// csvRow of the step metrics columns.
 [[nodiscard]] std::string metricsCsvRow(const nlohmann::json &fields);
 
 class MetricsCsvWriter final {
@@ -37,7 +42,8 @@ class MetricsCsvWriter final {
     // starts with another header (another version's columns) is refused rather than mixed:
     // throws dedloc::Error naming the file, as for a file or directory it cannot open/create.
     // An empty path writes nothing.
-    explicit MetricsCsvWriter(const std::filesystem::path &file);
+    explicit MetricsCsvWriter(const std::filesystem::path &file,
+                              const std::vector<std::string> &columns = metricsCsvColumns());
     ~MetricsCsvWriter();
     MetricsCsvWriter(const MetricsCsvWriter &) = delete;
     MetricsCsvWriter &operator=(const MetricsCsvWriter &) = delete;
@@ -49,6 +55,7 @@ class MetricsCsvWriter final {
     [[nodiscard]] const std::filesystem::path &path() const { return m_out.path(); }
 
   private:
+    std::vector<std::string> m_columns;
     LineAppender m_out;
 };
 

@@ -82,6 +82,10 @@ nlohmann::json serveStatusJson(const ServeStatusInput &in)
           {"peers_recorded", in.metrics.peers},
           {"last_recorded_at", orNull(in.metrics.lastRecordedAt, in.metrics.lastRecordedAt > 0.0)},
           {"last_error", orNull(in.metrics.lastError)}}},
+        {"evaluation",
+         {{"every_n_steps", orNull(in.evaluateEveryNSteps, in.evaluateEveryNSteps > 0)},
+          {"csv", orNull(in.evaluationCsv.string())},
+          {"latest", in.latestEvaluation}}},
     };
 }
 

@@ -26,10 +26,12 @@ struct ServeStatusInput {
     std::string version;     // of dedloc-lead
     std::string name;        // the monitor's display name
     std::string dhtEndpoint; // "host:port" volunteers bootstrap from
-    std::filesystem::path metricsJsonLines, metricsCsv;
+    std::filesystem::path metricsJsonLines, metricsCsv, evaluationCsv;
     RecorderStats metrics;
     std::map<std::string, nlohmann::json> latestMetrics; // per peer id (SwarmMetricsRecorder)
     std::vector<ArchivedCheckpoint> checkpoints;         // oldest first
+    nlohmann::json latestEvaluation;                     // SwarmMetricsRecorder; null: none yet
+    long evaluateEveryNSteps = 0;                        // 0: the monitor evaluates nothing
     int keepCheckpoints = 0;
 };
 

@@ -5,10 +5,13 @@
 
 namespace dedloc {
 
-SwarmMetricsRecorder::SwarmMetricsRecorder(const std::filesystem::path &jsonLines, const std::filesystem::path &csv)
+SwarmMetricsRecorder::SwarmMetricsRecorder(const std::filesystem::path &jsonLines, const std::filesystem::path &csv,
+                                           const std::filesystem::path &evaluationCsv)
 {
     if (!csv.empty())
         m_csv = std::make_unique<MetricsCsvWriter>(csv);
+    if (!evaluationCsv.empty())
+        m_evaluationCsv = std::make_unique<MetricsCsvWriter>(evaluationCsv, evaluationCsvColumns());
     m_json.open(jsonLines, "the swarm's metrics");
 }
 
@@ -85,6 +88,27 @@ std::map<std::string, nlohmann::json> SwarmMetricsRecorder::latestByPeer() const
 {
     std::lock_guard lock(m_mutex);
     return m_latest;
+}
+
+bool SwarmMetricsRecorder::recordEvaluation(nlohmann::json result)
+{
+    result["event"] = "evaluation";
+    result["recorded_at"] = unixNow();
+    std::lock_guard lock(m_mutex);
+    m_latestEvaluation = result;
+    bool ok = writeJsonLine(result.dump() + "\n");
+    if (m_evaluationCsv && !m_evaluationCsv->write(result)) {
+        log::error("monitor", m_evaluationCsv->lastError());
+        m_stats.lastError = m_evaluationCsv->lastError();
+        ok = false;
+    }
+    return ok;
+}
+
+nlohmann::json SwarmMetricsRecorder::latestEvaluation() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_latestEvaluation;
 }
 
 } // namespace dedloc

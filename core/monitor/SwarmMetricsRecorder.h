@@ -7,7 +7,11 @@
 // with an integer "step" are skipped with a logged reason.
 // A failed write (full disk) is logged, kept in stats().lastError, and that file tries the same
 // (peer, step) again at the next read while the DHT still holds it; the other file goes on.
-// Thread-safety: record() from one thread (the control thread); the const accessors from any.
+// Downstream evaluations (eval/DownstreamEvaluation.h) are recorded by recordEvaluation(): one
+// JSON line with "event": "evaluation" in the same file, and one row of evaluation.csv's columns
+// (monitor/MetricsCsv.h) when that file is given.
+// Thread-safety: record() from one thread (the control thread), recordEvaluation() from one
+// (the evaluation worker); the const accessors from any.
 #include "monitor/MetricsCsv.h"
 #include "net/DhtNode.h"
 #include "util/LineAppender.h"
@@ -35,7 +39,8 @@ class SwarmMetricsRecorder final {
 public:
     // Empty paths record nothing (but still count). Throws dedloc::Error if a file cannot be
     // opened or its directory created, or the CSV file has another version's columns.
-    explicit SwarmMetricsRecorder(const std::filesystem::path &jsonLines, const std::filesystem::path &csv = {});
+    explicit SwarmMetricsRecorder(const std::filesystem::path &jsonLines, const std::filesystem::path &csv = {},
+                                  const std::filesystem::path &evaluationCsv = {});
     ~SwarmMetricsRecorder();
     SwarmMetricsRecorder(const SwarmMetricsRecorder &) = delete;
     SwarmMetricsRecorder &operator=(const SwarmMetricsRecorder &) = delete;
@@ -46,16 +51,23 @@ public:
     [[nodiscard]] RecorderStats stats() const;
     // The newest recorded metrics object of every peer (as written to the JSON lines).
     [[nodiscard]] std::map<std::string, nlohmann::json> latestByPeer() const;
+    // Appends an evaluation result (an object; "event" and "recorded_at" are added) to the JSON
+    // lines and the evaluation CSV. Returns false if a write failed (logged, in stats().lastError).
+    bool recordEvaluation(nlohmann::json result);
+    // The newest evaluation recorded; null if none.
+    [[nodiscard]] nlohmann::json latestEvaluation() const;
 
 private:
     bool writeJsonLine(const std::string &line);
 
     LineAppender m_json;
     std::unique_ptr<MetricsCsvWriter> m_csv;
+    std::unique_ptr<MetricsCsvWriter> m_evaluationCsv;
     mutable std::mutex m_mutex; // guards everything below (record() writes, accessors read)
     std::map<std::string, long> m_lastJsonStep; // per peer id
     std::map<std::string, long> m_lastCsvStep;  // per peer id
     std::map<std::string, nlohmann::json> m_latest;
+    nlohmann::json m_latestEvaluation;
     RecorderStats m_stats;
 };
 

@@ -39,6 +39,8 @@ void SwarmPeer::Impl::setUp()
     metrics = std::make_unique<MetricsWriter>(opt.metricsOut, identity->peerId(), peerRoleName(opt.role));
     if (opt.role == PeerRole::Monitor)
         recorder = opt.swarmRecorder ? opt.swarmRecorder : std::make_shared<SwarmMetricsRecorder>(opt.swarmMetricsOut);
+    if (opt.role == PeerRole::Monitor)
+        startDownstreamEvaluation();
 
     TrackerOptions trackerOptions;
     trackerOptions.targetBatchSize = manifest->training.targetBatchSize;

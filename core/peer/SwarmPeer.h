@@ -80,6 +80,10 @@ struct SwarmOptions {
                                               // at the epoch
     long monitorStateEvery = 5;               // epochs between the monitor's state downloads
     long checkpointEvery = 0;                 // epochs; 0: the manifest's checkpoint interval
+    // Monitor: fine-tune the saved state on a downstream task every N epochs
+    // (peer/DownstreamMonitor.h); 0: the manifest's evaluation.every_n_steps (absent: never).
+    long evaluateEvery = 0;
+    std::filesystem::path evaluationTask;     // empty: defaultEvaluationTask (run/RunPaths.h)
     bool hashParameters = false;              // "params_sha" in step metrics (tests, audits)
     std::filesystem::path dumpParameters;     // at exit: raw fp32 parameters (tests)
     std::FILE *statusOut = stdout;            // one line per step; nullptr: none

@@ -15,6 +15,7 @@
 #include "averaging/PeerService.h"
 #include "averaging/ProgressTracker.h"
 #include "peer/CollaborativeStep.h"
+#include "peer/DownstreamMonitor.h"
 #include "peer/RunAccess.h"
 #include "monitor/SwarmMetricsRecorder.h"
 #include "peer/SwarmPeer.h"
@@ -77,6 +78,7 @@ struct SwarmPeer::Impl {
     std::unique_ptr<Matchmaker> matchmaker;
     std::unique_ptr<MetricsWriter> metrics;
     std::shared_ptr<SwarmMetricsRecorder> recorder;
+    std::unique_ptr<DownstreamMonitor> downstream; // monitor with a downstream evaluation
     std::filesystem::path checkpointDir;
     std::string gradientSchema, stateSchema;
     double emaSamplesPerSecond = 0.0;
@@ -177,6 +179,7 @@ struct SwarmPeer::Impl {
     void runMonitor();
     // Monitor: a copy of the checkpoint just saved, per epoch, the oldest beyond the limit removed.
     void archiveCheckpoint();
+    void startDownstreamEvaluation();
 };
 
 } // namespace dedloc

@@ -3,6 +3,7 @@
 #include "peer/SwarmPeerImpl.h"
 
 #include "monitor/CheckpointArchive.h"
+#include "run/RunPaths.h"
 #include "train/Checkpoint.h"
 #include "util/Error.h"
 #include "util/Log.h"
@@ -76,14 +77,40 @@ void SwarmPeer::Impl::runMonitor()
         if (global >= trainer->step() + std::max(1L, opt.monitorStateEvery)) {
             std::string why;
             if (downloadAndLoadState(trainer->step() + 1, &why)) {
-                if (trySave())
+                if (trySave()) {
                     archiveCheckpoint();
+                    if (downstream)
+                        downstream->offer(CheckpointStore(checkpointDir).newestPath(), trainer->step());
+                }
             } else {
                 log::info("monitor", "state not refreshed: " + why);
             }
         }
         sleepFor(0.5);
     }
+    downstream.reset(); // stops a fine-tuning in progress
+}
+
+void SwarmPeer::Impl::startDownstreamEvaluation()
+{
+    const long every = opt.evaluateEvery > 0 ? opt.evaluateEvery : manifest->evaluation.everyNSteps;
+    if (every <= 0)
+        return;
+    const auto task = opt.evaluationTask.empty() ? defaultEvaluationTask(*manifest)
+                                                 : std::optional<std::filesystem::path>(opt.evaluationTask);
+    if (!task)
+        throw Error("downstream evaluation every " + std::to_string(every) +
+                    " steps, but the run names no task: give the task directory");
+    if (std::error_code ec; !std::filesystem::is_directory(*task, ec))
+        throw Error("the downstream evaluation task " + task->string() + " is not a directory");
+    DownstreamSchedule schedule{*task, every, {}};
+    auto sink = recorder;
+    downstream = std::make_unique<DownstreamMonitor>(*manifest, schedule, checkpointDir / "evaluation",
+                                                     [sink](const nlohmann::json &result) {
+                                                         sink->recordEvaluation(result);
+                                                     });
+    log::info("eval", "the monitor fine-tunes the saved state on " + task->string() + " every " +
+                          std::to_string(every) + " steps");
 }
 
 void SwarmPeer::Impl::archiveCheckpoint()

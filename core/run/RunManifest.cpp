@@ -149,7 +149,7 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     const JsonObjectReader root(doc,
                                 {"format_version", "run_id", "name", "lead", "description", "model", "tokenizer",
                                  "corpus", "training", "optimizer", "schedule", "compression", "bootstrap_peers",
-                                 "access"},
+                                 "access", "evaluation"},
                                 fail);
     RunManifest m;
     m.baseDir = baseDir;
@@ -263,6 +263,11 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
             fail("access", "expected \"open\" or \"closed\", got " + jsonExcerpt(access));
         m.closed = access == "closed";
     }
+    if (root.has("evaluation")) {
+        const JsonObjectReader r = root.object("evaluation", {"task", "every_n_steps"});
+        m.evaluation.task = r.nonEmptyString("task");
+        m.evaluation.everyNSteps = r.integer("every_n_steps", 1);
+    }
     return m;
 }
 
@@ -328,13 +333,14 @@ std::string toJson(const RunManifest &m)
         {"compression", compressionName(m.compression)},
         {"bootstrap_peers", m.bootstrapPeers},
     };
-    // Written only for closed runs, so open manifests keep the bytes (and signatures) they had.
-    if (m.closed) {
-        json closed = doc;
-        closed["access"] = "closed";
-        return closed.dump(2);
-    }
-    return doc.dump(2);
+    // Optional sections are written only when set, so manifests without them keep the bytes
+    // (and signatures) they had.
+    json out = doc;
+    if (m.closed)
+        out["access"] = "closed";
+    if (!m.evaluation.task.empty())
+        out["evaluation"] = {{"task", m.evaluation.task}, {"every_n_steps", m.evaluation.everyNSteps}};
+    return out.dump(2);
 }
 
 void verifyRunFiles(const RunManifest &manifest)

@@ -52,6 +52,16 @@ struct ScheduleSpec {
     int totalSteps = 0;          // then linear decay to 0 at this step
 };
 
+// Downstream evaluation of the run's checkpoints (eval/DownstreamEvaluation.h): the monitor
+// fine-tunes a kept checkpoint on a labelled text set and records accuracy and macro-F1.
+// Optional; absent: the monitor evaluates nothing unless its command line says so.
+struct EvaluationSpec {
+    std::string task;            // directory with train.tsv, test.tsv (dev.tsv, labels.txt),
+                                 // relative to the manifest's directory; empty: no evaluation
+    int everyNSteps = 0;         // evaluate a kept checkpoint at least this many steps after the
+                                 // last evaluated one; >= 1 when `task` is set
+};
+
 struct RunManifest {
     int formatVersion = 1;
     std::string runId;           // [A-Za-z0-9._-]{1,64}; DHT keys derive from it
@@ -70,6 +80,7 @@ struct RunManifest {
     // (security/AccessToken.h; checked at the data-plane handshake, net/CurveSecurity.h).
     // Optional; absent or "open": anyone may join (links are encrypted either way).
     bool closed = false;
+    EvaluationSpec evaluation;
 
     // Directory the relative paths resolve against (not part of the JSON).
     std::filesystem::path baseDir;

@@ -1,4 +1,5 @@
 #include "run/RunPaths.h"
+#include "run/RunManifest.h"
 
 #include "util/Error.h"
 
@@ -110,6 +111,22 @@ std::filesystem::path runDataDir(const std::filesystem::path &dataDir, const std
 std::filesystem::path soloDataDir(const std::filesystem::path &dataDir, const std::string &runId)
 {
     return runDataDir(dataDir, runId) / "solo";
+}
+
+std::optional<std::filesystem::path> defaultEvaluationTask(const RunManifest &manifest)
+{
+    if (!manifest.evaluation.task.empty())
+        return manifest.resolve(manifest.evaluation.task);
+    std::error_code ec;
+    std::optional<std::filesystem::path> only;
+    for (const auto &entry : std::filesystem::directory_iterator(manifest.baseDir / "eval", ec)) {
+        if (!entry.is_directory(ec))
+            continue;
+        if (only)
+            return std::nullopt; // several tasks: the lead must choose
+        only = entry.path();
+    }
+    return only;
 }
 
 } // namespace dedloc

@@ -6,6 +6,8 @@
 
 namespace dedloc {
 
+struct RunManifest;
+
 // The default run's manifest: $DEDLOC_RUN_DIR/manifest.json, else the first of
 // <exe dir>/../share/dedloc/default-run, <exe dir>/resources/default-run, the source tree's
 // resources/default-run. Empty when none exists.
@@ -22,5 +24,11 @@ namespace dedloc {
 // never share state: a peer that trained alone does not carry its solo steps into a swarm (whose
 // global epoch they would move), and a swarm peer's checkpoint does not become a solo start.
 [[nodiscard]] std::filesystem::path soloDataDir(const std::filesystem::path &dataDir, const std::string &runId);
+
+// The run's downstream evaluation task (eval/LabelledText.h): the manifest's evaluation.task,
+// resolved against its directory; else the only directory inside <manifest dir>/eval/ when there
+// is exactly one (the bundled run ships its task there: its signed manifest predates the
+// evaluation section); else empty.
+[[nodiscard]] std::optional<std::filesystem::path> defaultEvaluationTask(const RunManifest &manifest);
 
 } // namespace dedloc

@@ -31,6 +31,11 @@ struct Checkpoint {
     std::vector<NamedTensor> tensors; // CPU fp32
 };
 
+// The name a trainer's checkpoint gives model parameter `parameter` (a key of the model's
+// named_parameters()): "param.<parameter>". The parameters come first, in registration order,
+// then the optimizer's statistics as "optim.<name>" (train/Lamb.h).
+[[nodiscard]] inline std::string checkpointParameterName(const std::string &parameter) { return "param." + parameter; }
+
 // Throws dedloc::Error (naming the file and the reason) on I/O failure.
 void writeCheckpointFile(const std::filesystem::path &file, const Checkpoint &checkpoint);
 // Throws dedloc::Error if the file is missing, truncated, corrupt or malformed.

@@ -325,7 +325,7 @@ void Trainer::saveCheckpoint(const std::filesystem::path &directory)
                                 {"steps_taken_part", d->contribution.stepsTakenPart}}}};
     const auto named = d->model->named_parameters();
     for (const auto &p : named)
-        c.tensors.push_back({"param." + p.key(), p.value()});
+        c.tensors.push_back({checkpointParameterName(p.key()), p.value()});
     for (auto &s : d->optimizer->state())
         c.tensors.push_back({"optim." + s.name, s.tensor});
     CheckpointStore(directory).save(c);
@@ -345,7 +345,7 @@ std::optional<long> Trainer::restoreCheckpoint(const std::filesystem::path &dire
                         + std::to_string(named.size() * 3));
         for (std::size_t i = 0; i < named.size(); ++i) {
             const auto &t = c.tensors[i];
-            if (t.name != "param." + named[i].key() || t.tensor.sizes() != named[i].value().sizes())
+            if (t.name != checkpointParameterName(named[i].key()) || t.tensor.sizes() != named[i].value().sizes())
                 throw Error("tensor " + t.name + " does not match parameter " + named[i].key());
         }
     };
