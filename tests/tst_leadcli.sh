@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dedloc-lead's key commands end to end (app/dedloc-lead/KeyCommands.cpp): keygen with a
 # password from the environment, sign, verify, minisign interop, rotate-key, issue-token, and
-# exit code 2 with a message for bad input.
+# exit code 2 with a message for bad input, also of evaluate and export.
 set -euo pipefail
 lead=$1
 tmp=$(mktemp -d)
@@ -56,4 +56,16 @@ expect 0 "dlt1." -- "$lead" issue-token --secret "$tmp/new/lead.key" --run-id de
 expect 2 "64 hex digits" -- "$lead" issue-token --secret "$tmp/new/lead.key" --run-id demo --peer-key abc --name alice
 expect 2 "--expires-in takes" -- "$lead" issue-token --secret "$tmp/new/lead.key" --run-id demo --peer-key "$peer" --name alice --expires-in -1
 expect 2 "usage: dedloc-lead" -- "$lead" no-such-command
-echo "PASS: dedloc-lead keygen/sign/verify/rotate-key/issue-token and their refusals"
+
+# evaluate and export (dedloc-lead-model): bad input is refused at once, before any fine-tuning.
+expect 2 "evaluate     fine-tune" -- "$lead"
+expect 2 "give --checkpoint FILE, or --random-init" -- "$lead" evaluate
+expect 2 "not both" -- "$lead" evaluate --checkpoint "$tmp/a.bin" --random-init
+expect 2 "is a directory: give a file name" -- "$lead" evaluate --random-init --json "$tmp"
+expect 2 "cannot write into $tmp/nowhere" -- "$lead" evaluate --random-init --json "$tmp/nowhere/r.json"
+expect 2 "--epochs expects a whole number" -- "$lead" evaluate --random-init --epochs 1.5
+expect 2 "not a DeDLOC checkpoint" -- "$lead" evaluate --checkpoint "$tmp/a.bin"
+expect 2 "give --checkpoint FILE and --out DIR" -- "$lead" export --checkpoint "$tmp/a.bin"
+expect 2 "not a DeDLOC checkpoint" -- "$lead" export --checkpoint "$tmp/a.bin" --out "$tmp/hf"
+[ ! -e "$tmp/hf/config.json" ] || fail "export wrote files for a checkpoint it refused"
+echo "PASS: dedloc-lead keygen/sign/verify/rotate-key/issue-token/evaluate/export and their refusals"

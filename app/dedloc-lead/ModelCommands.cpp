@@ -11,6 +11,9 @@
 
 #include <QCommandLineParser>
 
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdio>
 #include <optional>
 
@@ -44,17 +47,32 @@ RunManifest manifestFrom(const QCommandLineParser &p, const QCommandLineOption &
     throw Error("no run manifest given and the bundled run is not installed");
 }
 
-// A number option: `ok` false (and the reason printed) if it is not a number in [low, high].
-double number(const QCommandLineParser &p, const QCommandLineOption &o, double low, double high, bool &ok)
+// A number option: `ok` false (and the reason printed) if it is not a number in [low, high],
+// or, for a whole-number option, not a whole number.
+double number(const QCommandLineParser &p, const QCommandLineOption &o, double low, double high, bool &ok,
+              bool whole = true)
 {
     bool parsed = false;
     const double v = p.value(o).toDouble(&parsed);
-    if (!parsed || !(v >= low && v <= high)) {
-        std::fprintf(stderr, "dedloc-lead evaluate: --%s expects a number from %g to %g, got \"%s\"\n",
-                     o.names().front().toLatin1().constData(), low, high, p.value(o).toLocal8Bit().constData());
+    if (!parsed || !(v >= low && v <= high) || (whole && v != std::floor(v))) {
+        std::fprintf(stderr, "dedloc-lead evaluate: --%s expects %s from %.*g to %.*g, got \"%s\"\n",
+                     o.names().front().toLatin1().constData(), whole ? "a whole number" : "a number", whole ? 20 : 6,
+                     low, whole ? 20 : 6, high, p.value(o).toLocal8Bit().constData());
         ok = false;
     }
     return v;
+}
+
+// The --json file must be writable before minutes of fine-tuning, not after.
+std::optional<std::string> unwritableJson(const fs::path &file)
+{
+    std::error_code ec;
+    if (fs::is_directory(file, ec))
+        return "--json " + file.string() + " is a directory: give a file name";
+    const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK | X_OK) != 0)
+        return "--json " + file.string() + ": cannot write into " + dir.string();
+    return std::nullopt;
 }
 
 void printScores(const char *label, const FineTuneResult &r)
@@ -110,14 +128,19 @@ int evaluate(const QStringList &args)
     p.process(args);
     if (!p.positionalArguments().isEmpty())
         return bad("evaluate", "unexpected argument " + p.positionalArguments().front().toStdString());
-    if (p.isSet(checkpoint) == p.isSet(randomInit))
+    if (p.isSet(checkpoint) && p.isSet(randomInit))
+        return bad("evaluate", "give --checkpoint FILE or --random-init, not both");
+    if (!p.isSet(checkpoint) && !p.isSet(randomInit))
         return bad("evaluate", "give --checkpoint FILE, or --random-init");
+    if (p.isSet(json))
+        if (const auto why = unwritableJson(p.value(json).toStdString()))
+            return bad("evaluate", *why);
 
     bool ok = true;
     DownstreamOptions o;
     o.fineTune.epochs = static_cast<int>(number(p, epochs, 1, 1000, ok));
     o.fineTune.batchSize = static_cast<int>(number(p, batch, 1, 4096, ok));
-    o.fineTune.learningRate = number(p, lr, 1e-9, 1.0, ok);
+    o.fineTune.learningRate = number(p, lr, 1e-9, 1.0, ok, false);
     o.fineTune.maxTokens = static_cast<int>(number(p, maxTokens, 3, 1 << 20, ok));
     o.fineTune.seed = static_cast<std::uint64_t>(number(p, seed, 0, 9007199254740992.0, ok));
     const int threadCount = static_cast<int>(number(p, threads, 0, 1024, ok));
@@ -138,6 +161,10 @@ int evaluate(const QStringList &args)
     if (p.isSet(checkpoint))
         file = fs::path(p.value(checkpoint).toStdString());
     const auto result = evaluateDownstream(run, file, *taskDir, o);
+    if (!result.runId.empty() && result.runId != run.runId)
+        std::fprintf(stderr, "dedloc-lead evaluate: note: the checkpoint is of run %s, the manifest's is %s (same shape "
+                             "and tokenizer, so it was evaluated)\n",
+                     result.runId.c_str(), run.runId.c_str());
     printResult(result);
     if (p.isSet(json))
         writeFileAtomically(p.value(json).toStdString(), result.toJson().dump(2) + "\n");

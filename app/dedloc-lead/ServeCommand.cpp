@@ -178,6 +178,8 @@ int parse(const QStringList &args, ServeConfig &c)
     w.evaluateEvery = integer(evaluateEvery, 0, 1000000000);
     if (!ok)
         return bad("--evaluate-every takes a whole number of steps (0: the manifest's)");
+    if (p.isSet(evaluationTask) && !p.isSet(evaluateEvery))
+        log::warning("serve", "--evaluation-task is used only when the manifest or --evaluate-every sets an interval");
     w.progressPeriod = seconds(progressPeriod, 0.05);
     w.durationSeconds = seconds(duration, 0.0);
     c.statusInterval = seconds(statusInterval, 0.0);

@@ -83,7 +83,7 @@ nlohmann::json serveStatusJson(const ServeStatusInput &in)
           {"last_recorded_at", orNull(in.metrics.lastRecordedAt, in.metrics.lastRecordedAt > 0.0)},
           {"last_error", orNull(in.metrics.lastError)}}},
         {"evaluation",
-         {{"every_n_steps", orNull(in.evaluateEveryNSteps, in.evaluateEveryNSteps > 0)},
+         {{"every_n_steps", in.evaluateEveryNSteps > 0 ? nlohmann::json(in.evaluateEveryNSteps) : nlohmann::json()},
           {"csv", orNull(in.evaluationCsv.string())},
           {"latest", in.latestEvaluation}}},
     };

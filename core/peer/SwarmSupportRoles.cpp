@@ -3,6 +3,7 @@
 #include "peer/SwarmPeerImpl.h"
 
 #include "monitor/CheckpointArchive.h"
+#include "eval/LabelledText.h"
 #include "run/RunPaths.h"
 #include "train/Checkpoint.h"
 #include "util/Error.h"
@@ -101,8 +102,11 @@ void SwarmPeer::Impl::startDownstreamEvaluation()
     if (!task)
         throw Error("downstream evaluation every " + std::to_string(every) +
                     " steps, but the run names no task: give the task directory");
-    if (std::error_code ec; !std::filesystem::is_directory(*task, ec))
-        throw Error("the downstream evaluation task " + task->string() + " is not a directory");
+    try {
+        (void)readLabelledTextSet(*task); // a broken task is refused now, not at the first evaluation
+    } catch (const Error &e) {
+        throw Error(std::string("the downstream evaluation task: ") + e.what());
+    }
     DownstreamSchedule schedule{*task, every, {}};
     auto sink = recorder;
     downstream = std::make_unique<DownstreamMonitor>(*manifest, schedule, checkpointDir / "evaluation",
