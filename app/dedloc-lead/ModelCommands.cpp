@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -119,7 +120,7 @@ int evaluate(const QStringList &args)
     const auto epochs = option("epochs", "Passes over the training split (default: 8).", "n", "8");
     const auto batch = option("batch-size", "Sentences per fine-tuning step (default: 16).", "n", "16");
     const auto lr = option("learning-rate", "AdamW peak learning rate (default: 0.0001).", "x", "0.0001");
-    const auto maxTokens = option("max-tokens", "Tokens per sentence at most, [CLS] and [SEP] included (default: 128).", "n", "128");
+    const auto maxTokens = option("max-tokens", "Tokens per sentence at most, [CLS] and [SEP] included (default: 128, or the model's positions if fewer).", "n", "128");
     const auto seed = option("seed", "Seed of the head's initialisation, the control's and the batch order (default: 0).", "n", "0");
     const auto noControl = option("no-control", "Skip the random-initialisation control (half the time).");
     const auto threads = option("threads", "Torch CPU threads (default: all cores).", "n", "0");
@@ -149,6 +150,8 @@ int evaluate(const QStringList &args)
     o.control = !p.isSet(noControl) && p.isSet(checkpoint);
 
     const RunManifest run = manifestFrom(p, manifest);
+    if (!p.isSet(maxTokens))
+        o.fineTune.maxTokens = std::min(o.fineTune.maxTokens, run.model.maxPositions);
     std::optional<fs::path> taskDir;
     if (p.isSet(task))
         taskDir = fs::path(p.value(task).toStdString());

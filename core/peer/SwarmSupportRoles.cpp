@@ -9,6 +9,8 @@
 #include "util/Error.h"
 #include "util/Log.h"
 
+#include <algorithm>
+
 namespace dedloc {
 
 void SwarmPeer::Impl::runAuxiliary()
@@ -108,6 +110,8 @@ void SwarmPeer::Impl::startDownstreamEvaluation()
         throw Error(std::string("the downstream evaluation task: ") + e.what());
     }
     DownstreamSchedule schedule{*task, every, {}};
+    // The default budget's sentence length, cut to what the run's model can read.
+    schedule.options.fineTune.maxTokens = std::min(schedule.options.fineTune.maxTokens, manifest->model.maxPositions);
     auto sink = recorder;
     downstream = std::make_unique<DownstreamMonitor>(*manifest, schedule, checkpointDir / "evaluation",
                                                      [sink](const nlohmann::json &result) {
