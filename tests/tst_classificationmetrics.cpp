@@ -11,14 +11,17 @@ using namespace dedloc;
 
 namespace {
 
-bool close(double actual, double expected) { return std::abs(actual - expected) < 1e-12; }
+bool close(double actual, double expected)
+{
+    return std::abs(actual - expected) < 1e-12;
+}
 
 } // namespace
 
 class TestClassificationMetrics final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void smallConfusionByHand()
     {
         // 4 labels; label 3 is neither true nor predicted anywhere.
@@ -70,9 +73,13 @@ private Q_SLOTS:
 
     void badInputIsAnError()
     {
-        QCOMPARE(test::errorOf([] { (void)scoreClassification(std::vector<int>{0, 1}, std::vector<int>{0}, 2); }),
+        QCOMPARE(test::errorOf([] {
+                     (void)scoreClassification(std::vector<int>{0, 1}, std::vector<int>{0}, 2);
+                 }),
                  QString("cannot score 1 predictions against 2 true labels"));
-        QCOMPARE(test::errorOf([] { (void)scoreClassification(std::vector<int>{0, 1}, std::vector<int>{0, 2}, 2); }),
+        QCOMPARE(test::errorOf([] {
+                     (void)scoreClassification(std::vector<int>{0, 1}, std::vector<int>{0, 2}, 2);
+                 }),
                  QString("predicted label id 2 at example 1 is outside [0, 2)"));
     }
 };

@@ -42,7 +42,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-ModelShape tinyShape() { return presetShape("tiny", 8000, 64); }
+ModelShape tinyShape()
+{
+    return presetShape("tiny", 8000, 64);
+}
 
 FineTuneOptions quickOptions(int epochs, double learningRate, std::uint64_t seed)
 {
@@ -140,8 +143,8 @@ void writeSplit(const fs::path &file, const std::vector<LabelledExample> &exampl
 
 std::string scoresText(const FineTuneResult &r)
 {
-    return "test accuracy " + std::to_string(r.test.accuracy) + " macro-F1 " + std::to_string(r.test.macroF1)
-           + ", train loss " + std::to_string(r.trainLoss) + ", " + std::to_string(r.seconds) + " s";
+    return "test accuracy " + std::to_string(r.test.accuracy) + " macro-F1 " + std::to_string(r.test.macroF1) +
+           ", train loss " + std::to_string(r.trainLoss) + ", " + std::to_string(r.seconds) + " s";
 }
 
 } // namespace
@@ -151,7 +154,7 @@ class TestFineTune final : public QObject {
 
     std::unique_ptr<Tokenizer> m_tokenizer;
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void initTestCase()
     {
         m_tokenizer = std::make_unique<Tokenizer>(test::sourceResources() / "default-run" / "tokenizer.model");
@@ -203,7 +206,8 @@ private Q_SLOTS:
 
     void tinySplitGivesTheDocumentedNumbers()
     {
-        const auto r = fineTuneClassifier(tinyShape(), nullptr, *m_tokenizer, sibCut(60, 20, 40), quickOptions(4, 3e-4, 1));
+        const auto r =
+            fineTuneClassifier(tinyShape(), nullptr, *m_tokenizer, sibCut(60, 20, 40), quickOptions(4, 3e-4, 1));
         qInfo("tiny split, seed 1: %s; dev accuracy %f", scoresText(r).c_str(), r.dev ? r.dev->accuracy : -1.0);
         QCOMPARE(r.steps, 16L);
         QCOMPARE(r.test.examples, 40L);
@@ -246,10 +250,10 @@ private Q_SLOTS:
                     (void)fineTuneClassifier(tinyShape(), &tensors, *m_tokenizer, data, quickOptions(1, 1e-4, 0));
                 }).contains("the manifest's model needs [128, 128]"));
         std::erase_if(tensors, [](const NamedTensor &t) { return t.name == "param.shared_qkv.weight"; });
-        QCOMPARE(test::errorOf([&] {
-                     (void)fineTuneClassifier(wide, &tensors, *m_tokenizer, data, quickOptions(1, 1e-4, 0));
-                 }),
-                 QString("the checkpoint has no tensor param.shared_qkv.weight (the model's parameter shared_qkv.weight)"));
+        QCOMPARE(
+            test::errorOf(
+                [&] { (void)fineTuneClassifier(wide, &tensors, *m_tokenizer, data, quickOptions(1, 1e-4, 0)); }),
+            QString("the checkpoint has no tensor param.shared_qkv.weight (the model's parameter shared_qkv.weight)"));
     }
 
     void downstreamEvaluationOfACheckpoint()
@@ -284,12 +288,14 @@ private Q_SLOTS:
         // The layer count and head count do not show in the tensors: the checkpoint's meta does.
         auto deeper = manifest;
         deeper.model.numLayers = 3;
-        QVERIFY(test::errorOf([&] { (void)evaluateDownstream(deeper, checkpoint, root / "task", options); })
-                    .endsWith("the checkpoint's model.num_layers is 2, the manifest's model has 3"));
+        QVERIFY(test::errorOf([&] {
+                    (void)evaluateDownstream(deeper, checkpoint, root / "task", options);
+                }).endsWith("the checkpoint's model.num_layers is 2, the manifest's model has 3"));
         auto wider = manifest;
         wider.model.hiddenSize = 64;
-        QVERIFY(test::errorOf([&] { (void)evaluateDownstream(wider, checkpoint, root / "task", options); })
-                    .contains("model.hidden_size is 128"));
+        QVERIFY(test::errorOf([&] {
+                    (void)evaluateDownstream(wider, checkpoint, root / "task", options);
+                }).contains("model.hidden_size is 128"));
         // Without a checkpoint: the random initialisation, no control.
         const auto random = evaluateDownstream(manifest, std::nullopt, root / "task", options);
         QVERIFY(!random.control && !random.epoch);

@@ -34,7 +34,7 @@ const std::string Header = "index_id\tcategory\ttext\n";
 class TestLabelledText final : public QObject {
     Q_OBJECT
 
-private Q_SLOTS:
+  private Q_SLOTS:
     void plainFields()
     {
         const auto records = parseTsv("a\tb\tc\n1\t\t3\n", "x.tsv");
@@ -69,8 +69,10 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("tsv");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("text after the closing quote") << "h\n\"a\"b\tc\n" << "x.tsv:2: text after the closing quote";
-        QTest::newRow("quote inside an unquoted field") << "h\nab\"c\n" << "x.tsv:2: a quote inside an unquoted field";
+        QTest::newRow("text after the closing quote") << "h\n\"a\"b\tc\n"
+                                                      << "x.tsv:2: text after the closing quote";
+        QTest::newRow("quote inside an unquoted field") << "h\nab\"c\n"
+                                                        << "x.tsv:2: a quote inside an unquoted field";
         QTest::newRow("never closed: the line it opened on") << "h\nok\n\"open\nmore\nstill\n"
                                                              << "x.tsv:3: a quoted field is never closed";
     }
@@ -117,23 +119,39 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("train");
         QTest::addColumn<QString>("test");
-        QTest::addColumn<QString>("labels"); // "-": no labels.txt
+        QTest::addColumn<QString>("labels");   // "-": no labels.txt
         QTest::addColumn<QString>("expected"); // after the directory
         const QString h = QString::fromStdString(Header);
-        QTest::newRow("unknown test label") << h + "1\ta\tx\n" << h + "2\ta\ty\n3\tb\tz\n" << "-"
+        QTest::newRow("unknown test label") << h + "1\ta\tx\n"
+                                            << h + "2\ta\ty\n3\tb\tz\n"
+                                            << "-"
                                             << "/test.tsv:3: label \"b\" is not among the labels of";
-        QTest::newRow("train label not in labels.txt") << h + "1\ta\tx\n2\tq\ty\n" << h + "2\ta\ty\n" << "a\n"
+        QTest::newRow("train label not in labels.txt") << h + "1\ta\tx\n2\tq\ty\n"
+                                                       << h + "2\ta\ty\n"
+                                                       << "a\n"
                                                        << "/train.tsv:3: label \"q\" is not among the labels of";
-        QTest::newRow("no text column") << "id\tcategory\tbody\n1\ta\tx\n" << h + "2\ta\ty\n" << "-"
+        QTest::newRow("no text column") << "id\tcategory\tbody\n1\ta\tx\n"
+                                        << h + "2\ta\ty\n"
+                                        << "-"
                                         << "/train.tsv:1: the header has no column \"text\"";
-        QTest::newRow("no label column") << "id\ttext\n1\tx\n" << h + "2\ta\ty\n" << "-"
+        QTest::newRow("no label column") << "id\ttext\n1\tx\n"
+                                         << h + "2\ta\ty\n"
+                                         << "-"
                                          << "/train.tsv:1: the header has no column \"category\" or \"label\"";
-        QTest::newRow("wrong field count") << h + "1\ta\tx\n2\ta\n" << h + "2\ta\ty\n" << "-"
+        QTest::newRow("wrong field count") << h + "1\ta\tx\n2\ta\n"
+                                           << h + "2\ta\ty\n"
+                                           << "-"
                                            << "/train.tsv:3: 2 fields, the header has 3";
-        QTest::newRow("empty split") << h << h + "2\ta\ty\n" << "-" << "/train.tsv: no examples";
-        QTest::newRow("duplicate label") << h + "1\ta\tx\n" << h + "2\ta\ty\n" << "a\nb\na\n"
+        QTest::newRow("empty split") << h << h + "2\ta\ty\n"
+                                     << "-"
+                                     << "/train.tsv: no examples";
+        QTest::newRow("duplicate label") << h + "1\ta\tx\n"
+                                         << h + "2\ta\ty\n"
+                                         << "a\nb\na\n"
                                          << "/labels.txt:3: label \"a\" is listed twice";
-        QTest::newRow("bad quoting") << h + "1\ta\t\"x\"y\n" << h + "2\ta\ty\n" << "-"
+        QTest::newRow("bad quoting") << h + "1\ta\t\"x\"y\n"
+                                     << h + "2\ta\ty\n"
+                                     << "-"
                                      << "/train.tsv:2: text after the closing quote";
     }
     void errorsNameFileAndLine()
@@ -157,8 +175,8 @@ private Q_SLOTS:
         QTemporaryDir dir;
         const auto root = writeTask(dir, {{"train.tsv", Header + "1\ta\tx\n"}});
         QCOMPARE(test::errorOf([&] { (void)readLabelledTextSet(root); }),
-                 QString::fromStdString((root / "test.tsv").string())
-                     + ": missing (a task directory needs train.tsv and test.tsv)");
+                 QString::fromStdString((root / "test.tsv").string()) +
+                     ": missing (a task directory needs train.tsv and test.tsv)");
         QVERIFY(test::errorOf([&] { (void)readLabelledTextSet(root / "nowhere"); }).contains("not a task directory"));
     }
 
@@ -182,7 +200,8 @@ private Q_SLOTS:
         QCOMPARE(counts(set.test), (std::vector<int>{51, 40, 30, 25, 22, 19, 17}));
         // A quoted record of train.tsv (line 13, 14 quotes in the file): Python's csv module reads
         // its text as starting with one quote and ending in three, six quotes in all.
-        const auto quoted = std::find_if(set.train.begin(), set.train.end(), [](const auto &e) { return e.line == 13; });
+        const auto quoted =
+            std::find_if(set.train.begin(), set.train.end(), [](const auto &e) { return e.line == 13; });
         QVERIFY(quoted != set.train.end());
         QVERIFY(quoted->text.starts_with("\"\xE0"));
         QVERIFY(quoted->text.ends_with("\xE0\xA5\xA4\"\"\"")); // the danda, then """

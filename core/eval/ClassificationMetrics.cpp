@@ -10,8 +10,8 @@ void checkIds(std::span<const int> ids, int labelCount, const char *what)
 {
     for (std::size_t i = 0; i < ids.size(); ++i)
         if (ids[i] < 0 || ids[i] >= labelCount)
-            throw Error(std::string(what) + " label id " + std::to_string(ids[i]) + " at example " + std::to_string(i)
-                        + " is outside [0, " + std::to_string(labelCount) + ")");
+            throw Error(std::string(what) + " label id " + std::to_string(ids[i]) + " at example " + std::to_string(i) +
+                        " is outside [0, " + std::to_string(labelCount) + ")");
 }
 
 double ratio(long numerator, long denominator)
@@ -24,8 +24,8 @@ double ratio(long numerator, long denominator)
 ClassificationScores scoreClassification(std::span<const int> truth, std::span<const int> predicted, int labelCount)
 {
     if (truth.size() != predicted.size())
-        throw Error("cannot score " + std::to_string(predicted.size()) + " predictions against "
-                    + std::to_string(truth.size()) + " true labels");
+        throw Error("cannot score " + std::to_string(predicted.size()) + " predictions against " +
+                    std::to_string(truth.size()) + " true labels");
     checkIds(truth, labelCount, "true");
     checkIds(predicted, labelCount, "predicted");
     ClassificationScores s;

@@ -20,19 +20,19 @@
 namespace dedloc {
 
 struct LabelScores {
-    long support = 0;           // examples whose true label is this one
-    long predicted = 0;         // examples predicted as this one
+    long support = 0;   // examples whose true label is this one
+    long predicted = 0; // examples predicted as this one
     long truePositives = 0;
     double precision = 0.0;
     double recall = 0.0;
     double f1 = 0.0;
-    bool counted = false;       // support > 0 or predicted > 0: part of the macro mean
+    bool counted = false; // support > 0 or predicted > 0: part of the macro mean
 };
 
 struct ClassificationScores {
     long examples = 0;
-    double accuracy = 0.0;      // in [0, 1]; 0 for no examples
-    double macroF1 = 0.0;       // in [0, 1]; 0 for no examples
+    double accuracy = 0.0;             // in [0, 1]; 0 for no examples
+    double macroF1 = 0.0;              // in [0, 1]; 0 for no examples
     std::vector<LabelScores> perLabel; // by label id
 };
 

@@ -23,19 +23,19 @@ void checkShapeMeta(const nlohmann::json &meta, const ModelShape &s, const std::
     if (model == meta.end() || !model->is_object())
         return;
     const std::pair<const char *, int> fields[] = {
-        {"vocab_size", s.vocabSize},   {"embedding_size", s.embeddingSize},       {"hidden_size", s.hiddenSize},
-        {"num_layers", s.numLayers},   {"num_heads", s.numHeads},                 {"intermediate_size", s.intermediateSize},
+        {"vocab_size", s.vocabSize},      {"embedding_size", s.embeddingSize},
+        {"hidden_size", s.hiddenSize},    {"num_layers", s.numLayers},
+        {"num_heads", s.numHeads},        {"intermediate_size", s.intermediateSize},
         {"max_positions", s.maxPositions}};
     for (const auto &[name, expected] : fields) {
         const auto it = model->find(name);
         if (it != model->end() && (!it->is_number_integer() || it->get<long long>() != expected))
-            throw Error(file.string() + ": the checkpoint's model." + name + " is " + it->dump()
-                        + ", the manifest's model has " + std::to_string(expected));
+            throw Error(file.string() + ": the checkpoint's model." + name + " is " + it->dump() +
+                        ", the manifest's model has " + std::to_string(expected));
     }
 }
 
-template <typename T>
-std::optional<T> metaValue(const nlohmann::json &meta, const nlohmann::json::json_pointer &where)
+template <typename T> std::optional<T> metaValue(const nlohmann::json &meta, const nlohmann::json::json_pointer &where)
 {
     if (!meta.contains(where))
         return std::nullopt;
@@ -48,9 +48,13 @@ nlohmann::json scoresJson(const ClassificationScores &s, const std::vector<std::
     auto perLabel = nlohmann::json::array();
     for (std::size_t i = 0; i < s.perLabel.size(); ++i) {
         const auto &l = s.perLabel[i];
-        perLabel.push_back({{"label", i < labels.size() ? labels[i] : std::to_string(i)}, {"support", l.support},
-                            {"predicted", l.predicted}, {"true_positives", l.truePositives},
-                            {"precision", l.precision}, {"recall", l.recall}, {"f1", l.f1}});
+        perLabel.push_back({{"label", i < labels.size() ? labels[i] : std::to_string(i)},
+                            {"support", l.support},
+                            {"predicted", l.predicted},
+                            {"true_positives", l.truePositives},
+                            {"precision", l.precision},
+                            {"recall", l.recall},
+                            {"f1", l.f1}});
     }
     return {{"examples", s.examples}, {"accuracy", s.accuracy}, {"macro_f1", s.macroF1}, {"per_label", perLabel}};
 }
@@ -66,15 +70,20 @@ nlohmann::json runJson(const FineTuneResult &r, const std::vector<std::string> &
 
 nlohmann::json optionsJson(const FineTuneOptions &o)
 {
-    return {{"epochs", o.epochs},           {"batch_size", o.batchSize},       {"learning_rate", o.learningRate},
-            {"weight_decay", o.weightDecay}, {"warmup_fraction", o.warmupFraction}, {"max_grad_norm", o.maxGradNorm},
-            {"max_tokens", o.maxTokens},     {"seed", o.seed}};
+    return {{"epochs", o.epochs},
+            {"batch_size", o.batchSize},
+            {"learning_rate", o.learningRate},
+            {"weight_decay", o.weightDecay},
+            {"warmup_fraction", o.warmupFraction},
+            {"max_grad_norm", o.maxGradNorm},
+            {"max_tokens", o.maxTokens},
+            {"seed", o.seed}};
 }
 
 std::string summary(const char *what, const FineTuneResult &r)
 {
-    return std::string(what) + ": test accuracy " + std::to_string(r.test.accuracy) + ", macro-F1 "
-           + std::to_string(r.test.macroF1) + " (" + std::to_string(r.seconds) + " s)";
+    return std::string(what) + ": test accuracy " + std::to_string(r.test.accuracy) + ", macro-F1 " +
+           std::to_string(r.test.macroF1) + " (" + std::to_string(r.seconds) + " s)";
 }
 
 } // namespace
@@ -101,8 +110,8 @@ DownstreamResult evaluateDownstream(const RunManifest &manifest, const std::opti
     const auto start = Clock::now();
     const auto tokenizerFile = manifest.resolve(manifest.tokenizer.path);
     if (const auto actual = sha256File(tokenizerFile); actual != manifest.tokenizer.sha256)
-        throw Error(tokenizerFile.string() + ": SHA-256 " + actual + " differs from the manifest's "
-                    + manifest.tokenizer.sha256);
+        throw Error(tokenizerFile.string() + ": SHA-256 " + actual + " differs from the manifest's " +
+                    manifest.tokenizer.sha256);
     const Tokenizer tokenizer(tokenizerFile);
     const auto data = readLabelledTextSet(taskDirectory);
 
@@ -122,11 +131,11 @@ DownstreamResult evaluateDownstream(const RunManifest &manifest, const std::opti
         result.peerSamples = metaValue<long long>(loaded->meta, nlohmann::json::json_pointer("/contribution/samples"));
         result.runId = loaded->meta.value("run_id", std::string());
     }
-    log::info("eval", "fine-tuning " + (checkpoint ? checkpoint->string() : std::string("the random initialisation"))
-                          + " on " + taskDirectory.string() + " (" + std::to_string(data.train.size()) + " train, "
-                          + std::to_string(data.test.size()) + " test examples)");
-    result.pretrained = fineTuneClassifier(manifest.model, loaded ? &loaded->tensors : nullptr, tokenizer, data,
-                                           options.fineTune);
+    log::info("eval", "fine-tuning " + (checkpoint ? checkpoint->string() : std::string("the random initialisation")) +
+                          " on " + taskDirectory.string() + " (" + std::to_string(data.train.size()) + " train, " +
+                          std::to_string(data.test.size()) + " test examples)");
+    result.pretrained =
+        fineTuneClassifier(manifest.model, loaded ? &loaded->tensors : nullptr, tokenizer, data, options.fineTune);
     log::info("eval", summary(checkpoint ? "pretrained" : "random initialisation", result.pretrained));
     if (checkpoint && options.control) {
         result.control = fineTuneClassifier(manifest.model, nullptr, tokenizer, data, options.fineTune);

@@ -30,24 +30,24 @@ namespace dedloc {
 
 struct DownstreamOptions {
     FineTuneOptions fineTune;
-    bool control = true;          // also fine-tune from the random initialisation
+    bool control = true; // also fine-tune from the random initialisation
 };
 
 struct DownstreamResult {
-    std::string task;                         // the task directory's name, e.g. "bn_sib200_topic"
+    std::string task; // the task directory's name, e.g. "bn_sib200_topic"
     std::vector<std::string> labels;
-    std::size_t trainExamples = 0;            // sentences of the train split fine-tuned on
+    std::size_t trainExamples = 0; // sentences of the train split fine-tuned on
     std::optional<std::filesystem::path> checkpoint;
-    std::optional<long> epoch;                // the checkpoint's "step" (a swarm's global epoch)
-    std::optional<long long> peerSamples;     // samples the saving peer computed ("contribution")
-    std::string runId;                        // the checkpoint's "run_id" ("" if it has none)
+    std::optional<long> epoch;            // the checkpoint's "step" (a swarm's global epoch)
+    std::optional<long long> peerSamples; // samples the saving peer computed ("contribution")
+    std::string runId;                    // the checkpoint's "run_id" ("" if it has none)
     // Fine-tuned from the checkpoint; from the random initialisation when there is none.
     FineTuneResult pretrained;
     // From the random initialisation with the same seed; absent without a checkpoint (it would
     // repeat `pretrained`) or when DownstreamOptions::control is false.
     std::optional<FineTuneResult> control;
     FineTuneOptions options;
-    double seconds = 0.0;                     // the whole evaluation, reading files included
+    double seconds = 0.0; // the whole evaluation, reading files included
 
     // {"task", "labels", "checkpoint", "epoch", "peer_samples", "run_id", "options": {...},
     //  "pretrained": {"test": {"accuracy", "macro_f1", "examples", "per_label": [...]}, "dev": ...,

@@ -23,7 +23,7 @@ using TokenIds = std::vector<std::int64_t>;
 
 // The encoder and a linear head on the mean of its real tokens' states (FineTune.h says why).
 class SequenceClassifierImpl final : public torch::nn::Module {
-public:
+  public:
     SequenceClassifierImpl(const ModelShape &shape, int labels)
     {
         encoder = register_module("encoder", AlbertMlm(shape));
@@ -36,8 +36,8 @@ public:
     // ids, mask: [B, T] int64 (mask 1 at real tokens). Returns logits [B, labels].
     torch::Tensor forward(const torch::Tensor &ids, const torch::Tensor &mask)
     {
-        const auto states = encoder->encode(ids, mask);              // [B, T, H]
-        const auto weights = mask.to(states.dtype()).unsqueeze(-1);  // [B, T, 1]
+        const auto states = encoder->encode(ids, mask);                 // [B, T, H]
+        const auto weights = mask.to(states.dtype()).unsqueeze(-1);     // [B, T, 1]
         const auto pooled = (states * weights).sum(1) / weights.sum(1); // every row has [CLS] and [SEP]
         return head->forward(pooled);
     }
@@ -51,15 +51,15 @@ void checkOptions(const ModelShape &shape, const Tokenizer &tokenizer, const Lab
                   const FineTuneOptions &o)
 {
     if (tokenizer.vocabSize() != shape.vocabSize)
-        throw Error("the tokenizer has " + std::to_string(tokenizer.vocabSize()) + " tokens, the model "
-                    + std::to_string(shape.vocabSize));
+        throw Error("the tokenizer has " + std::to_string(tokenizer.vocabSize()) + " tokens, the model " +
+                    std::to_string(shape.vocabSize));
     if (o.epochs < 1 || o.batchSize < 1 || o.evalBatchSize < 1)
         throw Error("fine-tuning needs epochs, batch size and evaluation batch size of at least 1");
     if (!(o.learningRate > 0.0) || o.weightDecay < 0.0 || !(o.warmupFraction >= 0.0 && o.warmupFraction <= 1.0))
         throw Error("fine-tuning needs a positive learning rate, a weight decay >= 0 and a warm-up fraction in [0, 1]");
     if (o.maxTokens < 3 || o.maxTokens > shape.maxPositions)
-        throw Error("fine-tuning's max tokens " + std::to_string(o.maxTokens) + " is outside [3, "
-                    + std::to_string(shape.maxPositions) + "] (the model's positions)");
+        throw Error("fine-tuning's max tokens " + std::to_string(o.maxTokens) + " is outside [3, " +
+                    std::to_string(shape.maxPositions) + "] (the model's positions)");
     if (data.labels.empty() || data.train.empty() || data.test.empty())
         throw Error("fine-tuning needs labels, train and test examples");
 }
@@ -76,8 +76,8 @@ void loadPretrained(AlbertMlmImpl &model, const std::vector<NamedTensor> &tensor
         if (it == byName.end())
             throw Error("the checkpoint has no tensor " + name + " (the model's parameter " + p.key() + ")");
         if (it->second->sizes() != p.value().sizes())
-            throw Error("checkpoint tensor " + name + " has shape " + c10::str(it->second->sizes())
-                        + ", the manifest's model needs " + c10::str(p.value().sizes()));
+            throw Error("checkpoint tensor " + name + " has shape " + c10::str(it->second->sizes()) +
+                        ", the manifest's model needs " + c10::str(p.value().sizes()));
         p.value().copy_(*it->second);
     }
 }
@@ -98,7 +98,8 @@ std::vector<TokenIds> tokenize(const Tokenizer &tokenizer, const std::vector<Lab
 }
 
 // The sequences at `rows`, padded with [PAD] to the longest: {ids, mask}, each [B, T] int64.
-std::pair<torch::Tensor, torch::Tensor> padBatch(const std::vector<TokenIds> &sequences, std::span<const std::size_t> rows)
+std::pair<torch::Tensor, torch::Tensor> padBatch(const std::vector<TokenIds> &sequences,
+                                                 std::span<const std::size_t> rows)
 {
     std::size_t longest = 0;
     for (const auto r : rows)
@@ -166,7 +167,8 @@ std::unique_ptr<torch::optim::AdamW> makeOptimizer(SequenceClassifierImpl &model
 {
     std::vector<torch::Tensor> decayed, plain;
     for (const auto &p : model.named_parameters())
-        (p.key().find("norm") == std::string::npos && !p.key().ends_with("bias") ? decayed : plain).push_back(p.value());
+        (p.key().find("norm") == std::string::npos && !p.key().ends_with("bias") ? decayed : plain)
+            .push_back(p.value());
     auto options = [&](double decay) {
         return std::make_unique<torch::optim::AdamWOptions>(
             torch::optim::AdamWOptions(o.learningRate).betas({0.9, 0.999}).eps(1e-6).weight_decay(decay));
@@ -208,7 +210,8 @@ TrainOutcome trainClassifier(SequenceClassifierImpl &model, const std::vector<To
                 throw Error("fine-tuning stopped");
             const std::span<const std::size_t> rows(batch);
             const auto [ids, mask] = padBatch(sequences, rows);
-            const auto loss = torch::nn::functional::cross_entropy(model.forward(ids, mask), labelTensor(examples, rows));
+            const auto loss =
+                torch::nn::functional::cross_entropy(model.forward(ids, mask), labelTensor(examples, rows));
             optimizer->zero_grad();
             loss.backward();
             if (o.maxGradNorm > 0.0)
@@ -247,8 +250,8 @@ ClassificationScores score(SequenceClassifierImpl &model, const std::vector<Toke
 } // namespace
 
 FineTuneResult fineTuneClassifier(const ModelShape &shape, const std::vector<NamedTensor> *pretrained,
-                                  const Tokenizer &tokenizer, const LabelledTextSet &data, const FineTuneOptions &options,
-                                  std::vector<NamedTensor> *fineTunedEncoder)
+                                  const Tokenizer &tokenizer, const LabelledTextSet &data,
+                                  const FineTuneOptions &options, std::vector<NamedTensor> *fineTunedEncoder)
 {
     checkOptions(shape, tokenizer, data, options);
     const auto start = Clock::now();
@@ -269,8 +272,8 @@ FineTuneResult fineTuneClassifier(const ModelShape &shape, const std::vector<Nam
     result.trainLoss = trained.lastEpochLoss;
     result.test = score(*model, testIds, data.test, labels, options.evalBatchSize);
     if (!data.dev.empty())
-        result.dev = score(*model, tokenize(tokenizer, data.dev, options.maxTokens), data.dev, labels,
-                           options.evalBatchSize);
+        result.dev =
+            score(*model, tokenize(tokenizer, data.dev, options.maxTokens), data.dev, labels, options.evalBatchSize);
     if (fineTunedEncoder) {
         fineTunedEncoder->clear();
         for (const auto &p : model->encoder->named_parameters())

@@ -26,8 +26,12 @@
 // Torch's global generator is re-seeded by this call.
 //
 // Cost: on the bundled default preset (H = 256, L = 4) and the bundled SIB-200 set (701 train
-// sentences, ~45 tokens each), one run with the defaults took ~25 s on 2 CPU cores
-// (docs/BENCHMARKS.md "Downstream evaluation").
+// sentences, 46 tokens on average with [CLS] and [SEP]), one epoch is ~26 CPU-seconds with 1
+// torch thread and the rest of a run (loading, tokenizing, scoring dev and test) ~9: a run with
+// the defaults (8 epochs, 352 steps) ~215 CPU-seconds, with 4 epochs ~115 (measured on the
+// development machine's 2 cores, 1 torch thread, wall time = CPU time when the other core was
+// busy). With 2 torch threads on cores that other processes also use, OpenMP's waiting threads
+// made a run several times slower than with 1: give an evaluation 1 thread on a busy machine.
 //
 // Threads: runs on the calling thread with torch's intra-op pool (system/TorchRuntime.h sizes
 // it). Errors: dedloc::Error for a tokenizer/shape mismatch, bad options, or pretrained tensors
@@ -48,14 +52,14 @@ struct NamedTensor;
 class Tokenizer;
 
 struct FineTuneOptions {
-    int epochs = 8;               // passes over the train split
-    int batchSize = 16;           // sentences per optimizer step (one batch per epoch may be smaller)
-    double learningRate = 1e-4;   // AdamW peak rate
-    double weightDecay = 0.01;    // decoupled; not on biases and LayerNorm
-    double warmupFraction = 0.1;  // of all steps, linear from 0 to the peak rate
-    double maxGradNorm = 1.0;     // global L2 clip; <= 0 disables
-    int maxTokens = 128;          // per sequence, [CLS] and [SEP] included; <= the model's positions
-    int evalBatchSize = 64;       // sentences per forward pass when scoring
+    int epochs = 8;              // passes over the train split
+    int batchSize = 16;          // sentences per optimizer step (one batch per epoch may be smaller)
+    double learningRate = 1e-4;  // AdamW peak rate
+    double weightDecay = 0.01;   // decoupled; not on biases and LayerNorm
+    double warmupFraction = 0.1; // of all steps, linear from 0 to the peak rate
+    double maxGradNorm = 1.0;    // global L2 clip; <= 0 disables
+    int maxTokens = 128;         // per sequence, [CLS] and [SEP] included; <= the model's positions
+    int evalBatchSize = 64;      // sentences per forward pass when scoring
     std::uint64_t seed = 0;
     // Checked before every training batch: when set, the fine-tuning throws dedloc::Error
     // ("fine-tuning stopped"). Null: never stopped. Owned by the caller, read from this thread.
@@ -65,9 +69,9 @@ struct FineTuneOptions {
 struct FineTuneResult {
     std::optional<ClassificationScores> dev; // absent when the set has no dev split
     ClassificationScores test;
-    long steps = 0;               // optimizer steps taken
-    double trainLoss = 0.0;       // mean cross-entropy (nats) over the last epoch's examples
-    double seconds = 0.0;         // wall time of training and scoring
+    long steps = 0;         // optimizer steps taken
+    double trainLoss = 0.0; // mean cross-entropy (nats) over the last epoch's examples
+    double seconds = 0.0;   // wall time of training and scoring
 };
 
 // Fine-tunes a fresh AlbertMlm of `shape` with a new head and scores it on dev and test.

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 // A cursor over one file's bytes that counts lines and words its errors as "<file>:<line>: ".
 class TsvScanner final {
-public:
+  public:
     TsvScanner(std::string_view text, const std::string &fileName) : m_text(text), m_file(fileName)
     {
         if (m_text.starts_with("\xEF\xBB\xBF"))
@@ -43,7 +43,7 @@ public:
         }
     }
 
-private:
+  private:
     [[noreturn]] void fail(int line, const std::string &what) const
     {
         throw Error(m_file + ":" + std::to_string(line) + ": " + what);
@@ -52,7 +52,8 @@ private:
     [[nodiscard]] bool atQuote() const { return !atEnd() && m_text[m_pos] == '"'; }
     [[nodiscard]] bool atLineBreak() const
     {
-        return m_text[m_pos] == '\n' || (m_text[m_pos] == '\r' && m_pos + 1 < m_text.size() && m_text[m_pos + 1] == '\n');
+        return m_text[m_pos] == '\n' ||
+               (m_text[m_pos] == '\r' && m_pos + 1 < m_text.size() && m_text[m_pos + 1] == '\n');
     }
     void skipLineBreak()
     {
@@ -103,7 +104,10 @@ private:
     int m_line = 1;
 };
 
-bool isBlank(const TsvRecord &r) { return r.fields.size() == 1 && r.fields[0].empty(); }
+bool isBlank(const TsvRecord &r)
+{
+    return r.fields.size() == 1 && r.fields[0].empty();
+}
 
 std::string trimmed(std::string s)
 {
@@ -149,8 +153,8 @@ std::optional<std::vector<RawExample>> readSplit(const fs::path &file, bool requ
     for (std::size_t i = 1; i < records.size(); ++i) {
         const auto &r = records[i];
         if (r.fields.size() != header.fields.size())
-            throw Error(file.string() + ":" + std::to_string(r.line) + ": " + std::to_string(r.fields.size())
-                        + " fields, the header has " + std::to_string(header.fields.size()));
+            throw Error(file.string() + ":" + std::to_string(r.line) + ": " + std::to_string(r.fields.size()) +
+                        " fields, the header has " + std::to_string(header.fields.size()));
         out.push_back({r.fields[textColumn], r.fields[labelColumn], r.line});
     }
     if (out.empty())
@@ -191,8 +195,8 @@ std::vector<LabelledExample> withLabelIds(const std::vector<RawExample> &raw, co
     for (const auto &e : raw) {
         const auto it = ids.find(e.label);
         if (it == ids.end())
-            throw Error(file.string() + ":" + std::to_string(e.line) + ": label \"" + e.label + "\" is not among "
-                        + labelSource);
+            throw Error(file.string() + ":" + std::to_string(e.line) + ": label \"" + e.label + "\" is not among " +
+                        labelSource);
         out.push_back({e.text, it->second, e.line});
     }
     return out;

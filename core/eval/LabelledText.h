@@ -28,13 +28,13 @@ namespace dedloc {
 
 struct LabelledExample {
     std::string text;
-    int label = 0;  // index into LabelledTextSet::labels
-    int line = 0;   // line of the file where the record starts (1 = the header)
+    int label = 0; // index into LabelledTextSet::labels
+    int line = 0;  // line of the file where the record starts (1 = the header)
 };
 
 struct LabelledTextSet {
     std::filesystem::path directory;
-    std::vector<std::string> labels;             // label id -> name
+    std::vector<std::string> labels;               // label id -> name
     std::vector<LabelledExample> train, dev, test; // dev is empty when dev.tsv is absent
 };
 
