@@ -65,6 +65,13 @@ class TestFormat final : public QObject {
         QCOMPARE(stateExplanation(s), QString("the corpus is missing; reinstall the run"));
         s.stateDetail.clear();
         QVERIFY(stateExplanation(s).contains("Resume tries again"));
+        // Training says whether others can connect to this machine, and why it is believed.
+        s.state = PeerState::Training;
+        s.deviceName = "cpu (2 threads)";
+        QCOMPARE(stateExplanation(s), QString("Computing gradients on cpu (2 threads)."));
+        s.reachability = "client mode: other peers cannot connect to this machine (no answer)";
+        QCOMPARE(stateExplanation(s), QString("Computing gradients on cpu (2 threads). Client mode: other peers cannot "
+                                              "connect to this machine (no answer)."));
     }
 
     void iconsAreCompiledIn()

@@ -10,7 +10,8 @@ using namespace dedloc;
 
 namespace {
 
-ProgressRecord rec(const std::string &id, long epoch, long samples, double sps, double time, bool client = false)
+ProgressRecord rec(const std::string &id, long epoch, long samples, double sps, double time, bool client = false,
+                   PeerRole role = PeerRole::Trainer)
 {
     ProgressRecord r;
     r.peerId = id;
@@ -20,6 +21,7 @@ ProgressRecord rec(const std::string &id, long epoch, long samples, double sps, 
     r.time = time;
     r.expiresAt = time + 60.0;
     r.clientMode = client;
+    r.role = role;
     return r;
 }
 
@@ -54,17 +56,43 @@ private Q_SLOTS:
         QCOMPARE(g.eta, 440.0 / 30.0);
     }
 
+    // A trainer resyncs only to an epoch whose state it can download: a client-mode trainer
+    // ahead of it serves none. A peer that does not train follows the trainers, clients included.
     void clientPeersDoNotSetTheGlobalEpoch()
     {
         ProgressTracker t(options(1000));
         t.update(rec("a", 3, 10, 1.0, 0.0), 0.0);
         t.update(rec("client", 9, 10, 1.0, 0.0, true), 0.0);
-        QCOMPARE(t.global(1.0).globalEpoch, 3L);
+        QCOMPARE(t.global(1.0, 3).globalEpoch, 3L);
+        QCOMPARE(t.global(1.0, 2).globalEpoch, 3L);
+        QCOMPARE(t.global(1.0, 9).globalEpoch, 9L); // the client itself
+        QCOMPARE(t.global(1.0).globalEpoch, 9L);    // an auxiliary's view
         QCOMPARE(t.global(1.0).clientPeers, 1);
         ProgressTracker onlyClients(options(1000));
         onlyClients.update(rec("c1", 4, 10, 1.0, 0.0, true), 0.0);
         onlyClients.update(rec("c2", 5, 10, 1.0, 0.0, true), 0.0);
+        QCOMPARE(onlyClients.global(1.0, 4).globalEpoch, 4L);
+        QCOMPARE(onlyClients.global(1.0, 5).globalEpoch, 5L);
         QCOMPARE(onlyClients.global(1.0).globalEpoch, 5L);
+    }
+
+    // Client-mode trainers beside a reachable monitor and auxiliary that hold an older epoch (the
+    // monitor's last state, the auxiliary's view): the trainers' batch still counts and steps.
+    // (The global epoch used to be the monitor's 0 here: no samples at it, no step, ever.)
+    void clientTrainersStepBesideAMonitorAtAnOlderEpoch()
+    {
+        ProgressTracker t(options(100));
+        t.update(rec("monitor", 0, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
+        t.update(rec("aux", 9, 0, 0.0, 0.0, false, PeerRole::Auxiliary), 0.0);
+        t.update(rec("c1", 2, 60, 10.0, 0.0, true), 0.0);
+        t.update(rec("c2", 2, 50, 10.0, 0.0, true), 0.0);
+        QCOMPARE(t.global(0.0, 2).globalEpoch, 2L);
+        QCOMPARE(t.global(0.0, 2).reportedSamples, 110L);
+        QCOMPARE(int(t.decide(2, 0.0)), int(StepDecision::Step));
+        QCOMPARE(t.global(0.0).globalEpoch, 2L); // what the auxiliary helps
+        // A monitor whose state is ahead of a trainer is a donor: that trainer resyncs.
+        t.update(rec("monitor", 5, 0, 0.0, 1.0, false, PeerRole::Monitor), 1.0);
+        QCOMPARE(int(t.decide(2, 1.0)), int(StepDecision::Resync));
     }
 
     void newestRecordWinsAndStaleOrBadOnesAreRefused()

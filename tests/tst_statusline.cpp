@@ -50,6 +50,11 @@ class TestStatusLine final : public QObject {
             << 4
             << "Averaging | step 12 | batch 70/64 (100%), next in 1 h 2 min | swarm 396.1 samples/s, "
                "2 trainers, 1 auxiliary, 1 monitor | you 198.0 samples/s, 388 samples (50.0% of swarm) | loss 4.930";
+        QTest::newRow("in client mode (found out or asked for); reachable says nothing")
+            << 5
+            << "Training | step 12 | batch 40/64 (64%), next in 3 s | swarm 396.1 samples/s, "
+               "2 trainers, 1 auxiliary, 1 monitor | you 198.0 samples/s, 388 samples (50.0% of swarm) | loss 4.930 "
+               "| client mode";
     }
 
     void lines()
@@ -72,7 +77,11 @@ class TestStatusLine final : public QObject {
             s.state = PeerState::Averaging;
             s.swarmSamplesAccumulated = 70.0;
             s.etaSeconds = 3720.0;
+        } else if (variant == 5) {
+            s.reachability = "client mode: other peers cannot connect to this machine (no answer)";
         }
+        if (variant == 0)
+            s.reachability = "reachable: peer 1a2b3c4d connected back to tcp://192.0.2.1:40001";
         QCOMPARE(QString::fromStdString(statusLine(s)), expected);
     }
 };

@@ -1,7 +1,8 @@
 // The swarm end to end: real `dedloc` processes on loopback training the tiny run together
-// (cases (a)-(e) below). Each case starts a monitor (the DHT bootstrap node) and peers,
+// (cases (a)-(h) below). Each case starts a monitor (the DHT bootstrap node) and peers,
 // and judges them by their metrics files (params_sha: SHA-256 of the parameters after a step).
 #include "SwarmHarness.h"
+#include "TcpRelay.h"
 #include "TestSupport.h"
 #include "model/Tokenizer.h"
 #include "run/RunManifest.h"
@@ -290,6 +291,115 @@ private Q_SLOTS:
             SWARM_VERIFY(st.count(step) && sc.count(step), {&t, &c, &aux});
             QCOMPARE(r.value("shard_weight", 0.0),
                      static_cast<double>(st.at(step).value("samples", 0L) + sc.at(step).value("samples", 0L)));
+        }
+    }
+
+    // (f) Every trainer behind NAT (client mode), none reachable: the monitor reduces with
+    // weight 0 and leads, so the trainers keep stepping and average (they used to take two local
+    // steps and then stall: the global epoch was the monitor's). The state rounds hand the
+    // monitor the swarm's state, so it keeps (and donates) it without any reachable donor.
+    void clientModeTrainersAverageThroughTheMonitor()
+    {
+        const auto d = dir("f");
+        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        const QStringList stateEvery{QStringLiteral("--average-state-every"), QStringLiteral("3")};
+        auto &monitor = h.startMonitor(QStringList(stateEvery) << QStringLiteral("--reduce"));
+        const QStringList args = QStringList{QStringLiteral("--steps"), QStringLiteral("8"), QStringLiteral("--min-peers"),
+                                             QStringLiteral("4"), QStringLiteral("--client-mode")}
+                                 + stateEvery;
+        std::vector<SwarmPeerProcess *> trainers;
+        for (const char *name : {"c1", "c2", "c3"})
+            trainers.push_back(&h.startPeer(QString::fromLatin1(name), args));
+        auto &c1 = *trainers[0], &c2 = *trainers[1], &c3 = *trainers[2];
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&c1, &c2, &c3}); }, 240), {&c1, &c2, &c3, &monitor});
+        for (auto *t : trainers) {
+            const auto steps = byStep(*t);
+            SWARM_VERIFY(steps.size() == 8, {t, &monitor});
+            long averaged = 0;
+            for (const auto &[step, e] : steps)
+                averaged += e.value("averaged", false) && e.value("group_size", 0) >= 2 ? 1 : 0;
+            // At least 90% of the steps (all but none of 8; the first may come before the group).
+            SWARM_VERIFY(averaged >= 7, {t, &monitor});
+            QCOMPARE(steps.at(8).value("shard_elements", -1L), 0L); // a client reduces nothing
+        }
+        // Each averaged step in a complete group of all three leaves identical parameters.
+        const auto s1 = byStep(c1), s2 = byStep(c2), s3 = byStep(c3);
+        long identical = 0;
+        for (const auto &[step, e] : s1)
+            if (e.value("group_size", 0) == 4 && e.value("complete", false)
+                && s2.at(step).value("params_sha", std::string()) == e.value("params_sha", std::string())
+                && s3.at(step).value("params_sha", std::string()) == e.value("params_sha", std::string()))
+                ++identical;
+        SWARM_VERIFY(identical >= 6, {&c1, &c2, &c3, &monitor});
+        const auto rounds = monitor.events("round");
+        SWARM_VERIFY(rounds.size() >= 7, {&monitor});
+        for (const auto &r : rounds)
+            QVERIFY(r.value("shard_elements", 0L) > 0); // the only reducer: the whole vector
+        SWARM_VERIFY(monitor.logText().contains(QStringLiteral("from the state round")), {&monitor});
+        monitor.stopGracefully();
+    }
+
+    // (g) A port forward: the reachable trainer binds ports P, P + 1 and announces Q, Q + 1,
+    // which a relay (the router) forwards to them. The client-mode trainer can only have used
+    // the announced endpoints if the relays carried its traffic.
+    void portForwardIsAnnounced()
+    {
+        const auto d = dir("g");
+        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        auto &monitor = h.startMonitor();
+        const quint16 bound = freeTcpPortPair(), forwarded = freeTcpPortPair();
+        TcpRelay allReduceForward(forwarded, bound), serviceForward(forwarded + 1, bound + 1);
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("3"), QStringLiteral("--min-peers"),
+                               QStringLiteral("2"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &home = h.startPeer(QStringLiteral("forwarded"),
+                                 QStringList(args) << QStringLiteral("--host") << QStringLiteral("0.0.0.0")
+                                                   << QStringLiteral("--port") << QString::number(bound)
+                                                   << QStringLiteral("--announce")
+                                                   << QStringLiteral("127.0.0.1:%1").arg(forwarded));
+        auto &client = h.startPeer(QStringLiteral("client"), QStringList(args) << QStringLiteral("--client-mode"));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&home, &client}); }, 180), {&home, &client, &monitor});
+        const auto sh = byStep(home), sc = byStep(client);
+        for (long step = 1; step <= 3; ++step) {
+            SWARM_VERIFY(sh.count(step) && sc.count(step), {&home, &client});
+            QVERIFY(sc.at(step).value("averaged", false));
+            QCOMPARE(sc.at(step).value("params_sha", std::string()), sh.at(step).value("params_sha", std::string()));
+        }
+        QVERIFY(serviceForward.connectionsAccepted() >= 1);    // the joins went through the forward
+        QVERIFY(allReduceForward.bytesForwarded() > 10000);    // and the gradients
+        QVERIFY(home.logText().contains(QStringLiteral("announcing tcp://127.0.0.1:%1").arg(forwarded)));
+    }
+
+    // (h) A trainer that others cannot reach finds out by itself: it announces a port forward
+    // that forwards nothing, the monitor (a donor) fails to connect back, and the trainer runs in
+    // client mode without being told; it still averages with a reachable trainer.
+    void unreachableTrainerTurnsToClientModeByItself()
+    {
+        const auto d = dir("h");
+        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        auto &monitor = h.startMonitor();
+        // Its donor advert is on the DHT once it is up: the checker the trainers will ask.
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return monitor.logText().contains(QStringLiteral("on DHT port")); }, 60),
+                     {&monitor});
+        QTest::qWait(1500);
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("3"), QStringLiteral("--min-peers"),
+                               QStringLiteral("2"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        // It binds one pair of ports and announces another, where nothing listens: a broken forward.
+        const quint16 bound = freeTcpPortPair(), nowhere = freeTcpPortPair();
+        auto &lost = h.startPeer(QStringLiteral("lost"), QStringList(args)
+                                                             << QStringLiteral("--port") << QString::number(bound)
+                                                             << QStringLiteral("--announce")
+                                                             << QStringLiteral("127.0.0.1:%1").arg(nowhere));
+        auto &open = h.startPeer(QStringLiteral("open"), args);
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&lost, &open}); }, 180), {&lost, &open, &monitor});
+        SWARM_VERIFY(lost.logText().contains(QStringLiteral("client mode from now on")), {&lost});
+        SWARM_VERIFY(open.logText().contains(QStringLiteral("reachability reachable")), {&open});
+        const auto sl = byStep(lost), so = byStep(open);
+        for (long step = 1; step <= 3; ++step) {
+            SWARM_VERIFY(sl.count(step) && so.count(step), {&lost, &open});
+            QVERIFY(sl.at(step).value("averaged", false));
+            QCOMPARE(sl.at(step).value("shard_elements", -1L), 0L); // client mode: reduces nothing
+            QVERIFY(so.at(step).value("shard_elements", 0L) > 0);
+            QCOMPARE(sl.at(step).value("params_sha", std::string()), so.at(step).value("params_sha", std::string()));
         }
     }
 };

@@ -250,16 +250,8 @@ private Q_SLOTS:
         for (const auto role : {PeerRole::Trainer, PeerRole::Auxiliary, PeerRole::Monitor}) {
             const auto token = role == PeerRole::Auxiliary ? std::string(512, 't') : std::string();
             // peer id and times that the payload must not carry; the largest epoch accepted
-            const ProgressRecord r{"someone else",
-                                   1L << 40,
-                                   1234,
-                                   56.25,
-                                   5.0,
-                                   6.0,
-                                   role == PeerRole::Trainer,
-                                   role,
-                                   role == PeerRole::Monitor,
-                                   token};
+            const ProgressRecord r{"someone else", 1L << 40, 1234, 56.25, 5.0, 6.0, role == PeerRole::Trainer, role,
+                                   role == PeerRole::Monitor, role != PeerRole::Auxiliary, token};
             const auto payload = encodeProgress(r);
             QCOMPARE(json::parse(payload).contains("k"), !r.accessToken.empty());
             const auto p = parseProgress(record(payload));
@@ -272,7 +264,10 @@ private Q_SLOTS:
             QCOMPARE(p.clientMode, r.clientMode);
             QCOMPARE(int(p.role), int(role));
             QCOMPARE(p.paused, r.paused);
+            QCOMPARE(p.averages, r.averages);
             QCOMPARE(p.accessToken, r.accessToken);
+            auto without = json::parse(payload); // without "a": every role averages but the monitor
+            QCOMPARE(parseProgress(record((without.erase("a"), without).dump())).averages, role != PeerRole::Monitor);
         }
     }
 

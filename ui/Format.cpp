@@ -83,8 +83,15 @@ QString stateExplanation(const PeerSnapshot &s)
         return QStringLiteral("Looking for the swarm...");
     case PeerState::Syncing:
         return QStringLiteral("Downloading the latest model state from another peer.");
-    case PeerState::Training:
-        return QStringLiteral("Computing gradients on %1.").arg(QString::fromStdString(s.deviceName));
+    case PeerState::Training: {
+        const QString computing = QStringLiteral("Computing gradients on %1.").arg(QString::fromStdString(s.deviceName));
+        if (s.reachability.empty())
+            return computing;
+        // First letter up: "Client mode: ...", "Reachable: ..."
+        QString reach = QString::fromStdString(s.reachability);
+        reach[0] = reach[0].toUpper();
+        return computing + QLatin1Char(' ') + reach + QLatin1Char('.');
+    }
     case PeerState::Averaging:
         return QStringLiteral("Averaging gradients with the other peers.");
     case PeerState::Paused:

@@ -87,6 +87,18 @@ int parse(const QStringList &args, ServeConfig &c)
                                  "TCP port of the state donor that volunteers download the run's state from (0: any "
                                  "free port; fix it for a firewall rule).",
                                  "port", "0");
+    const auto allReducePort = opt("all-reduce-port",
+                                   "TCP port of the socket on which the monitor reduces its shard of averaging rounds "
+                                   "(0: any free port; fix it for a firewall rule).",
+                                   "port", "0");
+    const auto noReduce = opt("no-reduce",
+                              "Do not take part in averaging rounds. By default the monitor reduces a shard with "
+                              "weight 0 and leads groups, so that volunteers behind NAT (client mode) can average.");
+    const auto averageStateEvery =
+        opt("average-state-every",
+            "The trainers' interval of state averaging (their --average-state-every): the monitor joins those rounds "
+            "and keeps their result.",
+            "n", "10");
     const auto metricsDir =
         opt("metrics-dir", "Where swarm.jsonl and swarm.csv go (default: <data-dir>/metrics).", "dir");
     const auto metricsOut = opt("metrics-out", "The monitor's own metrics as JSON lines (default: none).", "file");
@@ -111,7 +123,8 @@ int parse(const QStringList &args, ServeConfig &c)
     const auto evaluationTask =
         opt("evaluation-task", "Task directory for --evaluate-every (default: the run's; the bundled run ships one).",
             "dir");
-    p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, servicePort, metricsDir, metricsOut, keep, stateEvery,
+    p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, servicePort, allReducePort, noReduce,
+                  averageStateEvery, metricsDir, metricsOut, keep, stateEvery,
                   statusHost, statusPort, noStatus, statusInterval, progressPeriod, duration, name, threads, fresh,
                   evaluateEvery, evaluationTask});
     if (!p.parse(args))
@@ -167,6 +180,13 @@ int parse(const QStringList &args, ServeConfig &c)
     w.servicePort = static_cast<std::uint16_t>(integer(servicePort, 0, 65535));
     if (!ok)
         return bad("--service-port takes a TCP port number from 0 (any) to 65535");
+    w.allReducePort = static_cast<std::uint16_t>(integer(allReducePort, 0, 65535));
+    if (!ok)
+        return bad("--all-reduce-port takes a TCP port number from 0 (any) to 65535");
+    w.monitorReduces = !p.isSet(noReduce);
+    w.averageStateEvery = integer(averageStateEvery, 0, 1000000000);
+    if (!ok)
+        return bad("--average-state-every takes a whole number of steps (0: never)");
     c.http.port = static_cast<std::uint16_t>(integer(statusPort, 0, 65535));
     if (!ok)
         return bad("--status-port takes a port number from 0 to 65535");

@@ -52,6 +52,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto dhtPort = option("dht-port", "UDP port of this peer's DHT node (default: any; local swarm: 31340).", "port");
     const auto host = option("host", "IPv4 address this peer listens on (DHT and data plane) and advertises; other machines must reach it. 0.0.0.0 only with --client-mode.", "address", "127.0.0.1");
     const auto dataPort = option("port", "TCP port of this peer's all-reduce socket; its service socket (group joins, state downloads) uses port + 1. For a firewall rule or a port forward (default: any free ports).", "port");
+    const auto announce = option("announce", "Reachable through a port forward on your router: advertise HOST (your public address or name) instead of --host, with PORT the router forwards to --port (PORT + 1 to --port + 1; default: the same ports). Allows --host 0.0.0.0.", "host[:port]");
     const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard).");
     const auto bandwidth = option("bandwidth", "Declared upload bandwidth in Mbit/s, for shard sizes.", "mbit");
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
@@ -59,6 +60,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto progressPeriod = option("progress-period", "Seconds between progress records.", "seconds", "1");
     const auto matchmakingTime = option("matchmaking-time", "Seconds a group leader gathers at most.", "seconds", "5");
     const auto averageStateEvery = option("average-state-every", "Average parameters and optimizer state every N steps (0: never).", "n", "10");
+    const auto reduce = option("reduce", "Monitor: also reduce shards in averaging rounds (weight 0) and lead groups, as an auxiliary peer does: what trainers in client mode need.");
     const auto swarmMetrics = option("swarm-metrics-out", "Monitor: every peer's step metrics as JSON lines.", "file");
     const auto evaluateEvery = option("evaluate-every", "Monitor: fine-tune the swarm's state on the run's downstream task every N steps (default: the manifest's; 0 there: never).", "n", "0");
     const auto hashParameters = option("hash-parameters", "Add params_sha (SHA-256 of the parameters) to step metrics.");
@@ -75,8 +77,8 @@ int CommandLine::parse(const QStringList &arguments)
     const auto tokenOpt = option("token", "Closed runs: the access token file from the run's lead (default: <data dir>/runs/<run id>/access.token).", "file");
     p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt, tokenOpt});
     p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
-                  soloOpt, joinOpt, role, name, bootstrap, dhtPort, dataPort, host, clientMode, bandwidth, microBatch, dataSeed,
-                  progressPeriod, matchmakingTime, averageStateEvery, swarmMetrics, hashParameters, dumpParameters,
+                  soloOpt, joinOpt, role, name, bootstrap, dhtPort, dataPort, host, announce, clientMode, bandwidth, microBatch, dataSeed,
+                  progressPeriod, matchmakingTime, averageStateEvery, reduce, swarmMetrics, hashParameters, dumpParameters,
                   evaluateEvery, senderTimeout, reducerTimeout, minPeers, statusEvery, screenshot, screenshotAfterOpt});
     // parse() rather than process(): a bad option exits with 2 like every other bad input.
     if (!p.parse(arguments)) {
@@ -175,6 +177,24 @@ int CommandLine::parse(const QStringList &arguments)
     }
     if (w.clientMode && w.role != dedloc::PeerRole::Trainer)
         return bad("only trainers can run in client mode (auxiliary peers and monitors must be reachable)");
+    if (p.isSet(announce)) {
+        if (w.clientMode)
+            return bad("--announce and --client-mode exclude each other: a peer behind a port forward is reachable");
+        if (p.isSet(localSwarmOpt))
+            return bad("--announce is for one peer; the peers of a local swarm share this machine's address");
+        w.announce = p.value(announce).toStdString();
+        // The usual forward keeps the port number: without --port, bind the announced pair.
+        bool isPort = false;
+        const auto forwarded = p.value(announce).section(QLatin1Char(':'), 1).toInt(&isPort);
+        if (!p.isSet(dataPort) && isPort && forwarded > 0 && forwarded < 65535) {
+            w.allReducePort = static_cast<std::uint16_t>(forwarded);
+            w.servicePort = static_cast<std::uint16_t>(forwarded + 1);
+        }
+        // A malformed --announce is reported (net/Announce.h) when the peer starts.
+    }
+    w.monitorReduces = p.isSet(reduce);
+    if (w.monitorReduces && w.role != dedloc::PeerRole::Monitor)
+        return bad("--reduce is for a monitor (an auxiliary peer always reduces; a trainer reduces when reachable)");
     w.bandwidth = p.isSet(bandwidth) ? number(bandwidth) : -1.0;
     w.microBatchSize = static_cast<int>(number(microBatch));
     bool seedOk = false;

@@ -385,6 +385,12 @@ std::string AllReduceEndpoint::endpoint() const
     return d->endpoint;
 }
 
+void AllReduceEndpoint::advertise(std::string endpoint)
+{
+    if (!d->endpoint.empty())
+        d->endpoint = std::move(endpoint);
+}
+
 AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::vector<GroupMember> &members,
                                        std::size_t me, std::span<float> values, const AllReduceOptions &options)
 {

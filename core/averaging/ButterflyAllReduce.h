@@ -103,8 +103,12 @@ public:
     AllReduceEndpoint(const AllReduceEndpoint &) = delete;
     AllReduceEndpoint &operator=(const AllReduceEndpoint &) = delete;
 
-    // The bound endpoint, or "" in client mode.
+    // The endpoint other members connect to: the bound one, or the one given to advertise();
+    // "" in client mode.
     [[nodiscard]] std::string endpoint() const;
+    // Others reach this ROUTER at `endpoint` ("tcp://host:port": a router's port forward or a
+    // mapped port), not at the bound address. Call before endpoint() is read by other threads.
+    void advertise(std::string endpoint);
 
     // Averages `values` (every member passes a vector of the same length) in place.
     AllReduceReport run(const std::string &groupId, const std::vector<GroupMember> &members, std::size_t myIndex,

@@ -1,6 +1,7 @@
 #include "averaging/PeerService.h"
 
 #include "net/DataPlaneSecurity.h"
+#include "averaging/Reachability.h"
 #include "util/Error.h"
 #include "util/Hash.h"
 #include "util/Log.h"
@@ -13,6 +14,8 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <future>
+#include <list>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -53,6 +56,9 @@ struct PeerService::Impl {
 
     std::atomic<bool> stop{false};
     std::thread thread;
+    // Dial-backs in progress (reach? requests), at most MaxDialBacks; owned by the loop thread.
+    static constexpr std::size_t MaxDialBacks = 4;
+    std::list<std::future<void>> dialBacks;
 
     void reply(const std::string &routingId, const std::string &type, const nlohmann::json &fields,
                zmq::message_t *data = nullptr)
@@ -143,11 +149,52 @@ struct PeerService::Impl {
                 }
                 return reply(routingId, "refuse", {{"why", "snapshot is gone"}});
             }
+            if (type == "ping")
+                return reply(routingId, "pong", nlohmann::json::object());
+            if (type == "reach?")
+                return startDialBack(routingId, reachRequestFromJson(m), frames[1], connection, now);
             throw ProtocolError("\"" + type + "\" is not a request");
         } catch (const std::exception &e) {
             banList->strike(connection, e.what(), now);
             reply(routingId, "refuse", {{"why", std::string("bad request: ") + e.what()}});
         }
+    }
+
+    // Connects back to the requester's endpoint on another thread (averaging/Reachability.h);
+    // the answer goes out through the outbox. Under `mutex`.
+    void startDialBack(const std::string &routingId, const ReachRequest &r, zmq::message_t &request,
+                       const std::string &connection, double now)
+    {
+        if (security) {
+            const auto key = DataPlaneSecurity::senderKey(request);
+            if (!key || *key != curvePublicKeyOf(r.publicKey)) {
+                banList->strike(connection, "reach? with a key that is not its connection's", now);
+                return reply(routingId, "refuse", {{"why", "your key is not the key of your connection"}});
+            }
+        }
+        std::string observed;
+        try {
+            observed = request.gets("Peer-Address");
+        } catch (const zmq::error_t &) {
+        }
+        if (endpointHost(r.serviceEndpoint).empty() || endpointHost(r.serviceEndpoint) != observed)
+            return reply(routingId, "reach",
+                         {{"ok", false}, {"sure", false},
+                          {"why", "only an endpoint at the address the request came from (" + observed + ") is checked"}});
+        dialBacks.remove_if([](const std::future<void> &f) {
+            return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        });
+        if (dialBacks.size() >= MaxDialBacks)
+            return reply(routingId, "refuse", {{"why", "busy: try another peer"}});
+        dialBacks.push_back(std::async(std::launch::async, [this, routingId, r] {
+            std::string why;
+            const bool ok = dialBack(r.serviceEndpoint, r.publicKey, security, DialBackTimeout, &why);
+            std::vector<zmq::message_t> frames;
+            frames.emplace_back(routingId.data(), routingId.size());
+            frames.push_back(bytesMessage(encodeServiceMessage("reach", {{"ok", ok}, {"sure", true}, {"why", why}})));
+            std::lock_guard lock(mutex);
+            outbox.push_back(std::move(frames));
+        }));
     }
 
     void loop()
@@ -220,11 +267,14 @@ PeerService::~PeerService()
     d->stop = true;
     if (d->thread.joinable())
         d->thread.join();
+    d->dialBacks.clear(); // waits for each (at most DialBackTimeout)
     d->router.close();
     d->zap.reset(); // after the socket, before the context
 }
 
 std::string PeerService::endpoint() const { return d->endpoint; }
+
+void PeerService::advertise(std::string endpoint) { d->endpoint = std::move(endpoint); }
 
 void PeerService::openGather(const GatherSpec &spec)
 {

@@ -53,7 +53,11 @@ public:
     PeerService(const PeerService &) = delete;
     PeerService &operator=(const PeerService &) = delete;
 
+    // The endpoint others connect to: the bound one, or the one given to advertise().
     [[nodiscard]] std::string endpoint() const;
+    // Others reach this service at `endpoint` ("tcp://host:port": a router's port forward or a
+    // mapped port), not at the bound address. Call before endpoint() is read by other threads.
+    void advertise(std::string endpoint);
 
     void openGather(const GatherSpec &spec);
     // Stops accepting joins if nobody has joined yet and returns true; otherwise keeps the

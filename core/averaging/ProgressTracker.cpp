@@ -24,23 +24,21 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
 
 void ProgressTracker::remove(const std::string &peerId) { m_records.erase(peerId); }
 
-GlobalProgress ProgressTracker::global(double now) const
+GlobalProgress ProgressTracker::global(double now, long localEpoch) const
 {
     GlobalProgress g;
-    bool anyTrainer = false;
-    long maxAll = 0, maxTrainers = 0;
+    long donorsMax = std::max(0L, localEpoch), trainersMax = 0;
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now)
             continue;
         ++g.peers;
         g.clientPeers += r.clientMode ? 1 : 0;
-        maxAll = std::max(maxAll, r.epoch);
-        if (!r.clientMode) {
-            anyTrainer = true;
-            maxTrainers = std::max(maxTrainers, r.epoch);
-        }
+        if (r.role == PeerRole::Trainer)
+            trainersMax = std::max(trainersMax, r.epoch);
+        if (!r.clientMode && r.role != PeerRole::Auxiliary)
+            donorsMax = std::max(donorsMax, r.epoch);
     }
-    g.globalEpoch = anyTrainer ? maxTrainers : maxAll;
+    g.globalEpoch = localEpoch == NotTraining ? trainersMax : donorsMax;
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now || r.epoch != g.globalEpoch)
             continue;
@@ -59,7 +57,7 @@ GlobalProgress ProgressTracker::global(double now) const
 
 StepDecision ProgressTracker::decide(long localEpoch, double now) const
 {
-    const auto g = global(now);
+    const auto g = global(now, localEpoch);
     if (g.globalEpoch > localEpoch)
         return StepDecision::Resync;
     const double target = static_cast<double>(m_options.targetBatchSize);
@@ -73,7 +71,7 @@ StepDecision ProgressTracker::decide(long localEpoch, double now) const
 
 bool ProgressTracker::shouldStartMatchmaking(long localEpoch, double now) const
 {
-    const auto g = global(now);
+    const auto g = global(now, localEpoch);
     return g.globalEpoch <= localEpoch && g.eta <= m_options.matchmakingTime;
 }
 

@@ -4,8 +4,12 @@
 //
 // Every peer publishes a ProgressRecord every few seconds. The tracker keeps the newest record per
 // peer (DHT reads can return older copies beside newer ones), drops expired ones, and answers:
-//   - the global epoch: the highest epoch among non-client peers (all peers if every one is a
-//     client);
+//   - the global epoch, as seen by a trainer at local epoch e: the highest of e and the epochs
+//     of the live non-client trainers and monitors, i.e. of the peers whose state can be
+//     downloaded (hivemind's rule: a client-mode peer serves no state, so a resync to its epoch
+//     could never succeed; auxiliaries hold no state of their own). Seen by a peer that does
+//     not train (an auxiliary or a monitor, localEpoch = NotTraining): the highest epoch of the
+//     live trainers, client-mode ones included, i.e. where the training happens;
 //   - samples accumulated toward the target at the global epoch: each peer at the global epoch
 //     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
 //     throughput since its report (a peer at an older epoch counts 0: it must resync first);
@@ -65,7 +69,9 @@ public:
     bool update(const ProgressRecord &record, double now);
     void remove(const std::string &peerId);
 
-    [[nodiscard]] GlobalProgress global(double now) const;
+    static constexpr long NotTraining = -1;
+    // `localEpoch`: the asking trainer's epoch, or NotTraining (see the global epoch above).
+    [[nodiscard]] GlobalProgress global(double now, long localEpoch = NotTraining) const;
     // The stored records that have not expired at `now` (one per peer).
     [[nodiscard]] std::vector<ProgressRecord> liveRecords(double now) const;
     [[nodiscard]] StepDecision decide(long localEpoch, double now) const;

@@ -115,7 +115,7 @@ PeerRole roleFrom(long code)
 std::string encodeProgress(const ProgressRecord &r)
 {
     json j{{"e", r.epoch}, {"n", r.samplesAccumulated}, {"r", r.samplesPerSecond}, {"c", r.clientMode},
-           {"o", static_cast<int>(r.role)}, {"z", r.paused}};
+           {"o", static_cast<int>(r.role)}, {"z", r.paused}, {"a", r.averages}};
     if (!r.accessToken.empty())
         j["k"] = r.accessToken;
     return j.dump();
@@ -136,6 +136,7 @@ ProgressRecord parseProgress(const SignedRecord &record)
     r.clientMode = flag(j, "c");
     r.role = roleFrom(nonNegative(j, "o", 2));
     r.paused = flag(j, "z");
+    r.averages = j.contains("a") ? flag(j, "a") : r.role != PeerRole::Monitor;
     if (j.contains("k"))
         r.accessToken = text(j, "k", MaxTokenBytes);
     return r;
@@ -200,7 +201,8 @@ json parseServiceMessage(std::span<const std::uint8_t> bytes)
     if (nonNegative(j, "v", 1000) != ServiceProtocolVersion)
         throw ProtocolError("service protocol version " + std::to_string(j.at("v").get<long>()) + " is not "
                             + std::to_string(ServiceProtocolVersion));
-    static const char *known[] = {"join", "accept", "refuse", "begin", "disband", "state?", "state", "part?", "part"};
+    static const char *known[] = {"join",  "accept", "refuse", "begin", "disband", "state?", "state",
+                                  "part?", "part",   "reach?", "reach", "ping",    "pong"};
     const auto type = text(j, "t", 16);
     bool ok = false;
     for (const char *k : known)
@@ -208,6 +210,22 @@ json parseServiceMessage(std::span<const std::uint8_t> bytes)
     if (!ok)
         throw ProtocolError("unknown service message \"" + type + "\"");
     return j;
+}
+
+json reachRequestToJson(const ReachRequest &r)
+{
+    return json{{"p", r.peerId}, {"k", toHex(r.publicKey.data(), r.publicKey.size())}, {"a", r.serviceEndpoint}};
+}
+
+ReachRequest reachRequestFromJson(const json &j)
+{
+    ReachRequest r;
+    r.peerId = text(j, "p", MaxIdBytes);
+    r.publicKey = keyOf(j, r.peerId);
+    r.serviceEndpoint = endpoint(j, "a");
+    if (r.serviceEndpoint.empty())
+        throw ProtocolError("reach? without an endpoint to check");
+    return r;
 }
 
 json joinToJson(const JoinRequest &r)

@@ -19,6 +19,8 @@
 //   disband {why}                                                leader -> follower
 //   state? {run}  -> state {i: snapshot id, e: epoch, n: elements, k: parts, q: part elements}
 //   part?  {i, k: part} -> part {i, k} + frame of q (last: the rest) fp32 little-endian values
+//   reach? {p, k, a: service endpoint} -> reach {ok, sure, why}   (averaging/Reachability.h)
+//   ping {} -> pong {}                                            (the dial-back's probe)
 // Every parser checks presence, types and ranges before anything is allocated and throws
 // ProtocolError (net/WireMessage.h) with the reason. Pure functions; thread-safe.
 // The format depends on no algorithm: the tracker, the matchmaker and the all-reduce include it.
@@ -54,6 +56,9 @@ struct ProgressRecord {
     bool clientMode = false;
     PeerRole role = PeerRole::Trainer;
     bool paused = false;            // a paused peer reports 0 samples and 0 samples/s
+    // Joins averaging groups: trainers and auxiliaries always, a monitor when it reduces shards
+    // (dedloc-lead serve does by default). Payload "a"; absent: true unless a monitor.
+    bool averages = true;
     std::string accessToken;        // closed runs: the peer's access token ("" in open runs)
 };
 
@@ -130,6 +135,15 @@ struct StateInfo {
 [[nodiscard]] JoinRequest joinFromJson(const nlohmann::json &message);
 [[nodiscard]] nlohmann::json groupToJson(const GroupInfo &group);
 [[nodiscard]] GroupInfo groupFromJson(const nlohmann::json &message);
+// Asks a reachable peer to connect back to `serviceEndpoint` (averaging/Reachability.h).
+struct ReachRequest {
+    std::string peerId;
+    std::array<unsigned char, 32> publicKey{}; // Ed25519 identity key: the endpoint's CURVE key
+    std::string serviceEndpoint;
+};
+[[nodiscard]] nlohmann::json reachRequestToJson(const ReachRequest &request);
+[[nodiscard]] ReachRequest reachRequestFromJson(const nlohmann::json &message);
+
 [[nodiscard]] nlohmann::json stateInfoToJson(const StateInfo &info);
 // `expectedElements`: the requester's own state size; anything else is refused before the
 // download allocates.

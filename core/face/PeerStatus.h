@@ -38,6 +38,7 @@ struct SwarmPeerInfo {
     long samplesAccumulated = 0;   // toward the current global batch
     double samplesPerSecond = 0.0;
     double secondsSinceReport = 0.0;
+    bool averages = true;          // joins averaging groups (a monitor only when it reduces shards)
 };
 
 struct LossPoint {
@@ -72,6 +73,10 @@ struct PeerSnapshot {
     double lastLoss = -1.0;       // < 0: none yet
     std::vector<LossPoint> lossHistory;  // last <= 512 global steps, oldest first
     std::string lastRoundStatus;  // "averaged with 3 peers (1.2 s)", "fell back to local gradients: ..."
+    // Whether other peers can connect to this one, and why it is believed: "reachable: peer
+    // 1a2b3c4d connected back to tcp://...", "client mode: other peers cannot connect to this
+    // machine (...)", "client mode (--client-mode): ..."; empty before the swarm is joined.
+    std::string reachability;
 };
 
 } // namespace dedloc

@@ -53,6 +53,8 @@ std::string statusLine(const PeerSnapshot &s)
             " samples (" + fixed(100.0 * s.shareOfSwarm, 1) + "% of swarm)";
     if (s.lastLoss >= 0.0)
         line += " | loss " + fixed(s.lastLoss, 3);
+    if (s.reachability.rfind("client mode", 0) == 0)
+        line += " | client mode";
     return line;
 }
 

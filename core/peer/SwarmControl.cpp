@@ -13,6 +13,7 @@ namespace dedloc {
 void SwarmPeer::Impl::controlLoop()
 {
     long round = 0;
+    long advertisedEpoch = -1;
     while (!stopFlag.load() && !workerDone.load()) {
         ProgressRecord mine;
         std::optional<std::string> metricsPayload;
@@ -28,8 +29,11 @@ void SwarmPeer::Impl::controlLoop()
             dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), ttl, 2.0);
         if (metricsPayload)
             dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, 2.0);
-        if (advert && round % 3 == 0)
+        // A new advert (first one, new epoch) goes out at once, then every third round.
+        if (advert && (round % 3 == 0 || advert->epoch != advertisedEpoch)) {
             dht->publish(runKey(manifest->runId, "donors"), encodeDonorAdvert(*advert), 30.0, 2.0);
+            advertisedEpoch = advert->epoch;
+        }
         readProgress();
         if (recorder) {
             auto records = dht->fetch(runKey(manifest->runId, "metrics"), 2.0);
@@ -97,7 +101,7 @@ void SwarmPeer::Impl::readProgress()
 
 void SwarmPeer::Impl::refreshSwarmView(double now)
 {
-    const auto g = tracker.global(now);
+    const auto g = tracker.global(now, opt.role == PeerRole::Trainer ? myRecord.epoch : ProgressTracker::NotTraining);
     snap.globalEpoch = g.globalEpoch;
     snap.swarmSamplesAccumulated = g.samplesAccumulated;
     snap.swarmSamplesPerSecond = g.samplesPerSecond;
@@ -109,7 +113,7 @@ void SwarmPeer::Impl::refreshSwarmView(double now)
         if (r.clientMode)
             ++snap.clientModePeers;
         snap.peers.push_back({r.peerId, r.role, r.clientMode, r.paused, r.epoch, r.samplesAccumulated,
-                              r.samplesPerSecond, now - r.time});
+                              r.samplesPerSecond, now - r.time, r.averages});
     };
     // From the tracker, not from this read alone: a DHT read may miss a record that is
     // still live (OpenDHT answers with what it found in time).
@@ -126,8 +130,8 @@ std::size_t SwarmPeer::Impl::expectedPeers(long epoch)
     std::lock_guard lock(mutex);
     std::size_t n = 1;
     for (const auto &p : snap.peers)
-        if (p.peerId != identity->peerId() && !p.paused && p.role != PeerRole::Monitor && !bans->isBanned(p.peerId, now)
-            && ((p.epoch <= epoch && p.epoch >= epoch - ExpectedLag) || p.role == PeerRole::Auxiliary)
+        if (p.peerId != identity->peerId() && !p.paused && p.averages && !bans->isBanned(p.peerId, now)
+            && ((p.epoch <= epoch && p.epoch >= epoch - ExpectedLag) || p.role != PeerRole::Trainer)
             && p.secondsSinceReport < 3 * opt.progressPeriod + 5)
             ++n;
     return n;

@@ -1,5 +1,8 @@
 #include "peer/SwarmPeerImpl.h"
 
+#include "net/Announce.h"
+#include "averaging/Reachability.h"
+
 #include "run/RunPaths.h"
 #include "system/TorchRuntime.h"
 #include "train/PeerSetup.h"
@@ -50,7 +53,9 @@ void SwarmPeer::Impl::setUp()
         tracker = ProgressTracker(trackerOptions);
     }
 
-    if (reachable() && (opt.host == "0.0.0.0" || opt.host == "*"))
+    if (!opt.announce.empty() && !reachable())
+        throw Error("--announce has no use in client mode: a client-mode peer accepts no connections");
+    if (reachable() && opt.announce.empty() && (opt.host == "0.0.0.0" || opt.host == "*"))
         throw Error("--host " + opt.host + " cannot be advertised to other peers: give an address of this machine "
                     "that they can reach (0.0.0.0 is fine in client mode, which binds no socket but the DHT's)");
     dht = std::make_unique<DhtNode>(*identity, opt.dhtPort, opt.host);
@@ -69,6 +74,14 @@ void SwarmPeer::Impl::setUp()
         service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
     }
     allReduce = std::make_unique<AllReduceEndpoint>(reachable(), "tcp://" + opt.host + ":" + allReducePort, access.security);
+    if (!opt.announce.empty()) {
+        const auto announced = announcedEndpoints(opt.announce, allReduce->endpoint(), service->endpoint());
+        log::info("swarm", "bound " + allReduce->endpoint() + " and " + service->endpoint() + "; announcing "
+                               + announced.allReduce + " and " + announced.service + " (a port forward)");
+        allReduce->advertise(announced.allReduce);
+        service->advertise(announced.service);
+    }
+    settleReachability();
     MatchSelf self{identity->peerId(), manifest->runId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
                    opt.role == PeerRole::Trainer, identity->publicKey()};
     matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, opt.matchmaking, access.security, bans);
@@ -94,6 +107,42 @@ void SwarmPeer::Impl::setUp()
         sleepFor(0.1);
 }
 
+void SwarmPeer::Impl::settleReachability()
+{
+    std::string note;
+    if (!reachable()) {
+        note = "client mode (--client-mode): connecting out only";
+    } else if (!opt.checkReachability) {
+        note = "reachable at " + service->endpoint() + " (not checked)";
+    } else {
+        const ReachRequest self{identity->peerId(), identity->publicKey(), service->endpoint()};
+        auto v = checkReachability(usableDonors(), self, access.security, stopFlag);
+        // A trainer that found no donor to ask looks again a little later: donors advertise
+        // every few seconds, and a wrong guess costs it every round it cannot serve.
+        for (int retry = 0; retry < 2 && opt.role == PeerRole::Trainer && v.checkersAsked == 0 && !stopFlag.load(); ++retry) {
+            sleepFor(1.5);
+            v = checkReachability(usableDonors(), self, access.security, stopFlag);
+        }
+        if (v.reachability == Reachability::Unreachable && opt.role == PeerRole::Trainer) {
+            log::warning("swarm", "other peers cannot connect to this one (" + v.why + "): client mode from now on, "
+                                  "connecting out only" + (opt.announce.empty() ? "" : "; check the router's port forward"));
+            service.reset();
+            allReduce = std::make_unique<AllReduceEndpoint>(false, std::string(), access.security);
+            opt.clientMode = true;
+            note = "client mode: other peers cannot connect to this machine (" + v.why + ")";
+        } else if (v.reachability == Reachability::Unreachable) {
+            log::warning("swarm", std::string(peerRoleName(opt.role)) + " unreachable: " + v.why
+                                      + "; it must be reachable to help: open or forward its ports");
+            note = "unreachable: " + v.why;
+        } else {
+            log::info("swarm", std::string("reachability ") + reachabilityName(v.reachability) + ": " + v.why);
+            note = v.reachability == Reachability::Reachable ? "reachable: " + v.why
+                                                             : "reachable, not confirmed: " + v.why;
+        }
+    }
+    update([&](PeerSnapshot &s) { s.reachability = note; });
+}
+
 void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
 {
     ProgressRecord r;
@@ -106,6 +155,7 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
     r.clientMode = opt.clientMode;
     r.role = opt.role;
     r.paused = pausedFlag;
+    r.averages = opt.role != PeerRole::Monitor || opt.monitorReduces;
     r.accessToken = access.ownToken;
     std::lock_guard lock(mutex);
     if (opt.role == PeerRole::Auxiliary)

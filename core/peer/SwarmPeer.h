@@ -56,6 +56,12 @@ struct SwarmOptions {
     std::uint16_t allReducePort = 0;
     std::uint16_t servicePort = 0;
     bool clientMode = false;                  // behind NAT: connect out only
+    // Reachable through a port forward: "HOST" or "HOST:PORT" advertised instead of the bound
+    // address (net/Announce.h); then `host` may be 0.0.0.0. Empty: advertise what is bound.
+    std::string announce;
+    // At start, ask up to three reachable peers to connect back (averaging/Reachability.h); a
+    // trainer they cannot reach runs in client mode. false: trust the configuration.
+    bool checkReachability = true;
     double bandwidth = -1.0;                  // declared for shard sizes; < 0 unknown
     int threads = 0;                          // torch threads; 0: all cores
     bool allowCuda = true;
@@ -78,7 +84,11 @@ struct SwarmOptions {
     std::size_t minPeers = 1;                 // neither compute nor step before this many peers
                                               // (trainers and auxiliaries, this one included) are
                                               // at the epoch
-    long monitorStateEvery = 5;               // epochs between the monitor's state downloads
+    long monitorStateEvery = 5;               // epochs between the monitor's kept states
+    // Monitor: also join averaging groups as a reducer with weight 0, as an auxiliary peer does,
+    // so that client-mode trainers have a leader and a reducer; the state rounds then hand it
+    // the swarm's state (no download needed). dedloc-lead serve sets it unless --no-reduce.
+    bool monitorReduces = false;
     long checkpointEvery = 0;                 // epochs; 0: the manifest's checkpoint interval
     // Monitor: fine-tune the saved state on a downstream task every N epochs
     // (peer/DownstreamMonitor.h); 0: the manifest's evaluation.every_n_steps (absent: never).

@@ -123,6 +123,9 @@ struct SwarmPeer::Impl {
 
     // --- set-up and the worker thread (SwarmPeer.cpp)
     void setUp();
+    // A reachable peer asks others to connect back (averaging/Reachability.h); a trainer that
+    // nobody can reach switches to client mode. Sets the snapshot's reachability sentence.
+    void settleReachability();
     void setMyRecord(long samples, double samplesPerSecond);
     void run();
 
@@ -132,7 +135,7 @@ struct SwarmPeer::Impl {
     // Under `mutex`.
     void refreshSwarmView(double now);
     // Peers (this one included) that will average at `epoch`: live, unpaused trainers at that
-    // epoch or up to ExpectedLag behind it, and live auxiliaries (they follow the global epoch,
+    // epoch or up to ExpectedLag behind it, and live auxiliaries and reducing monitors (they follow the global epoch,
     // which they may observe a progress period late). A leader forms its group early once all
     // of them joined (averaging/Matchmaker.h), so counting one too few drops a peer from the step
     // (it must resync), while counting one too many only costs waiting to the deadline: the
@@ -153,7 +156,11 @@ struct SwarmPeer::Impl {
     void strikeOffenders(const FormedGroup &group, const AllReduceReport &report);
     AllReduceOptions roundOptions() const;
     bool averageStateNow(long epoch) const;
-    void averageState(const FormedGroup &group);
+    // Averages parameters and optimizer state over `group` right after the gradient round of
+    // `epoch`. Every member is a sender in this round: a peer that does not train sends weight
+    // 0 and receives the trainers' average, which it keeps (as the state after that step) when
+    // the round completed: auxiliaries and reducing monitors become state donors this way.
+    void averageState(const FormedGroup &group, long epoch);
 
     // --- the trainer role (SwarmTrainerRole.cpp)
     void runTrainer();
@@ -177,6 +184,15 @@ struct SwarmPeer::Impl {
     // --- the auxiliary and monitor roles (SwarmSupportRoles.cpp)
     void runAuxiliary();
     void runMonitor();
+    // One turn of a peer that averages without training: when the trainers' step is near, finds
+    // the group of their epoch and reduces a shard with weight 0 (then the state round, when
+    // due). Returns at once when no round is due; `doneEpoch`: the last epoch helped.
+    void helpNextRound(long &doneEpoch, const std::string &idle);
+    // Monitor: downloads the swarm's state when it is `monitorStateEvery` epochs ahead (at most
+    // every few seconds while no donor delivers); `lastTry`: when it last tried.
+    void refreshMonitorState(double &lastTry);
+    // Monitor: saves the state, archives it and offers it to the downstream evaluation.
+    void keepMonitorState();
     // Monitor: a copy of the checkpoint just saved, per epoch, the oldest beyond the limit removed.
     void archiveCheckpoint();
     void startDownstreamEvaluation();

@@ -75,18 +75,28 @@ bool SwarmPeer::Impl::averageStateNow(long epoch) const
     return opt.averageStateEvery > 0 && (epoch + 1) % opt.averageStateEvery == 0;
 }
 
-void SwarmPeer::Impl::averageState(const FormedGroup &group)
+void SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
 {
-    // Parameters and LAMB statistics, equal weights (every trainer holds one copy).
-    auto state = opt.role == PeerRole::Trainer ? trainer->stateFlat()
-                                               : std::vector<float>(static_cast<std::size_t>(trainer->stateElements()));
+    // Parameters and LAMB statistics, equal weights (every trainer holds one copy). Every member
+    // sends in a state round, so that the ones that do not train receive the result too.
+    auto members = group.info.members;
+    for (auto &m : members)
+        m.weight = 1.0;
+    const bool trains = opt.role == PeerRole::Trainer;
+    auto state = trains ? trainer->stateFlat() : std::vector<float>(static_cast<std::size_t>(trainer->stateElements()));
     auto o = roundOptions();
     o.codec = Compression::None; // state is averaged exactly: equal states stay equal
-    const auto report = allReduce->run(group.info.groupId + "/state", group.info.members, group.myIndex, state, o);
+    if (!trains)
+        o.myWeight = 0.0;
+    const auto report = allReduce->run(group.info.groupId + "/state", members, group.myIndex, state, o);
     strikeOffenders(group, report);
-    if (opt.role == PeerRole::Trainer) {
+    if (trains) {
         trainer->loadStateFlat(state, trainer->step());
         afterStateChange();
+    } else if (report.complete && report.groupWeight > 0) {
+        trainer->loadStateFlat(state, epoch + 1);
+        afterStateChange();
+        log::info("swarm", "kept the swarm's state of epoch " + std::to_string(epoch + 1) + " from the state round");
     }
     log::info("swarm", "averaged parameters and optimizer state with " + std::to_string(group.info.members.size())
                            + " peers" + (report.complete ? "" : " (incomplete)"));

@@ -1,5 +1,6 @@
 // SwarmPeer's auxiliary and monitor roles (peer/SwarmPeerImpl.h): an auxiliary reduces shards
-// with weight 0; a monitor keeps the latest state (checkpointed and archived) for donors.
+// with weight 0; a monitor keeps the latest state (checkpointed and archived) for donors and,
+// when it reduces, also helps rounds as an auxiliary does.
 #include "peer/SwarmPeerImpl.h"
 
 #include "monitor/CheckpointArchive.h"
@@ -15,83 +16,107 @@ namespace dedloc {
 
 void SwarmPeer::Impl::runAuxiliary()
 {
-    setState(PeerState::Training, "auxiliary: averaging only");
+    const std::string idle = "auxiliary: averaging only";
+    setState(PeerState::Training, idle);
     long doneEpoch = -1;
     while (!stopFlag.load() && !timeUp()) {
+        setMyRecord(0, 0.0);
         if (pausedFlag.load()) {
-            setMyRecord(0, 0.0);
             sleepFor(0.1);
             continue;
         }
-        const double now = unixNow();
-        setMyRecord(0, 0.0);
-        long global;
-        bool soon;
-        {
-            std::lock_guard lock(mutex);
-            global = tracker.global(now).globalEpoch;
-            soon = tracker.shouldStartMatchmaking(global, now) || tracker.decide(global, now) == StepDecision::Step;
-        }
-        if (global <= doneEpoch || !soon || expectedPeers(global) < 2) {
-            sleepFor(0.05);
-            continue;
-        }
-        setState(PeerState::Averaging, "helping global step " + std::to_string(global + 1));
-        // Looking for a group of an epoch the swarm has already left is pointless: stop
-        // as soon as the global epoch moves on, and look for the current one instead.
-        GroupSearch search(*matchmaker, gradientSchema);
-        search.start(global, [this, global] { return expectedPeers(global); });
-        const auto group = search.wait([&] {
-            std::lock_guard lock(mutex);
-            return stopFlag.load() || tracker.global(unixNow()).globalEpoch > global;
-        });
-        if (group) {
-            std::vector<float> values(static_cast<std::size_t>(trainer->parameterCount()));
-            auto o = roundOptions();
-            o.myWeight = 0.0;
-            const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
-            strikeOffenders(*group, report);
-            if (averageStateNow(global))
-                averageState(*group);
-            metrics->write("round", {{"step", global + 1}, {"group_size", group->info.members.size()},
-                                     {"shard_elements", report.shardSizes[group->myIndex]},
-                                     {"shard_weight", report.myShardWeight}, {"complete", report.complete}});
-            update([&](PeerSnapshot &s) {
-                ++s.session.stepsTakenPart;
-                s.lastRoundStatus = "reduced a shard for " + std::to_string(group->info.members.size() - 1) + " peer(s)";
-            });
-        }
-        doneEpoch = global;
-        setState(PeerState::Training, "auxiliary: averaging only");
+        helpNextRound(doneEpoch, idle);
+        sleepFor(0.05);
     }
+}
+
+void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
+{
+    const double now = unixNow();
+    long global;
+    bool soon;
+    {
+        std::lock_guard lock(mutex);
+        global = tracker.global(now).globalEpoch;
+        soon = tracker.shouldStartMatchmaking(global, now) || tracker.decide(global, now) == StepDecision::Step;
+    }
+    if (global <= doneEpoch || !soon || expectedPeers(global) < 2)
+        return;
+    setState(PeerState::Averaging, "helping global step " + std::to_string(global + 1));
+    // Looking for a group of an epoch the swarm has already left is pointless: stop
+    // as soon as the global epoch moves on, and look for the current one instead.
+    GroupSearch search(*matchmaker, gradientSchema);
+    search.start(global, [this, global] { return expectedPeers(global); });
+    const auto group = search.wait([&] {
+        std::lock_guard lock(mutex);
+        return stopFlag.load() || tracker.global(unixNow()).globalEpoch > global;
+    });
+    if (group) {
+        std::vector<float> values(static_cast<std::size_t>(trainer->parameterCount()));
+        auto o = roundOptions();
+        o.myWeight = 0.0;
+        const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
+        strikeOffenders(*group, report);
+        if (averageStateNow(global))
+            averageState(*group, global);
+        metrics->write("round", {{"step", global + 1}, {"group_size", group->info.members.size()},
+                                 {"shard_elements", report.shardSizes[group->myIndex]},
+                                 {"shard_weight", report.myShardWeight}, {"complete", report.complete}});
+        update([&](PeerSnapshot &s) {
+            ++s.session.stepsTakenPart;
+            s.lastRoundStatus = "reduced a shard for " + std::to_string(group->info.members.size() - 1) + " peer(s)";
+        });
+    }
+    doneEpoch = global;
+    setState(PeerState::Training, idle);
 }
 
 void SwarmPeer::Impl::runMonitor()
 {
-    setState(PeerState::Training, "monitor: recording metrics, keeping the latest state");
+    const std::string idle = opt.monitorReduces ? "monitor: recording metrics, reducing shards, keeping the latest state"
+                                                : "monitor: recording metrics, keeping the latest state";
+    setState(PeerState::Training, idle);
     afterStateChange();
+    long doneEpoch = -1;
+    long keptEpoch = trainer->step();
+    double lastTry = -1e9;
     while (!stopFlag.load() && !timeUp()) {
-        long global;
-        {
-            std::lock_guard lock(mutex);
-            global = tracker.global(unixNow()).globalEpoch;
-        }
         setMyRecord(0, 0.0);
-        if (global >= trainer->step() + std::max(1L, opt.monitorStateEvery)) {
-            std::string why;
-            if (downloadAndLoadState(trainer->step() + 1, &why)) {
-                if (trySave()) {
-                    archiveCheckpoint();
-                    if (downstream)
-                        downstream->offer(CheckpointStore(checkpointDir).newestPath(), trainer->step());
-                }
-            } else {
-                log::info("monitor", "state not refreshed: " + why);
-            }
+        if (opt.monitorReduces)
+            helpNextRound(doneEpoch, idle);
+        refreshMonitorState(lastTry);
+        if (trainer->step() >= keptEpoch + std::max(1L, opt.monitorStateEvery)) {
+            keepMonitorState();
+            keptEpoch = trainer->step();
         }
-        sleepFor(0.5);
+        sleepFor(opt.monitorReduces ? 0.05 : 0.5);
     }
     downstream.reset(); // stops a fine-tuning in progress
+}
+
+void SwarmPeer::Impl::refreshMonitorState(double &lastTry)
+{
+    constexpr double RetryAfterSeconds = 2.0;
+    long global;
+    {
+        std::lock_guard lock(mutex);
+        global = tracker.global(unixNow()).globalEpoch;
+    }
+    if (global < trainer->step() + std::max(1L, opt.monitorStateEvery) || unixNow() - lastTry < RetryAfterSeconds)
+        return;
+    lastTry = unixNow();
+    std::string why;
+    if (!downloadAndLoadState(trainer->step() + 1, &why))
+        log::info("monitor", "state not refreshed: " + why);
+}
+
+void SwarmPeer::Impl::keepMonitorState()
+{
+    if (!trySave())
+        return;
+    archiveCheckpoint();
+    if (downstream)
+        downstream->offer(CheckpointStore(checkpointDir).newestPath(), trainer->step());
 }
 
 void SwarmPeer::Impl::startDownstreamEvaluation()

@@ -65,7 +65,7 @@ void SwarmPeer::Impl::runTrainer()
             long global;
             {
                 std::lock_guard lock(mutex);
-                global = tracker.global(now).globalEpoch;
+                global = tracker.global(now, trainer->step()).globalEpoch;
             }
             if (now - lastSyncAttempt < 2.0) {
                 sleepFor(0.2);
@@ -121,7 +121,7 @@ int SwarmPeer::Impl::fittedMicroBatch(double now, int fullMicroBatch)
     double eta;
     {
         std::lock_guard lock(mutex);
-        const auto g = tracker.global(now);
+        const auto g = tracker.global(now, trainer->step());
         if (g.globalEpoch != trainer->step())
             return fullMicroBatch;
         eta = g.eta;
@@ -142,7 +142,7 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone)
         group = search.wait(
             [&] {
                 std::lock_guard lock(mutex);
-                return tracker.global(unixNow()).globalEpoch > epoch;
+                return tracker.global(unixNow(), epoch).globalEpoch > epoch;
             },
             &overtaken);
         why = search.why();
@@ -171,7 +171,7 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone)
     if (group) {
         strikeOffenders(*group, outcome->report);
         if (averageStateNow(epoch))
-            averageState(*group);
+            averageState(*group, epoch);
     } else if (!alone) {
         log::warning("swarm", outcome->status);
     }

@@ -1,0 +1,58 @@
+#include "net/Announce.h"
+
+#include "util/Error.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace dedloc {
+
+namespace {
+
+// The decimal port after the last ':' of `text`, or -1.
+long portOf(const std::string &text)
+{
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon + 1 == text.size() || text.size() - colon > 6)
+        return -1;
+    const std::string digits = text.substr(colon + 1);
+    if (!std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+        return -1;
+    return std::stol(digits);
+}
+
+bool validHost(const std::string &host)
+{
+    if (host.empty() || host.size() > 253 || host == "0.0.0.0" || host == "*")
+        return false;
+    return std::all_of(host.begin(), host.end(),
+                       [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '-'; });
+}
+
+} // namespace
+
+AnnouncedEndpoints announcedEndpoints(const std::string &announce, const std::string &boundAllReduce,
+                                      const std::string &boundService)
+{
+    const auto colon = announce.rfind(':');
+    const std::string host = colon == std::string::npos ? announce : announce.substr(0, colon);
+    if (!validHost(host))
+        throw Error("--announce " + announce +
+                    ": give the address others reach this machine at (an IPv4 "
+                    "address or a host name, e.g. your router's public address), optionally with :PORT");
+    long allReducePort = portOf(boundAllReduce), servicePort = portOf(boundService);
+    if (colon != std::string::npos) {
+        allReducePort = portOf(announce);
+        if (allReducePort < 1 || allReducePort > 65534)
+            throw Error("--announce " + announce +
+                        ": the port must be a number from 1 to 65534 (the service "
+                        "socket is forwarded from the port after it)");
+        servicePort = allReducePort + 1;
+    }
+    if (allReducePort < 1 || servicePort < 1)
+        throw Error("--announce " + announce + ": the bound sockets have no port to keep (" + boundAllReduce + ", " +
+                    boundService + ")");
+    return {"tcp://" + host + ":" + std::to_string(allReducePort), "tcp://" + host + ":" + std::to_string(servicePort)};
+}
+
+} // namespace dedloc
