@@ -25,8 +25,9 @@ PACKAGES=(
   # gloo (the ring all-reduce the benchmarks compare against)
   libgloo-dev
   # tests: minisign interop, a virtual display for window tests, network namespaces and tc for
-  # the swarm over emulated links (tst_swarmlinks, bench_allreduce --netns-mbit; root only)
-  minisign xvfb xauth iproute2
+  # the swarm over emulated links (tst_swarmlinks, bench_allreduce --netns-mbit; root only),
+  # nftables for the home routers' NAT of the emulated internet
+  minisign xvfb xauth iproute2 nftables
   # tests: a reference ALBERT in PyTorch checks the Hugging Face export (tst_huggingfaceexport)
   python3-torch
   # packaging: CPack's DEB generator runs `file` and dpkg-shlibdeps (dpkg-dev) on the binaries

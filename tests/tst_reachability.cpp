@@ -68,16 +68,25 @@ class TestReachability final : public QObject {
         QVERIFY2(v.why.find("could not connect") != std::string::npos, v.why.c_str());
     }
 
-    // The checker connects back only to the address the request came from: an endpoint at
-    // another address (a third party, a host name) is not checked, and the verdict stays open.
-    void anotherAddressIsNotCheckedAndDecidesNothing()
+    // The checker dials the advertised port at the address the request came from, never the
+    // advertised host: a peer listening elsewhere (behind NAT: on its LAN address) is not
+    // reached there, one listening on every address is, and learns where it was reached.
+    void theCheckerDialsTheAddressTheRequestCameFrom()
     {
-        PeerService checker("run"), me("run", "tcp://127.0.0.2:*");
-        auto v = checkReachability({advertOf(checker, "checker")}, requestFor(me.endpoint()), nullptr, m_stop);
-        QCOMPARE(int(v.reachability), int(Reachability::Unknown));
-        QCOMPARE(me.served("ping"), 0LL);
+        PeerService checker("run"), elsewhere("run", "tcp://127.0.0.2:*"), everywhere("run", "tcp://0.0.0.0:*");
+        auto v = checkReachability({advertOf(checker, "checker")}, requestFor(elsewhere.endpoint()), nullptr, m_stop);
+        QCOMPARE(int(v.reachability), int(Reachability::Unreachable));
+        QCOMPARE(elsewhere.served("ping"), 0LL);
+        const auto port = everywhere.endpoint().substr(everywhere.endpoint().rfind(':'));
+        v = checkReachability({advertOf(checker, "checker")}, requestFor("tcp://198.51.100.9" + port), nullptr, m_stop);
+        QCOMPARE(int(v.reachability), int(Reachability::Reachable));
+        QCOMPARE(v.reachedAt, "tcp://127.0.0.1" + port);
         v = checkReachability({advertOf(checker, "checker")}, requestFor("ipc:///tmp/some-socket"), nullptr, m_stop);
         QCOMPARE(int(v.reachability), int(Reachability::Unknown));
+        QCOMPARE(dialBackTarget("tcp://10.0.0.5:40001", "203.0.113.7"), std::string("tcp://203.0.113.7:40001"));
+        QCOMPARE(dialBackTarget("tcp://10.0.0.5:40001", ""), std::string());
+        QCOMPARE(dialBackTarget("tcp://10.0.0.5:*", "203.0.113.7"), std::string());
+        QCOMPARE(dialBackTarget("tcp://10.0.0.5:40001", "evil.example:1"), std::string());
     }
 
     // One checker that reached us outweighs one that could not; silent checkers decide nothing.

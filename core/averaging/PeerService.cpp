@@ -177,21 +177,24 @@ struct PeerService::Impl {
             observed = request.gets("Peer-Address");
         } catch (const zmq::error_t &) {
         }
-        if (endpointHost(r.serviceEndpoint).empty() || endpointHost(r.serviceEndpoint) != observed)
-            return reply(routingId, "reach",
-                         {{"ok", false}, {"sure", false},
-                          {"why", "only an endpoint at the address the request came from (" + observed + ") is checked"}});
+        // Only ever the requester's own address: its advertised port at the address its request
+        // came from (behind NAT: its router's, where only a port forward leads to it).
+        const std::string target = dialBackTarget(r.serviceEndpoint, observed);
+        if (target.empty())
+            return reply(routingId, "reach", {{"ok", false}, {"sure", false},
+                                              {"why", "no TCP port to check, or no address the request came from"}});
         dialBacks.remove_if([](const std::future<void> &f) {
             return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
         });
         if (dialBacks.size() >= MaxDialBacks)
             return reply(routingId, "refuse", {{"why", "busy: try another peer"}});
-        dialBacks.push_back(std::async(std::launch::async, [this, routingId, r] {
+        dialBacks.push_back(std::async(std::launch::async, [this, routingId, r, target] {
             std::string why;
-            const bool ok = dialBack(r.serviceEndpoint, r.publicKey, security, DialBackTimeout, &why);
+            const bool ok = dialBack(target, r.publicKey, security, DialBackTimeout, &why);
             std::vector<zmq::message_t> frames;
             frames.emplace_back(routingId.data(), routingId.size());
-            frames.push_back(bytesMessage(encodeServiceMessage("reach", {{"ok", ok}, {"sure", true}, {"why", why}})));
+            frames.push_back(bytesMessage(
+                encodeServiceMessage("reach", {{"ok", ok}, {"sure", true}, {"at", target}, {"why", why}})));
             std::lock_guard lock(mutex);
             outbox.push_back(std::move(frames));
         }));

@@ -3,6 +3,10 @@
 #include "averaging/ServiceClient.h"
 #include "util/Clock.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
 #include <future>
 #include <thread>
 
@@ -28,6 +32,18 @@ std::string endpointHost(const std::string &endpoint)
     if (endpoint.rfind(scheme, 0) != 0 || colon == std::string::npos || colon < scheme.size())
         return {};
     return endpoint.substr(scheme.size(), colon - scheme.size());
+}
+
+std::string dialBackTarget(const std::string &advertised, const std::string &observedAddress)
+{
+    const auto host = endpointHost(advertised);
+    const auto port = advertised.substr(advertised.rfind(':') + 1);
+    const bool numericPort = !port.empty() && port.size() <= 5
+                             && std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); });
+    in_addr address{};
+    if (host.empty() || !numericPort || inet_pton(AF_INET, observedAddress.c_str(), &address) != 1)
+        return {};
+    return "tcp://" + observedAddress + ":" + port;
 }
 
 bool dialBack(const std::string &endpoint, const std::array<unsigned char, 32> &serverKey,
@@ -56,7 +72,7 @@ namespace {
 struct CheckerAnswer {
     std::string checker;
     bool answered = false, ok = false, sure = false;
-    std::string why;
+    std::string why, at;
 };
 
 CheckerAnswer ask(const DonorAdvert &checker, const ReachRequest &self,
@@ -77,6 +93,7 @@ CheckerAnswer ask(const DonorAdvert &checker, const ReachRequest &self,
         a.ok = reply->header.value("ok", false) == true;
         a.sure = reply->header.value("sure", false) == true;
         a.why = textOr(reply->header, "why", "");
+        a.at = textOr(reply->header, "at", "");
     } catch (const std::exception &e) {
         a.why = e.what();
     }
@@ -106,12 +123,14 @@ ReachabilityVerdict checkReachability(const std::vector<DonorAdvert> &checkers, 
     bool anySureNo = false;
     for (auto &f : pending) {
         const auto a = f.get();
+        const std::string at = a.at.empty() ? self.serviceEndpoint : a.at;
         if (a.answered && a.ok) {
             v.reachability = Reachability::Reachable;
-            v.why = "peer " + a.checker + " connected back to " + self.serviceEndpoint;
+            v.why = "peer " + a.checker + " connected back to " + at;
+            v.reachedAt = at;
         } else if (a.answered && a.sure) {
             anySureNo = true;
-            lastNo = "peer " + a.checker + " could not connect to " + self.serviceEndpoint + ": " + a.why;
+            lastNo = "peer " + a.checker + " could not connect to " + at + ": " + a.why;
         } else {
             lastSilent = "peer " + a.checker + ": " + a.why;
         }

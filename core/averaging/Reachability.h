@@ -6,15 +6,19 @@
 // from the DHT) to connect back to the service endpoint it advertises, over a fresh connection,
 // and to say whether that worked (docs/PROTOCOL.md "Reachability and port forwards").
 //
-// The checker (PeerService, on its own thread) connects back only to a tcp:// endpoint whose host
-// is the address the request came from (so a peer cannot aim dial-backs at third parties) and,
-// in secured runs, only to the key of the requesting connection (CURVE). Its probe is a `ping`
-// answered by `pong`; a refused CURVE handshake also proves that the connection reached the peer.
-// An endpoint announced under a host name, or at another address than the one the request came
-// from, gets an answer that is not sure (`sure` false): it counts as no answer.
+// The checker (PeerService, on its own thread) connects back to the port of the advertised
+// tcp:// endpoint at the address the request came from, never elsewhere (so nobody can aim
+// dial-backs at a third party), and in secured runs only as a client of the key of the requesting
+// connection (CURVE). Behind a home router that address is the router's: only a port forward
+// leads on to the peer. Its probe is a `ping` answered by `pong`; a refused CURVE handshake also
+// proves that the connection reached the peer. The answer names the endpoint it dialled (`at`).
+// A request without a TCP port, or whose address ZeroMQ cannot tell, gets an answer that is not
+// sure (`sure` false): it counts as no answer.
 //
-// Verdict: Reachable if any checker reached the endpoint; Unreachable if at least one checker
-// answered surely and none reached it; Unknown otherwise (nobody to ask, nobody answered).
+// Verdict: Reachable if any checker reached the endpoint (`reachedAt`: where); Unreachable if at
+// least one checker answered surely and none reached it; Unknown otherwise (nobody to ask, nobody
+// answered). A checker on the same LAN sees a LAN address and may call reachable a peer that the
+// internet cannot reach: ask checkers outside it (the run's server is).
 //
 // Threads: checkReachability() and dialBack() block the calling thread for at most their timeout
 // (checkers are asked at once, in parallel); `stop` ends checkReachability() within 100 ms.
@@ -38,6 +42,7 @@ struct ReachabilityVerdict {
     Reachability reachability = Reachability::Unknown;
     std::string why; // one sentence for logs and the window
     int checkersAsked = 0;
+    std::string reachedAt; // Reachable: the endpoint a checker connected to
 };
 
 struct ReachabilityOptions {
@@ -62,5 +67,9 @@ inline constexpr double DialBackTimeout = 3.0;
 
 // "host" of "tcp://host:port" ("" for anything else).
 [[nodiscard]] std::string endpointHost(const std::string &endpoint);
+// The endpoint a checker dials for `advertised`, seen from `observedAddress` (the IPv4 address
+// the request came from): "tcp://<observedAddress>:<port of advertised>"; "" when `advertised`
+// is no tcp://host:port endpoint or `observedAddress` is empty or not an IPv4 address.
+[[nodiscard]] std::string dialBackTarget(const std::string &advertised, const std::string &observedAddress);
 
 } // namespace dedloc

@@ -135,6 +135,14 @@ void SwarmPeer::Impl::settleReachability()
                                       + "; it must be reachable to help: open or forward its ports");
             note = "unreachable: " + v.why;
         } else {
+            if (v.reachability == Reachability::Reachable && endpointHost(v.reachedAt) != endpointHost(service->endpoint())) {
+                // Reached at the address its connections come from, not at the advertised one
+                // (a port forward without --announce): advertise where it was reached.
+                const auto e = announcedEndpoints(endpointHost(v.reachedAt), allReduce->endpoint(), service->endpoint());
+                allReduce->advertise(e.allReduce);
+                service->advertise(e.service);
+                log::info("swarm", "announcing " + e.allReduce + " and " + e.service + ", where others reached it");
+            }
             log::info("swarm", std::string("reachability ") + reachabilityName(v.reachability) + ": " + v.why);
             note = v.reachability == Reachability::Reachable ? "reachable: " + v.why
                                                              : "reachable, not confirmed: " + v.why;

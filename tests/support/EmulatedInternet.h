@@ -1,0 +1,65 @@
+#pragma once
+// An emulated internet for tests and benchmarks (root only), made of network namespaces:
+//   - a "public" switch (<prefix>-sw, a bridge) with public hosts on 10.<subnet>.0.0/24: the
+//     lead's server and volunteers with public addresses;
+//   - home routers (<prefix>-r<j>), each with a WAN address 10.<subnet>.0.<101 + j> on the
+//     switch and a LAN 192.168.<j + 1>.0/24 behind it; the router masquerades (nftables NAT):
+//     its volunteers connect out, nobody outside can connect in (no port forward);
+//   - volunteers (<prefix>-v<k>) on a router's LAN, default route via the router.
+// Every host's link is asymmetric as home links are: `tc tbf` limits its upload (the egress of
+// its own end) and its download (the egress of the switch's or router's end). No netem on this
+// kernel, so no added latency. Needs root, iproute2, nftables and the kernel's veth, bridge, tbf
+// and NAT support. The constructor removes leftovers of an interrupted run with the same prefix;
+// the destructor removes everything. Not thread-safe. Throws std::runtime_error naming the
+// failing command when something cannot be made.
+#include <string>
+#include <vector>
+
+namespace dedloc::test {
+
+struct LinkRate {
+    double downMbit = 100.0;
+    double upMbit = 100.0;
+};
+
+class EmulatedInternet final {
+public:
+    explicit EmulatedInternet(std::string prefix, int subnet = 215);
+    ~EmulatedInternet();
+    EmulatedInternet(const EmulatedInternet &) = delete;
+    EmulatedInternet &operator=(const EmulatedInternet &) = delete;
+
+    // Each returns the new host's index for namespaceOf() and addressOf().
+    int addPublicHost(LinkRate rate);
+    int addRouter(); // a home router without port forwards
+    int addVolunteer(int router, LinkRate rate);
+
+    [[nodiscard]] const std::string &namespaceOf(int host) const { return m_hosts.at(host).ns; }
+    [[nodiscard]] const std::string &addressOf(int host) const { return m_hosts.at(host).address; }
+    // The public (WAN) address of a router: where its volunteers' connections come from.
+    [[nodiscard]] const std::string &routerAddress(int router) const { return m_routers.at(router).address; }
+
+    // Whether this process may build it (root; ip, tc and nft present); `why` says what lacks.
+    static bool available(std::string *why);
+    // Removes every namespace whose name starts with "<prefix>-".
+    static void removeAll(const std::string &prefix);
+
+private:
+    struct Host {
+        std::string ns, address;
+    };
+    struct Router {
+        std::string ns, address;
+        int volunteers = 0;
+    };
+    void link(const std::string &ns, const std::string &sideNs, const std::string &sidePort, const std::string &bridge,
+              LinkRate rate);
+
+    std::string m_prefix;
+    int m_subnet;
+    std::vector<Host> m_hosts;
+    std::vector<Router> m_routers;
+    int m_public = 0;
+};
+
+} // namespace dedloc::test

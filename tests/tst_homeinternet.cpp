@@ -1,0 +1,123 @@
+// Volunteers on an emulated internet (tests/support/EmulatedInternet.h): the lead's
+// `dedloc-lead serve` and one reachable trainer with public addresses, three trainers behind two
+// home routers that masquerade (NAT, no port forward) on asymmetric links (50/10 and 20/5
+// Mbit/s; the tiny run averages 5 MB of uncompressed gradient a step). Nobody tells the trainers behind NAT that they are: each asks the donors to connect
+// back, learns that nobody can, and runs in client mode by itself; serve leads and reduces for
+// them. Judged by the trainers' metrics: averaged steps, identical parameters. Root only:
+// skipped with the reason otherwise.
+#include "EmulatedInternet.h"
+#include "SwarmHarness.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+#include <unistd.h>
+
+using namespace dedloc::test;
+
+class TestHomeInternet : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_tmp;
+    std::filesystem::path m_app = DEDLOC_APP;
+    std::filesystem::path m_lead = DEDLOC_LEAD;
+    std::unique_ptr<EmulatedInternet> m_net;
+    std::map<QString, int> m_hosts; // process name -> host
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        std::string why;
+        if (!EmulatedInternet::available(&why))
+            QSKIP(qPrintable(QStringLiteral("the emulated internet %1").arg(QString::fromStdString(why))));
+        m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR"));
+        try {
+            m_net = std::make_unique<EmulatedInternet>("dlhi" + std::to_string(::getpid() % 100000));
+            m_hosts[QStringLiteral("serve")] = m_net->addPublicHost({100, 100});
+            m_hosts[QStringLiteral("public")] = m_net->addPublicHost({50, 50});
+            const int a = m_net->addRouter(), b = m_net->addRouter();
+            m_hosts[QStringLiteral("home-a1")] = m_net->addVolunteer(a, {50, 10});
+            m_hosts[QStringLiteral("home-a2")] = m_net->addVolunteer(a, {20, 5});
+            m_hosts[QStringLiteral("home-b")] = m_net->addVolunteer(b, {50, 10});
+        } catch (const std::exception &e) { // e.g. a container without CAP_NET_ADMIN or NAT support
+            QSKIP(qPrintable(QStringLiteral("the emulated internet cannot be built here: %1").arg(QString::fromUtf8(e.what()))));
+        }
+    }
+
+    void cleanupTestCase() { m_net.reset(); }
+
+    void volunteersBehindNatAverageThroughTheServer()
+    {
+        const auto root = std::filesystem::path(m_tmp.path().toStdString());
+        SwarmHarness h(m_app, writeSignedTinyRun(root, 64), root / "peers");
+        h.setLauncher([&](const QString &name) {
+            return QStringList{QStringLiteral("ip"), QStringLiteral("netns"), QStringLiteral("exec"),
+                               QString::fromStdString(m_net->namespaceOf(m_hosts.at(name)))};
+        });
+        auto address = [&](const char *name) {
+            return QString::fromStdString(m_net->addressOf(m_hosts.at(QString::fromLatin1(name))));
+        };
+        h.setBootstrapHost(address("serve"));
+        // No state rounds: 15 MB of state up a 5 Mbit/s link outlasts the sender timeout, which
+        // counts from the start of the round (not from the last progress).
+        const QStringList stateEvery{QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &serve = h.startLeadServe(m_lead, QStringList(stateEvery) << QStringLiteral("--host") << address("serve"));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return serve.logText().contains(QStringLiteral("DHT bootstrap")); }, 60),
+                     {&serve});
+        QTest::qWait(1500); // its donor advert: what the trainers ask to connect back
+        // A whole gradient up a 2 Mbit/s link takes seconds: the reference timeouts, not the
+        // harness's short ones.
+        const QStringList args = QStringList{QStringLiteral("--steps"), QStringLiteral("8"), QStringLiteral("--min-peers"),
+                                             QStringLiteral("3"), QStringLiteral("--sender-timeout"), QStringLiteral("15"),
+                                             QStringLiteral("--reducer-timeout"), QStringLiteral("30")}
+                                 + stateEvery;
+        // All four at once. The public trainer computes once it sees serve and two trainers behind
+        // NAT (--min-peers 4), so that nobody steps before the others are there; those behind NAT
+        // may not see each other (their DHT nodes cannot reach one another through the routers)
+        // and wait for any third peer.
+        std::vector<SwarmPeerProcess *> trainers;
+        trainers.push_back(&h.startPeer(QStringLiteral("public"), QStringList(args) << QStringLiteral("--host")
+                                                                                    << address("public") << QStringLiteral("--min-peers") << QStringLiteral("4")));
+        for (const char *name : {"home-a1", "home-a2", "home-b"})
+            trainers.push_back(&h.startPeer(QString::fromLatin1(name), QStringList(args) << QStringLiteral("--host") << address(name)));
+        std::initializer_list<SwarmPeerProcess *> all{trainers[0], trainers[1], trainers[2], trainers[3], &serve};
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({trainers[0], trainers[1], trainers[2], trainers[3]}); }, 240), all);
+
+        // Reachability found out, not configured.
+        SWARM_VERIFY(trainers[0]->logText().contains(QStringLiteral("reachability reachable")), {trainers[0]});
+        for (int i = 1; i < 4; ++i)
+            SWARM_VERIFY(trainers[i]->logText().contains(QStringLiteral("client mode from now on")), {trainers[i]});
+
+        std::vector<std::map<long, nlohmann::json>> steps;
+        for (auto *t : trainers)
+            steps.push_back(byStep(*t));
+        for (std::size_t i = 0; i < trainers.size(); ++i) {
+            SWARM_VERIFY(steps[i].size() == 8, all);
+            long averaged = 0;
+            for (const auto &[step, e] : steps[i])
+                averaged += step > 2 && e.value("averaged", false) ? 1 : 0;
+            SWARM_VERIFY(averaged >= 6, all); // every step after the first two (>= 90% of 6)
+            // Behind NAT: client mode, no shard; the public trainer reduces one.
+            SWARM_VERIFY((steps[i].at(8).value("shard_elements", -1L) == 0) == (i > 0), all);
+        }
+        // Identical parameters after every step that all four averaged in one complete group.
+        long identical = 0, together = 0;
+        for (const auto &[step, e] : steps[0]) {
+            if (e.value("group_size", 0) != 5 || !e.value("complete", false))
+                continue;
+            ++together;
+            bool same = true;
+            for (std::size_t i = 1; i < steps.size(); ++i)
+                same = same && steps[i].count(step)
+                       && steps[i].at(step).value("params_sha", std::string()) == e.value("params_sha", std::string());
+            identical += same ? 1 : 0;
+        }
+        SWARM_VERIFY(together >= 6 && identical == together, all);
+        serve.stopGracefully();
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHomeInternet)
+#include "tst_homeinternet.moc"
