@@ -90,6 +90,7 @@ private Q_SLOTS:
         for (std::size_t i = 0; i < 3; ++i) {
             QVERIFY(s.reports[i].complete);
             QCOMPARE(s.reports[i].receivedFraction, 1.0);
+            QCOMPARE(s.reports[i].minShardWeight, 6.0); // every shard averaged all three
             for (std::size_t k = 0; k < expected.size(); ++k)
                 QVERIFY(std::abs(s.values[i][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
         }
@@ -142,6 +143,16 @@ private Q_SLOTS:
         }
         QVERIFY(bitwiseEqual(s.values[0], s.values[2]));
         QCOMPARE(s.reports[3].myShardWeight, 8.0);
+        for (std::size_t i : {0, 1, 2, 3})
+            QCOMPARE(s.reports[i].minShardWeight, 8.0);
+        // Senders that all send weight 0 leave every shard without weight: a member must not
+        // take such a result for an average (a monitor keeps a state round's only when > 0).
+        Swarm zero({true, true}, {1.0, 1.0}, 3000);
+        AllReduceOptions o;
+        o.myWeight = 0.0;
+        zero.run(o, {0, 1});
+        QVERIFY(zero.reports[0].complete);
+        QCOMPARE(zero.reports[0].minShardWeight, 0.0);
     }
 
     void silentMemberIsExcludedWithinTheTimeouts()

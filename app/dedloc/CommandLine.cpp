@@ -52,7 +52,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto dhtPort = option("dht-port", "UDP port of this peer's DHT node (default: any; local swarm: 31340).", "port");
     const auto host = option("host", "IPv4 address this peer listens on (DHT and data plane) and advertises; other machines must reach it. 0.0.0.0 only with --client-mode.", "address", "127.0.0.1");
     const auto dataPort = option("port", "TCP port of this peer's all-reduce socket; its service socket (group joins, state downloads) uses port + 1. For a firewall rule or a port forward (default: any free ports).", "port");
-    const auto announce = option("announce", "Reachable through a port forward on your router: advertise HOST (your public address or name) instead of --host, with PORT the router forwards to --port (PORT + 1 to --port + 1; default: the same ports). Allows --host 0.0.0.0.", "host[:port]");
+    const auto announce = option("announce", "Reachable through a port forward on your router: advertise HOST (your public address or name) instead of --host, with PORT the router forwards to --port (PORT + 1 to --port + 1; default: the same ports). Binds every address (0.0.0.0) unless --host says otherwise.", "host[:port]");
     const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard).");
     const auto bandwidth = option("bandwidth", "Declared upload bandwidth in Mbit/s, for shard sizes.", "mbit");
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
@@ -183,6 +183,8 @@ int CommandLine::parse(const QStringList &arguments)
         if (p.isSet(localSwarmOpt))
             return bad("--announce is for one peer; the peers of a local swarm share this machine's address");
         w.announce = p.value(announce).toStdString();
+        if (!p.isSet(host)) // a forward arrives on the LAN address, never on loopback
+            w.host = "0.0.0.0";
         // The usual forward keeps the port number: without --port, bind the announced pair.
         bool isPort = false;
         const auto forwarded = p.value(announce).section(QLatin1Char(':'), 1).toInt(&isPort);

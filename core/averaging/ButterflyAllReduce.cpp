@@ -325,6 +325,9 @@ AllReduceReport RoundRunner::finish()
     report.excludedSenders = m_reducer.excludedSenders();
     report.myShardWeight = m_reducer.shardWeight();
     report.groupWeight = std::max(m_reducer.shardWeight(), m_sender.resultWeight());
+    report.minShardWeight = m_round.shardSizes[m_round.me] > 0
+                                ? std::min(m_reducer.shardWeight(), m_sender.minResultWeight())
+                                : m_sender.minResultWeight();
     report.complete = report.excludedSenders.empty();
     const std::uint64_t expected = m_sender.expectedElements(), received = m_sender.receivedElements();
     report.receivedFraction = expected ? static_cast<double>(received) / static_cast<double>(expected) : 1.0;

@@ -87,6 +87,9 @@ struct AllReduceReport {
     double myShardWeight = 0.0;                 // sum of weights averaged into this member's shard
     double groupWeight = 0.0;                   // largest shard weight seen (own or in RESULTs):
                                                 // the samples of the global batch when complete
+    // Smallest weight of any shard this member holds the average of (its own if it reduced one,
+    // every RESULT): 0 means some shard averaged no sender at all (all of its senders excluded).
+    double minShardWeight = 0.0;
     double receivedFraction = 1.0;              // of the elements this member expected back
     bool complete = true;                       // no exclusion here and every result received
     std::vector<AllReduceOffence> offences;     // by member index, each member at most once

@@ -179,6 +179,7 @@ void PartSender::handleResult(std::size_t j, const std::vector<zmq::message_t> &
     m_resultSeen[j][h.part] = true;
     m_receivedBack[j] += h.count;
     m_resultWeight = std::max(m_resultWeight, h.weight);
+    m_minResultWeight = std::min(m_minResultWeight, h.weight);
 }
 
 bool PartSender::resultsDone() const

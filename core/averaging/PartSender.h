@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -106,6 +107,8 @@ class PartSender final {
     [[nodiscard]] std::uint64_t receivedElements() const;
     // The largest shard weight in a RESULT received (samples; 0 if none).
     [[nodiscard]] double resultWeight() const { return m_resultWeight; }
+    // The smallest shard weight in a RESULT received (samples; +inf if none).
+    [[nodiscard]] double minResultWeight() const { return m_minResultWeight; }
     // Seconds into the round when the last part left, or -1 while parts remain.
     [[nodiscard]] double sentAt() const { return m_sentAt; }
 
@@ -122,6 +125,7 @@ class PartSender final {
     std::uint64_t m_skippedBack = 0;  // elements of shards whose reducer we would not connect to
     std::vector<float> m_resultPiece; // partElements floats, decoded RESULT
     double m_resultWeight = 0.0;
+    double m_minResultWeight = std::numeric_limits<double>::infinity();
     double m_sentAt = -1.0;
 };
 

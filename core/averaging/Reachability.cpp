@@ -53,7 +53,7 @@ bool dialBack(const std::string &endpoint, const std::array<unsigned char, 32> &
         ServiceClient client(endpoint, security, serverKey);
         client.send("ping", nlohmann::json::object());
         const auto reply = client.receive(timeout);
-        if (client.refusedAtHandshake())
+        if (client.refusedByAuthentication())
             return true; // its ZAP handler answered: the connection reached it
         if (reply && reply->header.at("t").get<std::string>() == "pong")
             return true;

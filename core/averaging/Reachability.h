@@ -11,7 +11,8 @@
 // dial-backs at a third party), and in secured runs only as a client of the key of the requesting
 // connection (CURVE). Behind a home router that address is the router's: only a port forward
 // leads on to the peer. Its probe is a `ping` answered by `pong`; a refused CURVE handshake also
-// proves that the connection reached the peer. The answer names the endpoint it dialled (`at`).
+// proves that the connection reached the peer (only a refusal by its authentication, ZAP: a
+// listener that merely drops the connection proves nothing). The answer names the endpoint it dialled (`at`).
 // A request without a TCP port, or whose address ZeroMQ cannot tell, gets an answer that is not
 // sure (`sure` false): it counts as no answer.
 //

@@ -16,6 +16,7 @@ struct ServiceClient::Impl {
     zmq::socket_t dealer{context, zmq::socket_type::dealer};
     std::unique_ptr<zmq::socket_t> monitor; // handshake failures (secured links only)
     bool refused = false;
+    bool refusedAuth = false; // the refusal was ZAP's (the server's authentication answered)
     int dropped = 0;        // malformed replies dropped
     std::string dropReason; // why the last one was
 
@@ -34,6 +35,7 @@ struct ServiceClient::Impl {
             if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
                 || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
                 failed = true;
+            refusedAuth = refusedAuth || event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
         }
         return failed;
     }
@@ -77,6 +79,8 @@ void ServiceClient::send(const std::string &type, const nlohmann::json &fields)
 }
 
 bool ServiceClient::refusedAtHandshake() const { return d->refused; }
+
+bool ServiceClient::refusedByAuthentication() const { return d->refused && d->refusedAuth; }
 
 int ServiceClient::droppedReplies() const { return d->dropped; }
 

@@ -55,6 +55,9 @@ public:
 
     // The server refused our CURVE handshake (ZAP status, e.g. 400: closed run, token refused).
     [[nodiscard]] bool refusedAtHandshake() const;
+    // Refused by the server's authentication (ZAP answered: a CURVE server of the expected key
+    // is there); a connection dropped for another reason (not ZeroMQ, wrong key) is not this.
+    [[nodiscard]] bool refusedByAuthentication() const;
 
 private:
     struct Impl;

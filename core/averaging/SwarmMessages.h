@@ -19,7 +19,7 @@
 //   disband {why}                                                leader -> follower
 //   state? {run}  -> state {i: snapshot id, e: epoch, n: elements, k: parts, q: part elements}
 //   part?  {i, k: part} -> part {i, k} + frame of q (last: the rest) fp32 little-endian values
-//   reach? {p, k, a: service endpoint} -> reach {ok, sure, why}   (averaging/Reachability.h)
+//   reach? {p, k, a: service endpoint} -> reach {ok, sure, at, why}   (averaging/Reachability.h)
 //   ping {} -> pong {}                                            (the dial-back's probe)
 // Every parser checks presence, types and ranges before anything is allocated and throws
 // ProtocolError (net/WireMessage.h) with the reason. Pure functions; thread-safe.

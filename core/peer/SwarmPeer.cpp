@@ -135,14 +135,11 @@ void SwarmPeer::Impl::settleReachability()
                                       + "; it must be reachable to help: open or forward its ports");
             note = "unreachable: " + v.why;
         } else {
-            if (v.reachability == Reachability::Reachable && endpointHost(v.reachedAt) != endpointHost(service->endpoint())) {
-                // Reached at the address its connections come from, not at the advertised one
-                // (a port forward without --announce): advertise where it was reached.
-                const auto e = announcedEndpoints(endpointHost(v.reachedAt), allReduce->endpoint(), service->endpoint());
-                allReduce->advertise(e.allReduce);
-                service->advertise(e.service);
-                log::info("swarm", "announcing " + e.allReduce + " and " + e.service + ", where others reached it");
-            }
+            if (v.reachability == Reachability::Reachable && endpointHost(v.reachedAt) != endpointHost(service->endpoint()))
+                // A checker's word is no proof of an address (it may lie, or sit on this LAN):
+                // only the volunteer announces one.
+                log::warning("swarm", "reached at " + v.reachedAt + ", not at the advertised " + service->endpoint()
+                                          + ": if that is a port forward, pass --announce " + endpointHost(v.reachedAt));
             log::info("swarm", std::string("reachability ") + reachabilityName(v.reachability) + ": " + v.why);
             note = v.reachability == Reachability::Reachable ? "reachable: " + v.why
                                                              : "reachable, not confirmed: " + v.why;

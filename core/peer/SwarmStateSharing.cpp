@@ -6,6 +6,8 @@
 #include "averaging/StateDownload.h"
 #include "util/Log.h"
 
+#include <cmath>
+
 namespace dedloc {
 
 std::vector<DonorAdvert> SwarmPeer::Impl::usableDonors()
@@ -93,7 +95,9 @@ void SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
     if (trains) {
         trainer->loadStateFlat(state, trainer->step());
         afterStateChange();
-    } else if (report.complete && report.groupWeight > 0) {
+    } else if (report.complete && report.minShardWeight > 0 && std::isfinite(report.minShardWeight)) {
+        // Every shard averaged at least one trainer's state: a shard whose senders were all
+        // excluded would hold this peer's zeros.
         trainer->loadStateFlat(state, epoch + 1);
         afterStateChange();
         log::info("swarm", "kept the swarm's state of epoch " + std::to_string(epoch + 1) + " from the state round");
