@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -180,6 +181,9 @@ SwarmPeerProcess &SwarmHarness::launch(const QString &name, QStringList argument
     p->process = std::make_unique<QProcess>();
     p->process->setProcessChannelMode(QProcess::MergedChannels);
     p->process->setStandardOutputFile(QString::fromStdString(p->log.string()));
+    // A test that aborts (QtTest's watchdog, a crash) runs no destructor: its peers must not
+    // train on for ever. The signal survives the exec of `ip netns exec` and of the peer.
+    p->process->setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
     const std::filesystem::path &executable = program.empty() ? m_app : program;
     QStringList prefix = m_prefix ? m_prefix(name) : QStringList();
     if (prefix.isEmpty()) {
