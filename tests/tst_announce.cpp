@@ -29,7 +29,8 @@ class TestAnnounce final : public QObject {
     {
         QTest::addColumn<QString>("announce");
         for (const char *bad : {"", ":5000", "0.0.0.0", "*:5000", "0.0.0.0:5000", "host:", "host:0", "host:65535",
-                                "host:70000", "host:12a", "host:-1", "ho st", "tcp://host:5000", "host:1234567"})
+                                "host:70000", "host:12a", "host:-1", "ho st", "tcp://host:5000", "host:1234567", "40000",
+                                "1.2.3:5000", "300.1.1.1"})
             QTest::newRow(bad) << QString::fromLatin1(bad);
     }
 

@@ -1,5 +1,6 @@
 #include "CommandLine.h"
 
+#include "net/Announce.h"
 #include "run/RunPaths.h"
 
 #include <cmath>
@@ -183,6 +184,11 @@ int CommandLine::parse(const QStringList &arguments)
         if (p.isSet(localSwarmOpt))
             return bad("--announce is for one peer; the peers of a local swarm share this machine's address");
         w.announce = p.value(announce).toStdString();
+        try { // checked now, before the run loads anything
+            (void)dedloc::announcedEndpoints(w.announce, "tcp://0.0.0.0:1", "tcp://0.0.0.0:2");
+        } catch (const std::exception &e) {
+            return bad(e.what());
+        }
         if (!p.isSet(host)) // a forward arrives on the LAN address, never on loopback
             w.host = "0.0.0.0";
         // The usual forward keeps the port number: without --port, bind the announced pair.

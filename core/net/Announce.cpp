@@ -2,6 +2,8 @@
 
 #include "util/Error.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -25,8 +27,12 @@ bool validHost(const std::string &host)
 {
     if (host.empty() || host.size() > 253 || host == "0.0.0.0" || host == "*")
         return false;
-    return std::all_of(host.begin(), host.end(),
-                       [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '-'; });
+    if (!std::all_of(host.begin(), host.end(), [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '-'; }))
+        return false;
+    // Digits and dots only: an IPv4 address or nothing ("40000" is a port given without a host).
+    in_addr address{};
+    const bool numeric = std::all_of(host.begin(), host.end(), [](unsigned char c) { return std::isdigit(c) || c == '.'; });
+    return !numeric || inet_pton(AF_INET, host.c_str(), &address) == 1;
 }
 
 } // namespace
