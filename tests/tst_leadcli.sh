@@ -68,4 +68,10 @@ expect 2 "not a DeDLOC checkpoint" -- "$lead" evaluate --checkpoint "$tmp/a.bin"
 expect 2 "give --checkpoint FILE and --out DIR" -- "$lead" export --checkpoint "$tmp/a.bin"
 expect 2 "not a DeDLOC checkpoint" -- "$lead" export --checkpoint "$tmp/a.bin" --out "$tmp/hf"
 [ ! -e "$tmp/hf/config.json" ] || fail "export wrote files for a checkpoint it refused"
-echo "PASS: dedloc-lead keygen/sign/verify/rotate-key/issue-token/evaluate/export and their refusals"
+
+# serve: the swarm options it takes are checked before anything starts.
+expect 2 "give the host alone" -- "$lead" serve --data-dir "$tmp/serve" --announce 203.0.113.7:40000
+expect 2 "--announce 40000" -- "$lead" serve --data-dir "$tmp/serve" --announce 40000
+expect 2 "--all-reduce-port takes" -- "$lead" serve --data-dir "$tmp/serve" --all-reduce-port 70000
+expect 2 "--average-state-every takes" -- "$lead" serve --data-dir "$tmp/serve" --average-state-every -1
+echo "PASS: dedloc-lead keygen/sign/verify/rotate-key/issue-token/evaluate/export, serve options and their refusals"

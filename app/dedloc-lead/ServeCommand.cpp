@@ -1,6 +1,7 @@
 #include "ServeCommand.h"
 
 #include "monitor/CheckpointArchive.h"
+#include "net/Announce.h"
 #include "monitor/ServeStatus.h"
 #include "monitor/StatusHttpServer.h"
 #include "run/RunManifest.h"
@@ -91,6 +92,10 @@ int parse(const QStringList &args, ServeConfig &c)
                                    "TCP port of the socket on which the monitor reduces its shard of averaging rounds "
                                    "(0: any free port; fix it for a firewall rule).",
                                    "port", "0");
+    const auto announce = opt("announce",
+                              "Advertise HOST (the public address, e.g. a cloud machine's elastic IP in front of "
+                              "the private --host) for the service and all-reduce sockets, with the same ports.",
+                              "host");
     const auto noReduce = opt("no-reduce",
                               "Do not take part in averaging rounds. By default the monitor reduces a shard with "
                               "weight 0 and leads groups, so that volunteers behind NAT (client mode) can average.");
@@ -123,7 +128,7 @@ int parse(const QStringList &args, ServeConfig &c)
     const auto evaluationTask =
         opt("evaluation-task", "Task directory for --evaluate-every (default: the run's; the bundled run ships one).",
             "dir");
-    p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, servicePort, allReducePort, noReduce,
+    p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, servicePort, allReducePort, announce, noReduce,
                   averageStateEvery, metricsDir, metricsOut, keep, stateEvery,
                   statusHost, statusPort, noStatus, statusInterval, progressPeriod, duration, name, threads, fresh,
                   evaluateEvery, evaluationTask});
@@ -184,6 +189,17 @@ int parse(const QStringList &args, ServeConfig &c)
     if (!ok)
         return bad("--all-reduce-port takes a TCP port number from 0 (any) to 65535");
     w.monitorReduces = !p.isSet(noReduce);
+    if (p.isSet(announce)) {
+        w.announce = p.value(announce).toStdString();
+        try { // the same ports are forwarded: HOST alone
+            if (w.announce.find(':') != std::string::npos)
+                throw Error("--announce " + w.announce + ": give the host alone; the ports are --service-port and "
+                            "--all-reduce-port");
+            (void)announcedEndpoints(w.announce, "tcp://0.0.0.0:1", "tcp://0.0.0.0:2");
+        } catch (const Error &e) {
+            return bad(e.what());
+        }
+    }
     w.averageStateEvery = integer(averageStateEvery, 0, 1000000000);
     if (!ok)
         return bad("--average-state-every takes a whole number of steps (0: never)");
