@@ -45,6 +45,18 @@ class TestAnnounce final : public QObject {
         }
     }
 
+    void partsOfAnEndpoint()
+    {
+        QCOMPARE(endpointPort("tcp://203.0.113.7:40001"), 40001L);
+        QCOMPARE(endpointPort("home.example.org:5"), 5L);
+        QCOMPARE(endpointPort("tcp://10.0.0.5:*"), -1L);
+        QCOMPARE(endpointPort("tcp://nohost"), -1L);
+        QCOMPARE(endpointHost("tcp://203.0.113.7:40001"), std::string("203.0.113.7"));
+        QCOMPARE(endpointHost("tcp://home.example.org:5"), std::string("home.example.org"));
+        QCOMPARE(endpointHost("ipc:///tmp/x"), std::string());
+        QCOMPARE(endpointHost("tcp://nohost"), std::string());
+    }
+
     void boundSocketsWithoutPortsNeedAnAnnouncedPort()
     {
         QVERIFY_THROWS_EXCEPTION(Error, (void)announcedEndpoints("203.0.113.7", "", ""));

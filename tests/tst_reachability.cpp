@@ -136,14 +136,6 @@ class TestReachability final : public QObject {
             }
         }
     }
-
-    void hostOfAnEndpoint()
-    {
-        QCOMPARE(endpointHost("tcp://203.0.113.7:40001"), std::string("203.0.113.7"));
-        QCOMPARE(endpointHost("tcp://home.example.org:5"), std::string("home.example.org"));
-        QCOMPARE(endpointHost("ipc:///tmp/x"), std::string());
-        QCOMPARE(endpointHost("tcp://nohost"), std::string());
-    }
 };
 
 QTEST_GUILESS_MAIN(TestReachability)

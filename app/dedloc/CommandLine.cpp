@@ -192,13 +192,11 @@ int CommandLine::parse(const QStringList &arguments)
         if (!p.isSet(host)) // a forward arrives on the LAN address, never on loopback
             w.host = "0.0.0.0";
         // The usual forward keeps the port number: without --port, bind the announced pair.
-        bool isPort = false;
-        const auto forwarded = p.value(announce).section(QLatin1Char(':'), 1).toInt(&isPort);
-        if (!p.isSet(dataPort) && isPort && forwarded > 0 && forwarded < 65535) {
+        const long forwarded = dedloc::endpointPort(w.announce);
+        if (!p.isSet(dataPort) && forwarded > 0) { // checked above: 1..65534
             w.allReducePort = static_cast<std::uint16_t>(forwarded);
             w.servicePort = static_cast<std::uint16_t>(forwarded + 1);
         }
-        // A malformed --announce is reported (net/Announce.h) when the peer starts.
     }
     w.monitorReduces = p.isSet(reduce);
     if (w.monitorReduces && w.role != dedloc::PeerRole::Monitor)

@@ -1,12 +1,11 @@
 #include "averaging/Reachability.h"
 
 #include "averaging/ServiceClient.h"
+#include "net/Announce.h"
 #include "util/Clock.h"
 
 #include <arpa/inet.h>
 
-#include <algorithm>
-#include <cctype>
 #include <future>
 #include <thread>
 
@@ -25,25 +24,13 @@ const char *reachabilityName(Reachability r)
     return "unknown";
 }
 
-std::string endpointHost(const std::string &endpoint)
-{
-    const std::string scheme = "tcp://";
-    const auto colon = endpoint.rfind(':');
-    if (endpoint.rfind(scheme, 0) != 0 || colon == std::string::npos || colon < scheme.size())
-        return {};
-    return endpoint.substr(scheme.size(), colon - scheme.size());
-}
-
 std::string dialBackTarget(const std::string &advertised, const std::string &observedAddress)
 {
-    const auto host = endpointHost(advertised);
-    const auto port = advertised.substr(advertised.rfind(':') + 1);
-    const bool numericPort = !port.empty() && port.size() <= 5
-                             && std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); });
+    const long port = endpointPort(advertised);
     in_addr address{};
-    if (host.empty() || !numericPort || inet_pton(AF_INET, observedAddress.c_str(), &address) != 1)
+    if (endpointHost(advertised).empty() || port < 1 || inet_pton(AF_INET, observedAddress.c_str(), &address) != 1)
         return {};
-    return "tcp://" + observedAddress + ":" + port;
+    return "tcp://" + observedAddress + ":" + std::to_string(port);
 }
 
 bool dialBack(const std::string &endpoint, const std::array<unsigned char, 32> &serverKey,

@@ -66,8 +66,6 @@ inline constexpr double DialBackTimeout = 3.0;
 [[nodiscard]] bool dialBack(const std::string &endpoint, const std::array<unsigned char, 32> &serverKey,
                             const std::shared_ptr<const DataPlaneSecurity> &security, double timeout, std::string *why);
 
-// "host" of "tcp://host:port" ("" for anything else).
-[[nodiscard]] std::string endpointHost(const std::string &endpoint);
 // The endpoint a checker dials for `advertised`, seen from `observedAddress` (the IPv4 address
 // the request came from): "tcp://<observedAddress>:<port of advertised>"; "" when `advertised`
 // is no tcp://host:port endpoint or `observedAddress` is empty or not an IPv4 address.

@@ -9,10 +9,7 @@
 
 namespace dedloc {
 
-namespace {
-
-// The decimal port after the last ':' of `text`, or -1.
-long portOf(const std::string &text)
+long endpointPort(const std::string &text)
 {
     const auto colon = text.rfind(':');
     if (colon == std::string::npos || colon + 1 == text.size() || text.size() - colon > 6)
@@ -23,6 +20,17 @@ long portOf(const std::string &text)
     return std::stol(digits);
 }
 
+std::string endpointHost(const std::string &endpoint)
+{
+    const std::string scheme = "tcp://";
+    const auto colon = endpoint.rfind(':');
+    if (endpoint.rfind(scheme, 0) != 0 || colon == std::string::npos || colon < scheme.size())
+        return {};
+    return endpoint.substr(scheme.size(), colon - scheme.size());
+}
+
+namespace {
+
 bool validHost(const std::string &host)
 {
     if (host.empty() || host.size() > 253 || host == "0.0.0.0" || host == "*")
@@ -31,7 +39,8 @@ bool validHost(const std::string &host)
         return false;
     // Digits and dots only: an IPv4 address or nothing ("40000" is a port given without a host).
     in_addr address{};
-    const bool numeric = std::all_of(host.begin(), host.end(), [](unsigned char c) { return std::isdigit(c) || c == '.'; });
+    const bool numeric =
+        std::all_of(host.begin(), host.end(), [](unsigned char c) { return std::isdigit(c) || c == '.'; });
     return !numeric || inet_pton(AF_INET, host.c_str(), &address) == 1;
 }
 
@@ -46,9 +55,9 @@ AnnouncedEndpoints announcedEndpoints(const std::string &announce, const std::st
         throw Error("--announce " + announce +
                     ": give the address others reach this machine at (an IPv4 "
                     "address or a host name, e.g. your router's public address), optionally with :PORT");
-    long allReducePort = portOf(boundAllReduce), servicePort = portOf(boundService);
+    long allReducePort = endpointPort(boundAllReduce), servicePort = endpointPort(boundService);
     if (colon != std::string::npos) {
-        allReducePort = portOf(announce);
+        allReducePort = endpointPort(announce);
         if (allReducePort < 1 || allReducePort > 65534)
             throw Error("--announce " + announce +
                         ": the port must be a number from 1 to 65534 (the service "

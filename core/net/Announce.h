@@ -15,6 +15,12 @@ struct AnnouncedEndpoints {
     std::string service;   // "tcp://HOST:Q+1"
 };
 
+// The parts of a ZeroMQ TCP endpoint "tcp://host:port" (also used by the dial-back check).
+// endpointPort: the decimal port after the last ':' of `text` ("tcp://h:40001", "h:40001"), or
+// -1 (none, not a number, "*"). endpointHost: "host" of "tcp://host:port", "" for anything else.
+[[nodiscard]] long endpointPort(const std::string &text);
+[[nodiscard]] std::string endpointHost(const std::string &endpoint);
+
 // `announce`: "HOST" (the bound ports, forwarded unchanged) or "HOST:Q" (Q from 1 to 65534);
 // HOST an IPv4 address or a DNS name, not 0.0.0.0 or "*". `boundAllReduce`, `boundService`:
 // the ZeroMQ endpoints the sockets bound ("tcp://0.0.0.0:41000"), whose ports HOST alone keeps.
