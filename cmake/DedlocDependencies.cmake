@@ -20,6 +20,14 @@ pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 pkg_check_modules(OPENDHT REQUIRED IMPORTED_TARGET opendht)
 # HTTP for `dedloc-lead serve`'s read-only status (Debian libcpp-httplib-dev; docs/DECISIONS.md).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# Port mappings on the home router (net/PortMapping): UPnP-IGD (libminiupnpc-dev) and NAT-PMP
+# (libnatpmp-dev, which ships no pkg-config file).
+pkg_check_modules(MINIUPNPC REQUIRED IMPORTED_TARGET miniupnpc)
+find_library(NATPMP_LIBRARY natpmp REQUIRED)
+find_path(NATPMP_INCLUDE_DIR natpmp.h REQUIRED)
+add_library(dedloc::natpmp UNKNOWN IMPORTED)
+set_target_properties(dedloc::natpmp PROPERTIES IMPORTED_LOCATION "${NATPMP_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${NATPMP_INCLUDE_DIR}")
 if(DEDLOC_GUI)
   find_package(Qt6 REQUIRED COMPONENTS Widgets Charts Svg)  # the volunteer window (ui/)
 endif()

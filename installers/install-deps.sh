@@ -17,8 +17,8 @@ PACKAGES=(
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev
   # Qt6Charts' CMake package needs Qt6OpenGL's (and Qt6Gui looks for xkbcommon)
   libqt6opengl6-dev libxkbcommon-dev
-  # networking, crypto, tokenizer, JSON
-  libzmq3-dev cppzmq-dev libopendht-dev libsodium-dev
+  # networking, crypto, tokenizer, JSON; port mappings on the home router (UPnP-IGD, NAT-PMP)
+  libzmq3-dev cppzmq-dev libopendht-dev libsodium-dev libminiupnpc-dev libnatpmp-dev
   libsentencepiece-dev sentencepiece nlohmann-json3-dev
   # HTTP status of `dedloc-lead serve` (docs/DECISIONS.md)
   libcpp-httplib-dev
@@ -26,8 +26,10 @@ PACKAGES=(
   libgloo-dev
   # tests: minisign interop, a virtual display for window tests, network namespaces and tc for
   # the swarm over emulated links (tst_swarmlinks, bench_allreduce --netns-mbit; root only),
-  # nftables for the home routers' NAT of the emulated internet
-  minisign xvfb xauth iproute2 nftables
+  # nftables for the home routers' NAT of the emulated internet, and a UPnP-IGD / NAT-PMP daemon
+  # for its routers (tst_portmapping). miniupnpd-nftables alone has no service to start and asks
+  # nothing (the `miniupnpd` package, a recommendation, has the debconf questions and is skipped)
+  minisign xvfb xauth iproute2 nftables miniupnpd-nftables
   # tests: a reference ALBERT in PyTorch checks the Hugging Face export (tst_huggingfaceexport)
   python3-torch
   # packaging: CPack's DEB generator runs `file` and dpkg-shlibdeps (dpkg-dev) on the binaries

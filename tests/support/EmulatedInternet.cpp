@@ -1,8 +1,16 @@
 #include "EmulatedInternet.h"
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 namespace dedloc::test {
@@ -57,7 +65,9 @@ void EmulatedInternet::removeAll(const std::string &prefix)
     }
 }
 
-EmulatedInternet::EmulatedInternet(std::string prefix, int subnet) : m_prefix(std::move(prefix)), m_subnet(subnet)
+EmulatedInternet::EmulatedInternet(std::string prefix, int subnet, std::string publicNet)
+    : m_prefix(std::move(prefix)), m_subnet(subnet),
+      m_publicNet(publicNet.empty() ? "10." + std::to_string(subnet) + ".0" : std::move(publicNet))
 {
     removeAll(m_prefix);
     const std::string sw = m_prefix + "-sw";
@@ -66,7 +76,11 @@ EmulatedInternet::EmulatedInternet(std::string prefix, int subnet) : m_prefix(st
     must("ip -n " + sw + " link set br0 up");
 }
 
-EmulatedInternet::~EmulatedInternet() { removeAll(m_prefix); }
+EmulatedInternet::~EmulatedInternet()
+{
+    stopDaemons();
+    removeAll(m_prefix);
+}
 
 void EmulatedInternet::link(const std::string &ns, const std::string &sideNs, const std::string &sidePort,
                             const std::string &bridge, LinkRate rate)
@@ -83,7 +97,7 @@ void EmulatedInternet::link(const std::string &ns, const std::string &sideNs, co
 int EmulatedInternet::addPublicHost(LinkRate rate)
 {
     const int index = m_public++;
-    Host h{m_prefix + "-h" + std::to_string(index), "10." + std::to_string(m_subnet) + ".0." + std::to_string(index + 1)};
+    Host h{m_prefix + "-h" + std::to_string(index), m_publicNet + "." + std::to_string(index + 1)};
     must("ip netns add " + h.ns);
     link(h.ns, m_prefix + "-sw", "h" + std::to_string(index), "br0", rate);
     must("ip -n " + h.ns + " addr add " + h.address + "/24 dev eth0");
@@ -91,10 +105,10 @@ int EmulatedInternet::addPublicHost(LinkRate rate)
     return static_cast<int>(m_hosts.size()) - 1;
 }
 
-int EmulatedInternet::addRouter()
+int EmulatedInternet::addRouter(RouterOptions options)
 {
     const int j = static_cast<int>(m_routers.size());
-    Router r{m_prefix + "-r" + std::to_string(j), "10." + std::to_string(m_subnet) + ".0." + std::to_string(101 + j)};
+    Router r{m_prefix + "-r" + std::to_string(j), m_publicNet + "." + std::to_string(101 + j)};
     const std::string sw = m_prefix + "-sw", lan = "192.168." + std::to_string(j + 1) + ".1/24";
     must("ip netns add " + r.ns);
     must("ip link add wan netns " + r.ns + " type veth peer name r" + std::to_string(j) + " netns " + sw);
@@ -111,6 +125,8 @@ int EmulatedInternet::addRouter()
     must("ip netns exec " + r.ns + " nft 'add chain ip nat post { type nat hook postrouting priority 100 ; }'");
     must("ip netns exec " + r.ns + " nft add rule ip nat post oifname wan masquerade");
     m_routers.push_back(r);
+    if (options.miniupnpd)
+        startMiniupnpd(m_routers.back(), j);
     return j;
 }
 
@@ -126,6 +142,133 @@ int EmulatedInternet::addVolunteer(int router, LinkRate rate)
     must("ip -n " + h.ns + " route add default via " + net + "1");
     m_hosts.push_back(h);
     return static_cast<int>(m_hosts.size()) - 1;
+}
+
+} // namespace dedloc::test
+
+namespace dedloc::test {
+
+namespace {
+
+// The chains miniupnpd (nftables backend) fills with its DNAT and filter rules; Debian's
+// /etc/miniupnpd/nft_init.sh makes the same but sources a file that miniupnpd-nftables lacks
+// and sets the forward policy to drop.
+const char *const MiniupnpdTables = R"(table inet miniupnpd {
+  chain miniupnpd {
+  }
+  chain prerouting_miniupnpd {
+  }
+  chain postrouting_miniupnpd {
+  }
+  chain forward {
+    type filter hook forward priority 0; policy accept;
+    jump miniupnpd
+  }
+  chain prerouting {
+    type nat hook prerouting priority -100; policy accept;
+    jump prerouting_miniupnpd
+  }
+  chain postrouting {
+    type nat hook postrouting priority 100; policy accept;
+    jump postrouting_miniupnpd
+  }
+}
+)";
+
+std::string readFile(const std::string &path)
+{
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void writeFile(const std::string &path, const std::string &text)
+{
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+    if (!out)
+        throw std::runtime_error("emulated internet: cannot write " + path);
+}
+
+} // namespace
+
+bool EmulatedInternet::miniupnpdAvailable(std::string *why)
+{
+    if (!available(why))
+        return false;
+    if (programExists("miniupnpd"))
+        return true;
+    if (why)
+        *why = "needs miniupnpd (Debian package miniupnpd-nftables) for the routers' UPnP-IGD and NAT-PMP";
+    return false;
+}
+
+void EmulatedInternet::startMiniupnpd(Router &r, int j)
+{
+    const std::string base = "/tmp/" + r.ns + "-miniupnpd", lan = "192.168." + std::to_string(j + 1) + ".0/24";
+    writeFile(base + ".nft", MiniupnpdTables);
+    must("ip netns exec " + r.ns + " nft -f " + base + ".nft");
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "3d3cec3a-8cf0-11e0-98ee-%012x", static_cast<unsigned>(::getpid() * 16 + j));
+    writeFile(base + ".conf", "ext_ifname=wan\nlistening_ip=lan\nhttp_port=0\nenable_natpmp=yes\nenable_upnp=yes\n"
+                              "secure_mode=yes\next_perform_stun=no\nsystem_uptime=yes\nclean_ruleset_interval=600\n"
+                              "upnp_table_name=miniupnpd\nupnp_nat_table_name=miniupnpd\nlease_file=" + base + ".leases\n"
+                              "uuid=" + std::string(uuid) + "\nallow 1024-65535 " + lan + " 1024-65535\n"
+                              "deny 0-65535 0.0.0.0/0 0-65535\n");
+    std::filesystem::remove(base + ".leases");
+    const std::string log = base + ".log", conf = base + ".conf", pidFile = base + ".pid";
+    const char *argv[] = {"ip", "netns", "exec", r.ns.c_str(), "miniupnpd", "-d", "-f", conf.c_str(), "-P", pidFile.c_str(), nullptr};
+    const pid_t pid = ::fork();
+    if (pid < 0)
+        throw std::runtime_error("emulated internet: fork for miniupnpd failed");
+    if (pid == 0) { // only async-signal-safe calls until exec
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+        }
+        ::execvp("ip", const_cast<char *const *>(argv));
+        ::_exit(127);
+    }
+    r.miniupnpd = pid;
+    // Ready once it listens for NAT-PMP, the last thing it opens.
+    for (int i = 0; i < 100; ++i) {
+        if (readFile(log).find("Listening for NAT-PMP") != std::string::npos)
+            return;
+        int status = 0;
+        if (::waitpid(pid, &status, WNOHANG) == pid) {
+            r.miniupnpd = -1;
+            throw std::runtime_error("emulated internet: miniupnpd in " + r.ns + " exited: " + readFile(log));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    throw std::runtime_error("emulated internet: miniupnpd in " + r.ns + " did not start within 5 s: " + readFile(log));
+}
+
+void EmulatedInternet::stopDaemons() noexcept
+{
+    for (auto &r : m_routers) {
+        if (r.miniupnpd <= 0)
+            continue;
+        ::kill(r.miniupnpd, SIGTERM);
+        int status = 0;
+        bool gone = false;
+        for (int i = 0; i < 40 && !gone; ++i) { // it removes its rules first: up to 2 s
+            gone = ::waitpid(r.miniupnpd, &status, WNOHANG) == r.miniupnpd;
+            if (!gone)
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        if (!gone) {
+            ::kill(r.miniupnpd, SIGKILL);
+            ::waitpid(r.miniupnpd, &status, 0);
+        }
+        r.miniupnpd = -1;
+        std::error_code ec;
+        for (const char *ext : {".nft", ".conf", ".leases", ".pid", ".log"})
+            std::filesystem::remove("/tmp/" + r.ns + "-miniupnpd" + ext, ec);
+    }
 }
 
 } // namespace dedloc::test
