@@ -4,6 +4,7 @@
 #include "RogueMember.h"
 #include "averaging/ButterflyAllReduce.h"
 #include "net/DataPlaneSecurity.h"
+#include "net/TokenBucket.h"
 #include "security/AccessToken.h"
 #include "util/Clock.h"
 
@@ -55,6 +56,58 @@ private Q_SLOTS:
         QVERIFY(std::abs(measured - rate) <= 0.1 * rate);
         for (std::size_t k = 0; k < expected.size(); k += 997)
             QVERIFY(std::abs(s.values[0][k] - expected[k]) <= 1e-6 * (1.0 + std::abs(expected[k])));
+    }
+
+    // Timeouts count from the last progress: member 0 reduces no shard (share 0) and its upload
+    // is capped at 200 kB/s, so its 800 kB of PARTs to members 1 and 2 take about 4 s, far beyond
+    // the 1 s sender and 1.5 s reducer timeouts; but a part leaves every 0.16 s and the others'
+    // RESULTs stream back as its parts arrive: nobody is excluded and the round completes with
+    // identical values. The hard limit still ends it: with roundTimeout 1 s the same round stops
+    // within it (plus one part's wait for the cap), member 0 excluded from the late parts.
+    void slowSenderThatKeepsDeliveringIsWaitedFor()
+    {
+        for (const double limit : {900.0, 1.0}) {
+            Swarm s({true, true, true}, {1.0, 1.0, 1.0}, 200'000);
+            const std::int64_t shares[] = {0, 1, 1};
+            for (std::size_t i = 0; i < 3; ++i)
+                s.members[i].share = shares[i];
+            TokenBucket bucket(200e3, 32 * 1024);
+            (void)bucket.reserve(32 * 1024);
+            std::vector<AllReduceOptions> o(3);
+            for (auto &x : o) {
+                x.partElements = 8192;
+                x.senderTimeout = 1.0;
+                x.reducerTimeout = 1.5;
+                x.roundTimeout = limit;
+            }
+            o[0].upload = &bucket;
+            const auto start = std::chrono::steady_clock::now();
+            std::vector<std::thread> threads;
+            for (std::size_t i = 0; i < 3; ++i)
+                threads.emplace_back([&, i] { s.reports[i] = s.endpoints[i]->run("group-1", s.members, i, s.values[i], o[i]); });
+            for (auto &t : threads)
+                t.join();
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            qInfo("round limit %.0f s: took %.2f s, complete %d/%d/%d", limit, seconds, s.reports[0].complete,
+                  s.reports[1].complete, s.reports[2].complete);
+            if (limit > 100.0) {
+                QVERIFY2(seconds > 3.0, qPrintable(QString::number(seconds))); // the cap held it back
+                for (std::size_t i = 0; i < 3; ++i) {
+                    QVERIFY(s.reports[i].complete);
+                    QVERIFY(s.reports[i].excludedSenders.empty());
+                    QVERIFY(bitwiseEqual(s.values[0], s.values[i]));
+                }
+            } else {
+                QVERIFY2(seconds < 3.0, qPrintable(QString::number(seconds))); // not the 4 s of the transfer
+                for (std::size_t i : {1, 2}) {
+                    QVERIFY(!s.reports[i].complete);
+                    QCOMPARE(s.reports[i].excludedSenders, std::vector<std::uint32_t>{0});
+                }
+                // The reducers returned every part, averaged without member 0 where its part was
+                // late: all three still hold the same values.
+                QVERIFY(bitwiseEqual(s.values[0], s.values[1]) && bitwiseEqual(s.values[0], s.values[2]));
+            }
+        }
     }
 
     // The download cap: a member with a 2 MB/s download bucket receives the other's PARTs and
@@ -126,6 +179,24 @@ private Q_SLOTS:
         QVERIFY2(rms < tolerance, qPrintable(QString::number(rms)));
         for (std::size_t i = 1; i < 4; ++i)
             QVERIFY(bitwiseEqual(s.values[0], s.values[i]));
+    }
+
+    // Shards follow the leader's shares, not the bandwidths every member also holds: with equal
+    // bandwidths and shares 3 : 1 : 0, 9000 elements split 6750 / 2250 / 0 on every member.
+    void theLeadersSharesDecideTheShards()
+    {
+        Swarm s({true, true, true}, {1.0, 1.0, 1.0}, 9000);
+        const std::int64_t shares[] = {3, 1, 0};
+        for (std::size_t i = 0; i < 3; ++i)
+            s.members[i].share = shares[i];
+        const auto expected = s.expectedAverage({0, 1, 2});
+        s.run(AllReduceOptions{}, {0, 1, 2});
+        for (std::size_t i = 0; i < 3; ++i) {
+            QCOMPARE(s.reports[i].shardSizes, (std::vector<std::int64_t>{6750, 2250, 0}));
+            QVERIFY(s.reports[i].complete);
+            QVERIFY(closeTo(s.values[i], expected, 0, expected.size()));
+        }
+        QVERIFY(bitwiseEqual(s.values[0], s.values[2]));
     }
 
     void clientModeAndAuxiliaryPeers()

@@ -199,6 +199,48 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, (void)balanceShards(10, {0.0, 0.0}));
         QVERIFY_THROWS_EXCEPTION(Error, (void)balanceShards(10, {}));
     }
+
+    // Shares scale exactly: floors of E s_i / S, then one more element for each of the largest
+    // remainders (ties to the lower index); a member without a share never gets an element.
+    void sharesScaleByLargestRemainders()
+    {
+        // 10 x 1/3 = 3.33 each: one leftover element, to the first of the equal remainders.
+        QCOMPARE(shardsFromShares(10, {1, 1, 1}), (std::vector<std::int64_t>{4, 3, 3}));
+        // 10 x {5, 3, 0, 2}/10: no remainder at all.
+        QCOMPARE(shardsFromShares(10, {5, 3, 0, 2}), (std::vector<std::int64_t>{5, 3, 0, 2}));
+        // 7 x {2, 0, 1}/3 = 4.67, 0, 2.33: the leftover element goes to the larger remainder.
+        QCOMPARE(shardsFromShares(7, {2, 0, 1}), (std::vector<std::int64_t>{5, 0, 2}));
+        // Fewer elements than members with shares: the largest remainders take them.
+        QCOMPARE(shardsFromShares(2, {1, 3, 0, 2}), (std::vector<std::int64_t>{0, 1, 0, 1}));
+        QCOMPARE(shardsFromShares(0, {1, 1}), (std::vector<std::int64_t>{0, 0}));
+    }
+
+    // The leader's shares of the swarm's total lay out a vector of any size, the 11.7 M-element
+    // model and one of 2^40 elements (no overflow), summing exactly and in proportion.
+    void sharesLayOutAnyVector()
+    {
+        const std::int64_t total = std::int64_t{1} << 20;
+        const auto shares = shardShares({10.0, 2.0, 0.0, -1.0}, total);
+        QCOMPARE(std::accumulate(shares.begin(), shares.end(), std::int64_t{0}), total);
+        QCOMPARE(shares[2], std::int64_t{0}); // client mode reduces nothing
+        for (const std::int64_t elements : {std::int64_t{11'685'888}, std::int64_t{1} << 40, std::int64_t{5}}) {
+            const auto sizes = shardsFromShares(elements, shares);
+            QCOMPARE(std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0}), elements);
+            QCOMPARE(sizes[2], std::int64_t{0});
+            for (std::size_t i = 0; i < sizes.size(); ++i) {
+                const double exact = static_cast<double>(elements) * static_cast<double>(shares[i]) / double(total);
+                QVERIFY2(std::abs(static_cast<double>(sizes[i]) - exact) < 1.0 + 1e-6 * exact, qPrintable(describe({true, sizes, {}})));
+            }
+        }
+    }
+
+    void sharesWithoutAReducerAreAnError()
+    {
+        QVERIFY_THROWS_EXCEPTION(Error, (void)shardsFromShares(10, {0, 0}));
+        QVERIFY_THROWS_EXCEPTION(Error, (void)shardsFromShares(10, {}));
+        QVERIFY_THROWS_EXCEPTION(Error, (void)shardsFromShares(10, {3, -1}));
+        QVERIFY_THROWS_EXCEPTION(Error, (void)shardsFromShares(-1, {1}));
+    }
 };
 
 QTEST_APPLESS_MAIN(TestLoadBalancing)

@@ -103,7 +103,10 @@ struct FakeLeader {
     }
 
     // As BEGIN lists it: reachable, so that the group has a reducer.
-    GroupMember asMember() const { return {identity.peerId(), "tcp://127.0.0.1:9", -1.0, 1.0, identity.publicKey()}; }
+    GroupMember asMember() const
+    {
+        return {identity.peerId(), "tcp://127.0.0.1:9", -1.0, 1.0, identity.publicKey(), ShardShareTotal};
+    }
 
   private:
     void serve(const Script &script)
@@ -244,9 +247,43 @@ private Q_SLOTS:
             for (std::size_t k = 0; k < groups[i].info.members.size(); ++k)
                 QCOMPARE(groups[i].info.members[k].peerId, groups[0].info.members[k].peerId);
             QCOMPARE(groups[i].info.members[groups[i].myIndex].peerId, peers[i]->identity.peerId());
+            std::int64_t shares = 0;
+            for (std::size_t k = 0; k < groups[i].info.members.size(); ++k) {
+                QCOMPARE(groups[i].info.members[k].share, groups[0].info.members[k].share);
+                shares += groups[i].info.members[k].share;
+            }
+            QCOMPARE(shares, ShardShareTotal); // the leader's shares, as every member received them
             leaders += groups[i].leader ? 1 : 0;
         }
         QCOMPARE(leaders, 1);
+    }
+
+    // A peer whose parameters may differ asks for repair: the group it joins averages the state
+    // too, as both members' BEGIN says; once repaired, the next group does not.
+    void repairAskedByAFollowerReachesTheWholeGroup()
+    {
+        auto peers = makePeers({false, false}, fastOptions());
+        std::atomic<bool> stop{false};
+        for (const bool repair : {true, false}) {
+            peers[0]->matchmaker->setRepair(repair);
+            peers[1]->matchmaker->setRepair(false);
+            const long epoch = repair ? 1 : 2;
+            auto a = std::async(std::launch::async, [&] {
+                return peers[0]->matchmaker->formGroup(epoch, "s", [] { return std::size_t(2); }, stop);
+            });
+            auto b = std::async(std::launch::async, [&] {
+                return peers[1]->matchmaker->formGroup(epoch, "s", [] { return std::size_t(2); }, stop);
+            });
+            const auto ga = a.get(), gb = b.get();
+            QVERIFY(ga && gb);
+            QCOMPARE(ga->info.groupId, gb->info.groupId);
+            QCOMPARE(ga->info.stateRound(), repair);
+            QCOMPARE(gb->info.stateRound(), repair);
+            // Both copies name the member that asked.
+            for (const auto *g : {&*ga, &*gb})
+                for (const auto &m : g->info.members)
+                    QCOMPARE(m.repair, repair && m.peerId == peers[0]->identity.peerId());
+        }
     }
 
     // A client-mode peer joins but never leads, and reduces no shard (bandwidth 0, no endpoint).
@@ -268,6 +305,11 @@ private Q_SLOTS:
         QVERIFY(me.endpoint.empty());
         QCOMPARE(me.bandwidth, 0.0);
         QCOMPARE(me.weight, 1.0); // it still sends its gradients
+        // The leader decided the shards: all of them for the one member that can reduce, the
+        // same in both members' copies of BEGIN.
+        QCOMPARE(me.share, std::int64_t{0});
+        QCOMPARE(c->info.members[1 - c->myIndex].share, ShardShareTotal);
+        QCOMPARE(r->info.members[r->myIndex].share, ShardShareTotal);
     }
 
     // Two client-mode peers cannot form a group (nobody leads): both give up within the window
@@ -357,7 +399,7 @@ private Q_SLOTS:
         FakeLeader leader([&stranger](const FakeLeader &, const JoinRequest &j) {
             const GroupInfo g{"e3-fake",
                               3,
-                              {{stranger.peerId(), "tcp://127.0.0.1:8", -1.0, 1.0, stranger.publicKey()},
+                              {{stranger.peerId(), "tcp://127.0.0.1:8", -1.0, 1.0, stranger.publicKey(), ShardShareTotal},
                                {j.peerId, "", 0.0, 1.0, j.publicKey}}};
             return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
         });

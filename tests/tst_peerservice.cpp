@@ -15,6 +15,7 @@
 #include <zmq_addon.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <limits>
 
 using namespace dedloc;
@@ -91,7 +92,7 @@ private Q_SLOTS:
         QTest::newRow("truncated CBOR") << std::vector<std::string>{bytes(encodeServiceMessage("state?", {{"run", "r"}})).substr(0, 5)} << QString();
         QTest::newRow("oversized header") << std::vector<std::string>{std::string(MaxServiceHeaderBytes + 1, 'a')} << QString();
         QTest::newRow("wrong version") << std::vector<std::string>{bytes(nlohmann::json::to_cbor({{"v", 9}, {"t", "state?"}}))} << QString();
-        QTest::newRow("unknown type") << std::vector<std::string>{bytes(nlohmann::json::to_cbor({{"v", 1}, {"t", "hello"}}))} << QString();
+        QTest::newRow("unknown type") << std::vector<std::string>{bytes(nlohmann::json::to_cbor({{"v", ServiceProtocolVersion}, {"t", "hello"}}))} << QString();
         QTest::newRow("extra frame") << std::vector<std::string>{bytes(encodeServiceMessage("state?", {{"run", "r"}})), "x"} << QString();
         QTest::newRow("join missing fields") << std::vector<std::string>{bytes(encodeServiceMessage("join", {{"run", "r"}}))}
                                              << QStringLiteral("refuse");
@@ -181,6 +182,56 @@ private Q_SLOTS:
         QCOMPARE(s->epoch, 12L);
         QVERIFY(s->values == state);
         QCOMPARE(donor.served("part?"), 5LL);
+    }
+
+    // A download keeps its snapshot while it reads it: the donor steps three times (its two
+    // newest are then epochs 3 and 4), yet part 1 of the epoch-1 snapshot the download started on
+    // is still served, bit for bit. Once nobody has asked for it within the pin time it goes at
+    // the donor's next step ("snapshot is gone"); and at most two old snapshots stay pinned.
+    void aDownloadKeepsItsSnapshot()
+    {
+        PeerService donor("r", "tcp://127.0.0.1:*", 10);
+        donor.setSnapshotPin(1.0);
+        auto snapshotOf = [](long epoch) {
+            return std::make_shared<StateSnapshot>(StateSnapshot{epoch, std::vector<float>(20, static_cast<float>(epoch))});
+        };
+        donor.setState(snapshotOf(1));
+        ServiceClient client(donor.endpoint());
+        auto ask = [&](const std::string &type, const nlohmann::json &fields) {
+            client.send(type, fields);
+            const auto reply = client.receive(5.0, 1 << 20);
+            return reply ? *reply : ServiceReply{{{"t", "nothing"}}, {}};
+        };
+        const auto offer = ask("state?", {{"run", "r"}});
+        QCOMPARE(offer.header.at("t").get<std::string>(), std::string("state"));
+        const auto id = offer.header.at("i").get<std::string>();
+        QCOMPARE(ask("part?", {{"i", id}, {"k", 0}}).header.at("t").get<std::string>(), std::string("part"));
+        for (long e : {2, 3, 4})
+            donor.setState(snapshotOf(e));
+        QCOMPARE(donor.stateEpoch(), 4L);
+        const auto part = ask("part?", {{"i", id}, {"k", 1}});
+        QCOMPARE(part.header.at("t").get<std::string>(), std::string("part"));
+        QCOMPARE(part.data.size(), std::size_t(40));
+        float first = 0.0F;
+        std::memcpy(&first, part.data.data(), sizeof first);
+        QCOMPARE(first, 1.0F); // the epoch-1 values, not the newest
+        // Unpinned: the download stops asking for longer than the pin; the next step drops it.
+        QTest::qWait(1300);
+        donor.setState(snapshotOf(5));
+        const auto gone = ask("part?", {{"i", id}, {"k", 1}});
+        QCOMPARE(gone.header.at("t").get<std::string>(), std::string("refuse"));
+        QCOMPARE(gone.header.value("why", std::string()), std::string("snapshot is gone"));
+        // Bounded: downloads pin epochs 5, 6 and 7 in turn; after two more steps the donor keeps
+        // its two newest (8, 9) and the two newest pinned (6, 7), not epoch 5.
+        std::vector<std::string> ids;
+        for (long e : {6, 7, 8}) {
+            ids.push_back(ask("state?", {{"run", "r"}}).header.at("i").get<std::string>());
+            donor.setState(snapshotOf(e));
+        }
+        donor.setState(snapshotOf(9));
+        QCOMPARE(ask("part?", {{"i", ids[0]}, {"k", 0}}).header.at("t").get<std::string>(), std::string("refuse"));
+        for (std::size_t k : {1, 2})
+            QCOMPARE(ask("part?", {{"i", ids[k]}, {"k", 0}}).header.at("t").get<std::string>(), std::string("part"));
     }
 
     // A donor offering another layout is refused before anything is allocated; a donor behind
@@ -313,7 +364,7 @@ private Q_SLOTS:
     void beginChecksEveryMembersKey()
     {
         const auto a = PeerIdentity::generate(), b = PeerIdentity::generate();
-        const GroupInfo group{"g1", 3, {{a.peerId(), "tcp://127.0.0.1:1", 1.0, 1.0, a.publicKey()},
+        const GroupInfo group{"g1", 3, {{a.peerId(), "tcp://127.0.0.1:1", 1.0, 1.0, a.publicKey(), ShardShareTotal},
                                         {b.peerId(), "tcp://127.0.0.1:2", 1.0, 0.0, b.publicKey()}}};
         auto j = groupToJson(group);
         const auto parsed = groupFromJson(j);

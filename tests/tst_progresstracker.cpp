@@ -3,6 +3,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -40,6 +41,35 @@ class TestProgressTracker final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // Expected in a group at epoch 10 (lag 3, records at most 8 s old): trainers at 7..10 that
+    // are neither paused nor syncing, peers that do not train whatever their epoch if they
+    // average, never the asking peer itself.
+    void expectedPeersLeaveOutSyncingPausedAndStale()
+    {
+        ProgressTracker t(options(1000));
+        auto with = [](ProgressRecord r, auto change) {
+            change(r);
+            return r;
+        };
+        const double now = 100.0;
+        QVERIFY(t.update(rec("self", 10, 0, 1.0, now), now));
+        QVERIFY(t.update(rec("at", 10, 0, 1.0, now), now));
+        QVERIFY(t.update(rec("lagging", 7, 0, 1.0, now), now));
+        QVERIFY(t.update(rec("far-behind", 6, 0, 1.0, now), now));
+        QVERIFY(t.update(rec("ahead", 11, 0, 1.0, now), now));
+        QVERIFY(t.update(with(rec("syncing", 9, 0, 0.0, now), [](auto &r) { r.syncing = true; }), now));
+        QVERIFY(t.update(with(rec("paused", 10, 0, 0.0, now), [](auto &r) { r.paused = true; }), now));
+        QVERIFY(t.update(rec("stale", 10, 0, 1.0, now - 9.0), now));
+        QVERIFY(t.update(rec("aux", 3, 0, 0.0, now, false, PeerRole::Auxiliary), now));
+        QVERIFY(t.update(with(rec("monitor", 0, 0, 0.0, now, false, PeerRole::Monitor), [](auto &r) { r.averages = false; }),
+                         now));
+        QVERIFY(t.update(with(rec("reducer", 0, 0, 0.0, now, false, PeerRole::Monitor), [](auto &r) { r.averages = true; }),
+                         now));
+        auto expected = t.expectedPeers("self", 10, 3, 8.0, now);
+        std::sort(expected.begin(), expected.end());
+        QCOMPARE(expected, (std::vector<std::string>{"at", "aux", "lagging", "reducer"}));
+    }
+
     void globalEpochAndExtrapolatedSamples()
     {
         ProgressTracker t(options(1000));
@@ -136,7 +166,8 @@ private Q_SLOTS:
         QTest::newRow("reported reach target") << 4L << 60L << 40L << 0.0 << int(StepDecision::Step);
         QTest::newRow("extrapolation completes a real batch") << 4L << 30L << 30L << 2.0 << int(StepDecision::Step);
         QTest::newRow("guard: stale rate on a tiny batch") << 4L << 2L << 2L << 10.0 << int(StepDecision::Accumulate);
-        QTest::newRow("behind the swarm: resync") << 3L << 0L << 0L << 0.0 << int(StepDecision::Resync);
+        QTest::newRow("one epoch behind: catch up") << 3L << 0L << 0L << 0.0 << int(StepDecision::CatchUp);
+        QTest::newRow("two epochs behind: resync") << 2L << 0L << 0L << 0.0 << int(StepDecision::Resync);
     }
 
     void decisions()

@@ -199,9 +199,9 @@ private Q_SLOTS:
         QTest::newRow("oversized header")
             << Frames{header("accept", {{"pad", std::string(MaxServiceHeaderBytes, 'x')}})} << 0ULL
             << QStringLiteral("exceeds 16384");
-        QTest::newRow("wrong version") << Frames{bytes(json::to_cbor({{"v", 2}, {"t", "accept"}}))} << 0ULL
-                                       << QStringLiteral("version 2 is not 1");
-        QTest::newRow("unknown type") << Frames{bytes(json::to_cbor({{"v", 1}, {"t", "hello"}}))} << 0ULL
+        QTest::newRow("wrong version") << Frames{bytes(json::to_cbor({{"v", 1}, {"t", "accept"}}))} << 0ULL
+                                       << QStringLiteral("version 1 is not 2");
+        QTest::newRow("unknown type") << Frames{bytes(json::to_cbor({{"v", ServiceProtocolVersion}, {"t", "hello"}}))} << 0ULL
                                       << QStringLiteral("unknown service message \"hello\"");
         QTest::newRow("three frames") << Frames{valid, "a", "b"} << 100ULL << QStringLiteral("reply has 3 frames");
         QTest::newRow("data beyond the limit") << Frames{header("part"), std::string(17, 'x')} << 16ULL

@@ -79,9 +79,9 @@ GroupInfo validGroup()
 {
     return {"g1",
             7,
-            {{alice().peerId(), "tcp://127.0.0.1:1", 100.0, 1.0, alice().publicKey()},
-             {bob().peerId(), "tcp://127.0.0.1:2", -1.0, 0.0, bob().publicKey()},
-             {carol().peerId(), "", 0.0, 1.0, carol().publicKey()}}};
+            {{alice().peerId(), "tcp://127.0.0.1:1", 100.0, 1.0, alice().publicKey(), ShardShareTotal - 1000},
+             {bob().peerId(), "tcp://127.0.0.1:2", -1.0, 0.0, bob().publicKey(), 1000},
+             {carol().peerId(), "", 0.0, 1.0, carol().publicKey(), 0}}};
 }
 
 // A CBOR service header of exactly `size` bytes (a padding string fills it up).
@@ -136,6 +136,8 @@ const std::vector<Refusal> joinCases = {
     {"negative epoch", [](json &j) { j["e"] = -5; }, "\"e\" = -5 is out of range"},
     {"schema as array", [](json &j) { j["s"] = json::array(); }, "\"s\" is not a string"},
     {"empty peer id", [](json &j) { j["p"] = ""; }, "join without a peer id"},
+    {"missing repair", [](json &j) { j.erase("r"); }, "missing field \"r\""},
+    {"repair as number", [](json &j) { j["r"] = 1; }, "\"r\" is not a boolean"},
     {"another peer's id", [](json &j) { j["p"] = bob().peerId(); }, "\"k\" is not the key of peer"},
     {"another peer's key", [](json &j) { j["k"] = hexKey(bob()); }, "\"k\" is not the key of peer"},
     {"missing key", [](json &j) { j.erase("k"); }, "missing field \"k\""},
@@ -157,6 +159,8 @@ const std::vector<Refusal> groupCases = {
     {"empty group id", [](json &j) { j["g"] = ""; }, "empty group id"},
     {"group id too long", [](json &j) { j["g"] = tooLong(65); }, "\"g\" is longer than 64 bytes"},
     {"negative epoch", [](json &j) { j["e"] = -1; }, "\"e\" = -1 is out of range"},
+    {"member without repair", [](json &j) { j["m"][0].erase("r"); }, "missing field \"r\""},
+    {"member repair as text", [](json &j) { j["m"][0]["r"] = "yes"; }, "\"r\" is not a boolean"},
     {"missing members", [](json &j) { j.erase("m"); }, "missing field \"m\""},
     {"members as map", [](json &j) { j["m"] = json::object(); }, "2 to 256 members"},
     {"one member", [](json &j) { j["m"] = json::array({j["m"][0]}); }, "2 to 256 members"},
@@ -169,9 +173,15 @@ const std::vector<Refusal> groupCases = {
     {"member sender as int", [](json &j) { j["m"][0]["x"] = 1; }, "\"x\" is not a boolean"},
     {"member without role", [](json &j) { j["m"][2]["x"] = false; }, "neither a shard nor gradients"},
     {"duplicate member", [](json &j) { j["m"][2] = j["m"][0]; }, "appears twice in the group"},
-    {"nobody reduces", [](json &j) { j["m"][0]["b"] = j["m"][1]["b"] = 0.0; }, "no member of the group can reduce"},
+    {"member without share", [](json &j) { j["m"][1].erase("z"); }, "missing field \"z\""},
+    {"negative share", [](json &j) { j["m"][1]["z"] = -1; }, "\"z\" = -1 is out of range"},
+    {"share above the total", [](json &j) { j["m"][1]["z"] = ShardShareTotal + 1; }, "is out of range"},
+    {"fractional share", [](json &j) { j["m"][1]["z"] = 0.5; }, "\"z\" is not an integer"},
+    {"shares short of the total", [](json &j) { j["m"][1]["z"] = 999; }, "shard shares sum to 1048575, not 1048576"},
+    {"shares above the total", [](json &j) { j["m"][1]["z"] = 1001; }, "shard shares sum to 1048577"},
+    {"client-mode member with a share", [](json &j) { j["m"][2]["z"] = 1; }, "client-mode member cannot hold a shard"},
     {"nobody has an endpoint", [](json &j) { j["m"][1]["x"] = true, j["m"][0]["a"] = j["m"][1]["a"] = ""; },
-     "no member of the group can reduce a shard"},
+     "client-mode member cannot hold a shard"},
 };
 
 // 10 elements in parts of 4: 4 + 4 + 2.
@@ -266,6 +276,11 @@ private Q_SLOTS:
             QCOMPARE(p.paused, r.paused);
             QCOMPARE(p.averages, r.averages);
             QCOMPARE(p.accessToken, r.accessToken);
+            QVERIFY(!p.syncing);
+            QVERIFY(!json::parse(payload).contains("y")); // written only when set
+            auto syncing = r;
+            syncing.syncing = true;
+            QVERIFY(parseProgress(record(encodeProgress(syncing))).syncing);
             auto without = json::parse(payload); // without "a": every role averages but the monitor
             QCOMPARE(parseProgress(record((without.erase("a"), without).dump())).averages, role != PeerRole::Monitor);
         }
@@ -378,14 +393,14 @@ private Q_SLOTS:
         QTest::newRow("trailing byte") << trailing << "not a CBOR map";
         QTest::newRow("array") << cbor(json::array({1, "state?"})) << "not a CBOR map";
         QTest::newRow("missing version") << cbor({{"t", "state?"}}) << "missing field \"v\"";
-        QTest::newRow("wrong version") << cbor({{"v", 2}, {"t", "state?"}}) << "version 2 is not 1";
+        QTest::newRow("wrong version") << cbor({{"v", 1}, {"t", "state?"}}) << "version 1 is not 2";
         QTest::newRow("version as text") << cbor({{"v", "1"}, {"t", "state?"}}) << "\"v\" is not an integer";
         QTest::newRow("huge version") << cbor({{"v", 1001}, {"t", "state?"}}) << "\"v\" = 1001 is out of range";
-        QTest::newRow("missing type") << cbor({{"v", 1}}) << "missing field \"t\"";
-        QTest::newRow("type as number") << cbor({{"v", 1}, {"t", 3}}) << "\"t\" is not a string";
-        QTest::newRow("type too long") << cbor({{"v", 1}, {"t", std::string(17, 'j')}}) << "\"t\" is longer than 16";
-        QTest::newRow("unknown type") << cbor({{"v", 1}, {"t", "hello"}}) << "unknown service message \"hello\"";
-        QTest::newRow("type of another case") << cbor({{"v", 1}, {"t", "JOIN"}}) << "unknown service message";
+        QTest::newRow("missing type") << cbor({{"v", ServiceProtocolVersion}}) << "missing field \"t\"";
+        QTest::newRow("type as number") << cbor({{"v", ServiceProtocolVersion}, {"t", 3}}) << "\"t\" is not a string";
+        QTest::newRow("type too long") << cbor({{"v", ServiceProtocolVersion}, {"t", std::string(17, 'j')}}) << "\"t\" is longer than 16";
+        QTest::newRow("unknown type") << cbor({{"v", ServiceProtocolVersion}, {"t", "hello"}}) << "unknown service message \"hello\"";
+        QTest::newRow("type of another case") << cbor({{"v", ServiceProtocolVersion}, {"t", "JOIN"}}) << "unknown service message";
     }
     void serviceMessageRefusals()
     {
@@ -402,7 +417,7 @@ private Q_SLOTS:
             validJoin(),
             {"run-1", 0, "s", bob().peerId(), "", -1.0, true, true, bob().publicKey()}, // client mode
             {"run-1", 9, "s", carol().peerId(), "tcp://127.0.0.1:3", 0.0, false, false,
-             carol().publicKey()}, // auxiliary
+             carol().publicKey(), true}, // auxiliary asking for repair
         };
         for (const auto &r : requests) {
             const auto j = parseServiceMessage(encodeServiceMessage("join", joinToJson(r)));
@@ -416,6 +431,7 @@ private Q_SLOTS:
             QCOMPARE(p.bandwidth, r.bandwidth);
             QCOMPARE(p.clientMode, r.clientMode);
             QCOMPARE(p.sender, r.sender);
+            QCOMPARE(p.repair, r.repair);
         }
         // A NaN bandwidth passes the CBOR header check and is refused by the join parser.
         auto j = joinToJson(validJoin());
@@ -432,6 +448,11 @@ private Q_SLOTS:
         const auto parsed = groupFromJson(parseServiceMessage(encodeServiceMessage("begin", groupToJson(group))));
         QCOMPARE(parsed.groupId, std::string("g1"));
         QCOMPARE(parsed.epoch, 7L);
+        QVERIFY(!parsed.stateRound());
+        group.members[1].repair = true;
+        const auto repaired = groupFromJson(groupToJson(group));
+        QVERIFY(repaired.stateRound());
+        QVERIFY(!repaired.members[0].repair && repaired.members[1].repair && !repaired.members[2].repair);
         QCOMPARE(parsed.members.size(), std::size_t(3));
         const double weights[] = {1.0, 0.0, 1.0};
         for (std::size_t i = 0; i < 3; ++i) {
@@ -440,6 +461,7 @@ private Q_SLOTS:
             QCOMPARE(parsed.members[i].endpoint, group.members[i].endpoint);
             QCOMPARE(parsed.members[i].bandwidth, group.members[i].bandwidth);
             QCOMPARE(parsed.members[i].weight, weights[i]);
+            QCOMPARE(parsed.members[i].share, group.members[i].share);
         }
     }
 
@@ -450,7 +472,7 @@ private Q_SLOTS:
         for (std::size_t i = 0; i <= MaxGroupMembers; ++i) {
             const auto who = PeerIdentity::generate();
             group.members.push_back(
-                {who.peerId(), "tcp://127.0.0.1:" + std::to_string(2000 + i), 1.0, 1.0, who.publicKey()});
+                {who.peerId(), "tcp://127.0.0.1:" + std::to_string(2000 + i), 1.0, 1.0, who.publicKey(), i == 0 ? ShardShareTotal : 0});
         }
         const auto tooMany = groupToJson(group);
         QVERIFY(protocolErrorOf([&] { (void)groupFromJson(tooMany); }).contains("2 to 256 members"));

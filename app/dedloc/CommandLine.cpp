@@ -54,6 +54,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto host = option("host", "IPv4 address this peer listens on (DHT and data plane) and advertises; other machines must reach it. 0.0.0.0 only with --client-mode.", "address", "127.0.0.1");
     const auto dataPort = option("port", "TCP port of this peer's all-reduce socket; its service socket (group joins, state downloads) uses port + 1. For a firewall rule or a port forward (default: any free ports).", "port");
     const auto announce = option("announce", "Reachable through a port forward on your router: advertise HOST (your public address or name) instead of --host, with PORT the router forwards to --port (PORT + 1 to --port + 1; default: the same ports). Binds every address (0.0.0.0) unless --host says otherwise.", "host[:port]");
+    const auto noPortMapping = option("no-port-mapping", "Never ask the router for port mappings (UPnP-IGD, NAT-PMP); by default a peer on a LAN address asks, unless --announce or --client-mode.");
     const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard).");
     const auto bandwidth = option("bandwidth", "Declared upload bandwidth in Mbit/s, for shard sizes.", "mbit");
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
@@ -76,7 +77,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto allowUnsignedOpt = option("allow-unsigned", "Development only: train on a run whose manifest is not signed or does not verify.");
     const auto printPeerKeyOpt = option("print-peer-key", "Print this peer's public key (64 hex digits, what a lead needs to issue an access token) and exit.");
     const auto tokenOpt = option("token", "Closed runs: the access token file from the run's lead (default: <data dir>/runs/<run id>/access.token).", "file");
-    p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt, tokenOpt});
+    p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt, tokenOpt, noPortMapping});
     p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
                   soloOpt, joinOpt, role, name, bootstrap, dhtPort, dataPort, host, announce, clientMode, bandwidth, microBatch, dataSeed,
                   progressPeriod, matchmakingTime, averageStateEvery, reduce, swarmMetrics, hashParameters, dumpParameters,
@@ -165,6 +166,7 @@ int CommandLine::parse(const QStringList &arguments)
     w.dhtPort = static_cast<std::uint16_t>(port);
     w.host = p.value(host).toStdString();
     w.clientMode = p.isSet(clientMode);
+    w.mapPorts = !p.isSet(noPortMapping);
     if (p.isSet(dataPort)) {
         const double d = number(dataPort);
         if (!ok || d < 1 || d > 65534 || d != std::floor(d))
@@ -238,7 +240,7 @@ int CommandLine::parse(const QStringList &arguments)
                               &evaluateEvery})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst() << p.value(*o);
-        for (const auto *o : {&cpu, &fresh, &hashParameters, &allowUnsignedOpt})
+        for (const auto *o : {&cpu, &fresh, &hashParameters, &allowUnsignedOpt, &noPortMapping})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst();
     }

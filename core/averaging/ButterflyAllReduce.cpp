@@ -73,8 +73,26 @@ struct EarlyMessages {
     }
 };
 
-// Checks the arguments and lays out the round: shard sizes (balanceShards from the bandwidths;
-// client-mode members reduce nothing), their offsets, the codec and part size, this member's
+// Shard sizes from the leader's shares (every member computes the same integers), or, in a group
+// without shares (tests and benchmarks that form none), from the bandwidths.
+std::vector<std::int64_t> layOutShards(const std::vector<GroupMember> &members, std::int64_t elements,
+                                       std::int64_t minShardElements)
+{
+    std::vector<std::int64_t> shares;
+    std::vector<double> bandwidths;
+    bool leaderDecided = false;
+    for (const auto &m : members) {
+        if (m.endpoint.empty() && m.share != 0)
+            throw Error("all-reduce: client-mode member " + m.peerId + " was given a shard");
+        shares.push_back(m.share);
+        bandwidths.push_back(m.endpoint.empty() ? 0.0 : m.bandwidth);
+        leaderDecided = leaderDecided || m.share != 0;
+    }
+    return leaderDecided ? shardsFromShares(elements, shares) : balanceShards(elements, bandwidths, minShardElements);
+}
+
+// Checks the arguments and lays out the round: shard sizes (layOutShards; client-mode members
+// reduce nothing), their offsets, the codec and part size, this member's
 // weight. Throws dedloc::Error for an empty group, an index out of range or a part size of 0.
 RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMember> &members, std::size_t me,
                          std::span<float> values, const AllReduceOptions &options)
@@ -84,14 +102,11 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
         throw Error("all-reduce: member index " + std::to_string(me) + " outside a group of " + std::to_string(n));
     if (options.partElements == 0)
         throw Error("all-reduce: part size must be positive");
-    std::vector<double> bandwidths;
-    for (const auto &m : members)
-        bandwidths.push_back(m.endpoint.empty() ? 0.0 : m.bandwidth);
     RoundContext round;
     round.groupId = groupId;
     round.members = members;
     round.me = me;
-    round.shardSizes = balanceShards(static_cast<std::int64_t>(values.size()), bandwidths, options.minShardElements);
+    round.shardSizes = layOutShards(members, static_cast<std::int64_t>(values.size()), options.minShardElements);
     round.shardOffsets.assign(n, 0);
     for (std::size_t j = 1; j < n; ++j)
         round.shardOffsets[j] = round.shardOffsets[j - 1] + round.shard(j - 1);
@@ -138,6 +153,10 @@ class RoundRunner final {
     void pollOnce(bool canSendMore);
     void receive(std::size_t owner);
     AllReduceReport finish();
+    [[nodiscard]] double resultMargin() const
+    {
+        return std::max(0.0, m_options.reducerTimeout - m_options.senderTimeout);
+    }
 
     RoundContext m_round; // before the sides, which keep a reference to it
     const AllReduceOptions &m_options;
@@ -170,11 +189,18 @@ AllReduceReport RoundRunner::run()
     watchSockets();
     bool shardDone = m_reducer.allPartsReduced();
     while (true) {
-        if (!shardDone && (m_reducer.allPartsReduced() || m_round.elapsed() >= m_options.senderTimeout)) {
-            m_reducer.finishShard(!m_reducer.allPartsReduced());
-            shardDone = true;
+        // At the hard limit the shards are reduced over what arrived; the results of the others'
+        // last parts still get the reducer timeout's margin over the sender timeout to come back.
+        const double elapsed = m_round.elapsed();
+        if (!shardDone) {
+            m_reducer.excludeSilentSenders(m_options.senderTimeout);
+            if (m_reducer.allPartsReduced() || elapsed >= m_options.roundTimeout) {
+                m_reducer.finishShard(!m_reducer.allPartsReduced());
+                shardDone = true;
+            }
         }
-        if (shardDone && (m_sender.resultsDone() || m_round.elapsed() >= m_options.reducerTimeout))
+        if (shardDone && (m_sender.resultsDone() || m_sender.resultsStalled(m_options.reducerTimeout)
+                          || elapsed >= m_options.roundTimeout + resultMargin()))
             break;
         const bool canSendMore = m_sender.sendSome(SendBudget);
         if (m_items.empty()) {

@@ -2,8 +2,9 @@
 // Butterfly all-reduce over ZeroMQ (DeDLOC section 3.2; docs/PROTOCOL.md "Butterfly all-reduce data plane").
 //
 // A group of n members averages one flat float vector. The vector is cut into one contiguous shard
-// per member, sized by balanceShards() from the members' bandwidths (client-mode members have
-// bandwidth 0 and reduce nothing). Every member with weight > 0 sends shard j, in parts of at
+// per member, sized from the shares the group's leader decided (GroupMember::share, through
+// shardsFromShares(), so every member lays out the same shards) or, in a group without shares,
+// by balanceShards() from the members' bandwidths (client-mode members reduce nothing). Every member with weight > 0 sends shard j, in parts of at
 // most `partElements` elements, to member j; member j computes the weighted average
 //     avg = sum_i w_i x_i / sum_i w_i          (w_i = samples member i accumulated)
 // over the senders that arrived and sends it back to each of them. Members with weight 0
@@ -19,10 +20,16 @@
 //
 // Determinism: a reducer sums senders in member order, and applies to its own shard the same
 // encoded-then-decoded average it sends, so all members end with bitwise-identical values.
-// Faults: a sender that has not delivered its whole piece within `senderTimeout` is excluded
-// from that shard and the weights are renormalised over those that arrived; a reducer whose
-// result has not arrived within `reducerTimeout` leaves that shard at the local values. A round
-// never blocks longer than max(senderTimeout, reducerTimeout) plus one poll interval.
+// Faults: every timeout counts from the last progress, not from the round's start (hivemind times
+// each part), so a slow link that keeps delivering is waited for: a sender that misses parts and
+// has delivered none for `senderTimeout` seconds (since the start or its last PART) is excluded
+// from that shard and the weights are renormalised over those that arrived; the wait for results
+// ends when every reducer still owing some has been silent for `reducerTimeout` (no RESULT from
+// it and no PART sent to it), and the shards of those reducers keep the local values. At
+// `roundTimeout` (from its start) every shard is reduced over what arrived, and the results still
+// have reducerTimeout - senderTimeout to come back: a round never blocks longer than
+// roundTimeout + max(0, reducerTimeout - senderTimeout) plus one poll interval and one part's
+// wait for the upload cap.
 // Malformed, foreign or wrong-schema messages are dropped with a logged reason. When the link
 // tells who sent one (a PART on a CURVE connection whose client key is a member's; a RESULT on
 // the DEALER this member opened to reducer j), the report names that member as an offender, so
@@ -49,8 +56,9 @@ class DataPlaneSecurity;
 struct AllReduceOptions {
     Compression codec = Compression::None;
     std::size_t partElements = 128 * 1024; // 512 KiB of fp32 per message
-    double senderTimeout = 15.0;           // seconds from the start of the round
-    double reducerTimeout = 30.0;          // seconds from the start of the round
+    double senderTimeout = 15.0;           // seconds of silence of one sender (see above)
+    double reducerTimeout = 30.0;          // seconds of silence of every reducer still owing results
+    double roundTimeout = 900.0;           // seconds from the start of the round: the hard limit
     std::int64_t minShardElements = 0;
     // This member's weight in its PART headers. < 0: members[myIndex].weight. Lets a sender
     // whose weight was not known at matchmaking (the leader lists senders with weight 1) send

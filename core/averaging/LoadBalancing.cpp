@@ -123,4 +123,41 @@ std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector
     return out;
 }
 
+std::vector<std::int64_t> shardShares(const std::vector<double> &bandwidths, std::int64_t total)
+{
+    return balanceShards(total, bandwidths);
+}
+
+std::vector<std::int64_t> shardsFromShares(std::int64_t elements, const std::vector<std::int64_t> &shares)
+{
+    if (elements < 0)
+        throw Error("cannot lay out a negative number of elements");
+    __int128 total = 0;
+    for (const auto s : shares) {
+        if (s < 0)
+            throw Error("a shard share is negative");
+        total += s;
+    }
+    if (total == 0)
+        throw Error("no member of the group has a shard share");
+    const std::size_t n = shares.size();
+    std::vector<std::int64_t> out(n);
+    std::vector<__int128> remainder(n);
+    std::int64_t assigned = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const __int128 scaled = static_cast<__int128>(elements) * shares[i];
+        out[i] = static_cast<std::int64_t>(scaled / total);
+        remainder[i] = scaled % total;
+        assigned += out[i];
+    }
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
+    // sum floors > elements - n, so each member gets at most one more; a member with share 0 has
+    // remainder 0 and comes after every member with a remainder.
+    for (std::size_t j = 0; assigned < elements; ++j, ++assigned)
+        ++out[order[j]];
+    return out;
+}
+
 } // namespace dedloc

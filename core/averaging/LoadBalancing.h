@@ -24,6 +24,15 @@
 // Reference cases (hivemind's tests): 60 elements, [0.55, 0.44, 0.40], min 10 -> [41, 19, 0];
 // [0.32, 0.55, 0.44] -> [0, 40, 20]; 100 elements, two unknown -> [50, 50].
 // Pure function; throws dedloc::Error when no peer can reduce (all bandwidths 0) or n == 0.
+//
+// Shares: a group's leader turns the bandwidths into integer shares summing to a total S
+// (shardShares; the swarm's S is ShardShareTotal, averaging/SwarmMessages.h) and sends them in
+// its BEGIN; every member turns them into element counts for each
+// vector the group averages with integer arithmetic only (shardsFromShares): floor(E s_i / S),
+// then the E - sum floors missing elements go one each to the largest remainders (E s_i mod S),
+// ties to the lower index. Every member therefore lays out identical shards, whatever its
+// floating point; shares computed independently by each member could differ in one element, and
+// then every part of the round is refused.
 #include <cstdint>
 #include <vector>
 
@@ -35,6 +44,13 @@ inline constexpr double MaxDeclaredBandwidth = 100000.0;
 
 [[nodiscard]] std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector<double> &bandwidths,
                                                       std::int64_t minShardElements = 0);
+
+// Integer shares of the members, summing to `total` (balanceShards of `total` elements).
+[[nodiscard]] std::vector<std::int64_t> shardShares(const std::vector<double> &bandwidths, std::int64_t total);
+
+// Element counts summing to `elements` from shares (each >= 0, sum > 0). Throws dedloc::Error
+// for a negative share, a zero sum or a negative element count.
+[[nodiscard]] std::vector<std::int64_t> shardsFromShares(std::int64_t elements, const std::vector<std::int64_t> &shares);
 
 // The optimal fractions w_i before rounding and the minimum-size rule (exposed for tests).
 [[nodiscard]] std::vector<double> optimalFractions(const std::vector<double> &bandwidths);

@@ -1,7 +1,9 @@
 #include "averaging/Matchmaker.h"
 
 #include "net/DataPlaneSecurity.h"
+#include "averaging/LoadBalancing.h"
 #include "averaging/ServiceClient.h"
+#include "util/Error.h"
 #include "util/Hash.h"
 #include "util/Log.h"
 #include "util/Clock.h"
@@ -16,7 +18,6 @@
 namespace dedloc {
 
 namespace {
-
 
 std::string randomGroupId(long epoch)
 {
@@ -36,6 +37,23 @@ void setWhy(std::string *why, const std::string &text)
         *why = text;
 }
 
+// The leader decides every member's shard share from the bandwidths (client mode: 0), so that all
+// members lay out the same shards (averaging/LoadBalancing.h). False when nobody can reduce.
+bool assignShardShares(std::vector<GroupMember> &members)
+{
+    std::vector<double> bandwidths;
+    for (const auto &m : members)
+        bandwidths.push_back(m.endpoint.empty() ? 0.0 : m.bandwidth);
+    try {
+        const auto shares = shardShares(bandwidths, ShardShareTotal);
+        for (std::size_t i = 0; i < members.size(); ++i)
+            members[i].share = shares[i];
+        return true;
+    } catch (const Error &) {
+        return false;
+    }
+}
+
 } // namespace
 
 Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
@@ -53,16 +71,21 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
     g.leader = true;
     g.info.groupId = randomGroupId(epoch);
     g.info.epoch = epoch;
-    g.info.members.push_back(
-        {m_self.peerId, m_self.allReduceEndpoint, m_self.bandwidth, m_self.sender ? 1.0 : 0.0, m_self.publicKey});
+    g.info.members.push_back({m_self.peerId, m_self.allReduceEndpoint, m_self.bandwidth, m_self.sender ? 1.0 : 0.0,
+                              m_self.publicKey, 0, m_repair.load()});
     for (const auto &f : followers)
         g.info.members.push_back({f.peerId, f.clientMode ? std::string() : f.allReduceEndpoint,
-                                  f.clientMode ? 0.0 : f.bandwidth, f.sender ? 1.0 : 0.0, f.publicKey});
+                                  f.clientMode ? 0.0 : f.bandwidth, f.sender ? 1.0 : 0.0, f.publicKey, 0, f.repair});
     std::sort(g.info.members.begin(), g.info.members.end(),
               [](const GroupMember &a, const GroupMember &b) { return a.peerId < b.peerId; });
     for (std::size_t i = 0; i < g.info.members.size(); ++i)
         if (g.info.members[i].peerId == m_self.peerId)
             g.myIndex = i;
+    if (!assignShardShares(g.info.members)) {
+        m_service->disband("no member of the group can reduce a shard");
+        log::warning("match", "disbanded a group in which no member can reduce a shard (all in client mode)");
+        return std::nullopt;
+    }
     m_service->begin(g.info);
     log::info("match", "led group " + g.info.groupId + " of " + std::to_string(g.info.members.size()) + " peers");
     return g;
@@ -72,8 +95,8 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
                                               const std::atomic<bool> &stop, std::string *why)
 {
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
-    JoinRequest request{m_self.runId, epoch, schema, m_self.peerId, m_self.allReduceEndpoint,
-                        m_self.bandwidth, m_self.clientMode, m_self.sender, m_self.publicKey};
+    JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
+                        m_self.bandwidth, m_self.clientMode, m_self.sender, m_self.publicKey, m_repair.load()};
     client.send("join", joinToJson(request));
     auto reply = client.receive(m_options.requestTimeout);
     if (!reply && client.refusedAtHandshake()) {

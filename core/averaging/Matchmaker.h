@@ -78,6 +78,9 @@ public:
                                          const std::atomic<bool> &stop, std::string *why = nullptr);
 
     [[nodiscard]] const MatchmakingOptions &options() const { return m_options; }
+    // Ask the groups this peer joins or leads from now on for a state round (its parameters may
+    // differ from the swarm's: JoinRequest::repair). Thread-safe.
+    void setRepair(bool repair) { m_repair = repair; }
 
 private:
     std::optional<FormedGroup> lead(long epoch, const std::vector<JoinRequest> &followers);
@@ -90,6 +93,7 @@ private:
     MatchmakingOptions m_options;
     std::shared_ptr<const DataPlaneSecurity> m_security;
     std::shared_ptr<const BanList> m_bans;
+    std::atomic<bool> m_repair{false};
 };
 
 } // namespace dedloc

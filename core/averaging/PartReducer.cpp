@@ -77,7 +77,7 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
         throw ProtocolError("PART changes the sender's weight");
     }
     auto &ps = m_partStates[h.part];
-    if (ps.reduced) { // a slow sender, excluded at the sender timeout: not an offence
+    if (ps.reduced || s.excluded) { // a slow sender, excluded at the sender timeout: not an offence
         log::debug("allreduce", "group " + m_round.groupId + ": late PART " + std::to_string(h.part) + " of member " +
                                     std::to_string(h.sender) + " (already reduced)");
         return;
@@ -93,8 +93,45 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
     slot = std::move(piece);
     s.routingId.assign(frames[0].data<char>(), frames[0].size());
     ++s.partsReceived;
-    if (++ps.delivered == m_expectedCount)
+    s.lastPartAt = m_round.elapsed();
+    if (partReady(h.part))
         reducePart(h.part);
+}
+
+bool PartReducer::partReady(std::size_t p) const
+{
+    for (std::size_t i = 0; i < m_round.size(); ++i)
+        if (m_expectedSender[i] && !m_senders[i].excluded && m_partStates[p].values[i].empty())
+            return false;
+    return true;
+}
+
+void PartReducer::exclude(std::size_t sender)
+{
+    m_senders[sender].excluded = true;
+    m_excluded.insert(std::upper_bound(m_excluded.begin(), m_excluded.end(), sender), static_cast<std::uint32_t>(sender));
+}
+
+bool PartReducer::excludeSilentSenders(double silence)
+{
+    const double now = m_round.elapsed();
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < m_round.size(); ++i) {
+        const auto &s = m_senders[i];
+        if (m_expectedSender[i] && !s.excluded && s.partsReceived < m_parts.size() && now - s.lastPartAt >= silence) {
+            exclude(i);
+            ++count;
+        }
+    }
+    if (count == 0)
+        return false;
+    log::warning("allreduce", "group " + m_round.groupId + ": " + std::to_string(count) + " sender(s) silent for "
+                                  + std::to_string(silence) + " s excluded from (part of) shard "
+                                  + std::to_string(m_round.me) + " (sender timeout)");
+    for (std::size_t p = 0; p < m_partStates.size(); ++p)
+        if (!m_partStates[p].reduced && partReady(p))
+            reducePart(p);
+    return true;
 }
 
 // The checks of a parsed PART header that need the round: type, shard, sender, its connection's
@@ -185,13 +222,16 @@ void PartReducer::finishShard(bool timedOut)
     for (std::size_t p = 0; p < m_partStates.size(); ++p)
         if (!m_partStates[p].reduced)
             reducePart(p);
+    std::size_t count = 0;
     for (std::size_t i = 0; i < m_round.size(); ++i)
-        if (m_expectedSender[i] && m_senders[i].partsReceived < m_parts.size())
-            m_excluded.push_back(static_cast<std::uint32_t>(i));
-    if (!m_excluded.empty()) {
-        log::warning("allreduce", "group " + m_round.groupId + ": " + std::to_string(m_excluded.size()) +
+        if (m_expectedSender[i] && !m_senders[i].excluded && m_senders[i].partsReceived < m_parts.size()) {
+            exclude(i);
+            ++count;
+        }
+    if (count > 0) {
+        log::warning("allreduce", "group " + m_round.groupId + ": " + std::to_string(count) +
                                       " sender(s) excluded from (part of) shard " + std::to_string(m_round.me) +
-                                      (timedOut ? " (sender timeout)" : ""));
+                                      (timedOut ? " (round time limit)" : ""));
     }
     m_reducedAt = m_round.elapsed();
 }

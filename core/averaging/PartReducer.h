@@ -10,8 +10,12 @@
 // over the senders that delivered it (and this member, if it sends), summed in member order; if
 // every weight is 0 it is the plain mean. Members apply to their own shard the encoded-then-decoded
 // average they send, so all members end with bitwise-identical values.
-// At the sender timeout, finishShard() reduces the parts still waiting over the senders that
-// arrived and names the senders that missed a part as excluded.
+// A sender that still misses parts and has delivered none for the sender timeout (since the round
+// started or its last PART) is excluded by excludeSilentSenders(): the parts that waited only for
+// it are reduced at once over the others, and its later PARTs are dropped as late, so one silent
+// sender never holds up the others, and a slow one that keeps delivering is never cut off.
+// finishShard() reduces whatever still waits (the round's hard limit) and names every sender that
+// missed a part as excluded.
 //
 // Threads: the thread that runs the round. Errors: handlePart() raises ProtocolError (or
 // dedloc::Error from the codec) for a PART it refuses; a PART for a part already reduced is
@@ -42,8 +46,11 @@ class PartReducer final {
     // Whether this member has a shard but no sender to wait for (its shard is its alone).
     [[nodiscard]] bool alone() const { return !m_parts.empty() && m_expectedCount == 0; }
     [[nodiscard]] bool allPartsReduced() const { return m_partsReduced == m_parts.size(); }
+    // Excludes each sender that misses a part and has been silent for `silence` seconds (see
+    // above), then reduces the parts no remaining sender owes. Returns whether it excluded one.
+    bool excludeSilentSenders(double silence);
     // Reduces the parts not reduced yet over what arrived and records the excluded senders (with
-    // a warning; `timedOut`: the sender timeout ended the wait). Called at most once per round.
+    // a warning; `timedOut`: a time limit ended the wait). Called at most once per round.
     void finishShard(bool timedOut);
 
     // Senders that missed at least one part of this member's shard, in member order.
@@ -59,17 +66,21 @@ class PartReducer final {
         double weight = 0.0;
         bool weightKnown = false;
         std::uint32_t partsReceived = 0;
-        std::string routingId; // where to send the results back
+        double lastPartAt = 0.0; // seconds into the round
+        bool excluded = false;   // silent past the sender timeout: its later PARTs are late
+        std::string routingId;   // where to send the results back
     };
     // One part of this member's shard: each sender's decoded piece, until the part is reduced.
     struct PartState {
         std::vector<std::vector<float>> values; // per member; empty = not delivered
-        std::uint32_t delivered = 0;
         bool reduced = false;
     };
 
     void checkPart(const ShardHeader &h, const zmq::message_t &headerFrame) const;
+    // Whether every sender still expected has delivered part p.
+    [[nodiscard]] bool partReady(std::size_t p) const;
     void reducePart(std::size_t p);
+    void exclude(std::size_t sender);
     void sendResult(std::size_t p, zmq::message_t &payload, double shardWeight);
 
     const RoundContext &m_round;

@@ -45,7 +45,7 @@ std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements)
 PartSender::PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue)
     : m_round(round), m_dealers(round.size()), m_outgoing(round.size()), m_nextPart(round.size(), 0),
       m_expectedBack(round.size(), 0), m_receivedBack(round.size(), 0), m_resultSeen(round.size()),
-      m_resultPiece(round.partElements)
+      m_lastProgress(round.size(), 0.0), m_resultPiece(round.partElements)
 {
     if (!round.iSend())
         return;
@@ -97,8 +97,11 @@ bool PartSender::hasPartsFor(std::size_t j) const
 bool PartSender::sendSome(int budget)
 {
     const std::size_t n = m_round.size();
+    // Under an upload cap each part may wait for tokens: give the loop back after MaxSendSlice,
+    // so that the round's time limit and results are seen between parts.
+    const double sliceEnd = m_round.elapsed() + MaxSendSlice;
     bool progress = true;
-    while (budget > 0 && progress) {
+    while (budget > 0 && progress && m_round.elapsed() < sliceEnd) {
         progress = false;
         for (std::size_t k = 1; k < n && budget > 0; ++k) {
             const std::size_t j = (m_round.me + k) % n;
@@ -152,6 +155,7 @@ bool PartSender::sendPart(std::size_t j)
     if (!zmq::send_multipart(*m_dealers[j], frames, zmq::send_flags::dontwait))
         return false;
     ++m_nextPart[j];
+    m_lastProgress[j] = round.elapsed();
     return true;
 }
 
@@ -178,6 +182,7 @@ void PartSender::handleResult(std::size_t j, const std::vector<zmq::message_t> &
               m_round.values.begin() + static_cast<std::ptrdiff_t>(m_round.shardOffsets[j] + h.offset));
     m_resultSeen[j][h.part] = true;
     m_receivedBack[j] += h.count;
+    m_lastProgress[j] = m_round.elapsed();
     m_resultWeight = std::max(m_resultWeight, h.weight);
     m_minResultWeight = std::min(m_minResultWeight, h.weight);
 }
@@ -186,6 +191,15 @@ bool PartSender::resultsDone() const
 {
     for (std::size_t j = 0; j < m_round.size(); ++j)
         if (m_receivedBack[j] < m_expectedBack[j])
+            return false;
+    return true;
+}
+
+bool PartSender::resultsStalled(double silence) const
+{
+    const double now = m_round.elapsed();
+    for (std::size_t j = 0; j < m_round.size(); ++j)
+        if (m_receivedBack[j] < m_expectedBack[j] && now - m_lastProgress[j] < silence)
             return false;
     return true;
 }

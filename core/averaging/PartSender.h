@@ -65,6 +65,9 @@ struct RoundContext {
     [[nodiscard]] double elapsed() const;
 };
 
+// Seconds one sendSome() call may spend before it returns to the round's loop.
+inline constexpr double MaxSendSlice = 0.05;
+
 // One message's range of a shard: elements [offset, offset + count) of it.
 struct Piece {
     std::uint64_t offset = 0, count = 0;
@@ -85,8 +88,9 @@ class PartSender final {
     PartSender(const PartSender &) = delete;
     PartSender &operator=(const PartSender &) = delete;
 
-    // Sends at most `budget` parts, round-robin over the reducers, never blocking; returns true
-    // while some DEALER can take more right now.
+    // Sends at most `budget` parts, round-robin over the reducers, never blocking on a socket and
+    // returning after MaxSendSlice seconds even when an upload cap makes each part wait; returns
+    // true while some DEALER can take more right now.
     bool sendSome(int budget);
 
     // The DEALER to reducer j, or null (no parts for it, or it was refused).
@@ -100,6 +104,9 @@ class PartSender final {
     void handleResult(std::size_t j, const std::vector<zmq::message_t> &frames);
     // Whether every part of every connected reducer's shard came back.
     [[nodiscard]] bool resultsDone() const;
+    // Whether every reducer that still owes results has been silent for `silence` seconds: no
+    // RESULT from it, and no PART sent to it, since then (the round's start if neither).
+    [[nodiscard]] bool resultsStalled(double silence) const;
 
     // Elements of the other shards this member expected back (including refused reducers'), and
     // how many of them came back.
@@ -122,6 +129,7 @@ class PartSender final {
     std::vector<std::uint32_t> m_nextPart;                     // per reducer, the next part to send
     std::vector<std::uint64_t> m_expectedBack, m_receivedBack; // elements, per reducer
     std::vector<std::vector<bool>> m_resultSeen;               // per reducer and part
+    std::vector<double> m_lastProgress; // per reducer, seconds into the round of its last RESULT or our last PART
     std::uint64_t m_skippedBack = 0;  // elements of shards whose reducer we would not connect to
     std::vector<float> m_resultPiece; // partElements floats, decoded RESULT
     double m_resultWeight = 0.0;

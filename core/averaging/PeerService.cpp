@@ -49,7 +49,10 @@ struct PeerService::Impl {
     GatherSpec gather;
     std::vector<Follower> followers;
     std::deque<std::vector<zmq::message_t>> outbox;
-    std::deque<std::shared_ptr<const StateSnapshot>> snapshots; // newest last, at most 2
+    // Newest last: the two newest, and older ones a download still reads (pinned).
+    std::deque<std::shared_ptr<const StateSnapshot>> snapshots;
+    std::map<std::string, double> pinnedUntil; // snapshot id -> Unix seconds
+    double pinSeconds = 30.0;
     std::map<std::string, long long> served;
     std::uint64_t snapshotCounter = 0;
     std::map<std::shared_ptr<const StateSnapshot>, std::string> snapshotIds;
@@ -58,6 +61,8 @@ struct PeerService::Impl {
     std::thread thread;
     // Dial-backs in progress (reach? requests), at most MaxDialBacks; owned by the loop thread.
     static constexpr std::size_t MaxDialBacks = 4;
+    static constexpr std::size_t KeptSnapshots = 2;      // the newest, always served
+    static constexpr std::size_t MaxPinnedSnapshots = 2; // older ones downloads still read
     std::list<std::future<void>> dialBacks;
 
     void reply(const std::string &routingId, const std::string &type, const nlohmann::json &fields,
@@ -126,6 +131,7 @@ struct PeerService::Impl {
                 if (snapshots.empty())
                     return reply(routingId, "refuse", {{"why", "no state yet"}});
                 const auto &s = snapshots.back();
+                pinnedUntil[snapshotIds[s]] = now + pinSeconds;
                 StateInfo info{snapshotIds[s], s->epoch, s->values.size(),
                                static_cast<std::uint32_t>((s->values.size() + partElements - 1) / partElements),
                                partElements};
@@ -142,6 +148,7 @@ struct PeerService::Impl {
                     // Compared as a part count first: part * partElements must not wrap.
                     if (part >= (s->values.size() + partElements - 1) / partElements)
                         throw ProtocolError("state part " + std::to_string(part) + " does not exist");
+                    pinnedUntil[id] = now + pinSeconds;
                     const std::uint64_t offset = part * partElements;
                     const auto count = std::min<std::uint64_t>(partElements, s->values.size() - offset);
                     zmq::message_t data(s->values.data() + offset, count * sizeof(float));
@@ -157,6 +164,24 @@ struct PeerService::Impl {
         } catch (const std::exception &e) {
             banList->strike(connection, e.what(), now);
             reply(routingId, "refuse", {{"why", std::string("bad request: ") + e.what()}});
+        }
+    }
+
+    // Keeps the KeptSnapshots newest snapshots and, of the older ones, the MaxPinnedSnapshots
+    // newest that a download asked for within the pin time. Under `mutex`.
+    void dropUnpinnedSnapshots(double now)
+    {
+        std::size_t pinnedKept = 0;
+        for (std::size_t k = snapshots.size(); k-- > 0;) {
+            const std::size_t age = snapshots.size() - 1 - k; // 0: the newest
+            const auto &id = snapshotIds[snapshots[k]];
+            const auto pin = pinnedUntil.find(id);
+            const bool pinned = pin != pinnedUntil.end() && pin->second > now;
+            if (age < KeptSnapshots || (pinned && pinnedKept++ < MaxPinnedSnapshots))
+                continue;
+            pinnedUntil.erase(id);
+            snapshotIds.erase(snapshots[k]);
+            snapshots.erase(snapshots.begin() + static_cast<std::ptrdiff_t>(k));
         }
     }
 
@@ -322,10 +347,13 @@ void PeerService::setState(std::shared_ptr<const StateSnapshot> snapshot)
     std::lock_guard lock(d->mutex);
     d->snapshotIds[snapshot] = std::to_string(snapshot->epoch) + "-" + std::to_string(++d->snapshotCounter);
     d->snapshots.push_back(std::move(snapshot));
-    while (d->snapshots.size() > 2) {
-        d->snapshotIds.erase(d->snapshots.front());
-        d->snapshots.pop_front();
-    }
+    d->dropUnpinnedSnapshots(unixNow());
+}
+
+void PeerService::setSnapshotPin(double seconds)
+{
+    std::lock_guard lock(d->mutex);
+    d->pinSeconds = seconds;
 }
 
 long PeerService::stateEpoch() const

@@ -9,8 +9,10 @@
 // followers until `deadline`; the matchmaker then calls begin() (BEGIN to every follower) or
 // disband(). Joins for another epoch or schema, from banned peers, or when nothing is gathered
 // are refused at once, so a follower never waits on a peer that is not leading.
-// Donor side: setState() publishes a snapshot; the two newest are kept so that a download in
-// progress survives one step of the donor.
+// Donor side: setState() publishes a snapshot; the two newest are kept, and an older one stays
+// pinned while a download reads it (a `state?` offered it or a `part?` asked for it within the
+// pin time, 30 s), at most two such, so that a download on a slow link gets one consistent
+// snapshot from start to end however many steps the donor takes meanwhile.
 //
 // Security (net/DataPlaneSecurity.h): with one, the ROUTER is a CURVE server behind its own
 // context's ZAP handler (closed runs: only peers with a valid access token get through the
@@ -70,6 +72,8 @@ public:
     void disband(const std::string &why);
 
     void setState(std::shared_ptr<const StateSnapshot> snapshot);
+    // How long a snapshot stays pinned after a download's last request for it (seconds; 30).
+    void setSnapshotPin(double seconds);
     [[nodiscard]] long stateEpoch() const;  // -1 without state
 
     [[nodiscard]] BanList &bans();

@@ -58,8 +58,10 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
 StepDecision ProgressTracker::decide(long localEpoch, double now) const
 {
     const auto g = global(now, localEpoch);
-    if (g.globalEpoch > localEpoch)
+    if (g.globalEpoch > localEpoch + 1)
         return StepDecision::Resync;
+    if (g.globalEpoch == localEpoch + 1)
+        return StepDecision::CatchUp;
     const double target = static_cast<double>(m_options.targetBatchSize);
     if (static_cast<double>(g.reportedSamples) >= target)
         return StepDecision::Step;
@@ -81,6 +83,18 @@ std::vector<ProgressRecord> ProgressTracker::liveRecords(double now) const
     for (const auto &[id, r] : m_records)
         if (r.expiresAt >= now)
             out.push_back(r);
+    return out;
+}
+
+std::vector<std::string> ProgressTracker::expectedPeers(const std::string &self, long epoch, long lag, double maxAge,
+                                                        double now) const
+{
+    std::vector<std::string> out;
+    for (const auto &[id, r] : m_records) {
+        const bool inStep = r.role != PeerRole::Trainer || (r.epoch <= epoch && r.epoch >= epoch - lag);
+        if (id != self && r.expiresAt >= now && now - r.time < maxAge && r.averages && !r.paused && !r.syncing && inStep)
+            out.push_back(id);
+    }
     return out;
 }
 

@@ -14,7 +14,10 @@
 //     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
 //     throughput since its report (a peer at an older epoch counts 0: it must resync first);
 //   - the ETA of the next step: (target - samples) / (sum of samples/s at the global epoch);
-//   - the decision of a peer at local epoch e: Resync if global epoch > e; Step if the samples
+//   - the decision of a peer at local epoch e: Resync (download the state) if the global epoch
+//     is more than e + 1; CatchUp if it is e + 1 (the swarm stepped without this peer: it moves to
+//     the global epoch with the state it has and asks its next group for the swarm's state, as
+//     hivemind lets a peer one epoch behind go on instead of downloading); Step if the samples
 //     reach the target; otherwise Accumulate.
 // Guard against tiny batches (a known failure of the reference after restarts: thousands of
 // epochs of a handful of samples): the extrapolated part may complete the batch only if the
@@ -48,7 +51,7 @@ struct GlobalProgress {
     int clientPeers = 0;
 };
 
-enum class StepDecision { Accumulate, Resync, Step };
+enum class StepDecision { Accumulate, Resync, Step, CatchUp };
 
 // Samples for this peer's next micro-batch, so that it ends by the ETA of the global batch rather
 // than a full micro-batch after it (the group would wait in the round for the last peer still
@@ -75,6 +78,14 @@ public:
     // The stored records that have not expired at `now` (one per peer).
     [[nodiscard]] std::vector<ProgressRecord> liveRecords(double now) const;
     [[nodiscard]] StepDecision decide(long localEpoch, double now) const;
+    // The peers other than `self` expected in a group averaging at `epoch`: live records that
+    // join averaging groups, neither paused nor syncing (downloading state), made at most
+    // `maxAge` seconds before `now`, of trainers at `epoch` or up to `lag` epochs behind it, and
+    // of peers that do not train (auxiliaries and reducing monitors follow the global epoch,
+    // which they may observe a progress period late). A leader forms its group once all of them
+    // joined (averaging/Matchmaker.h): one counted that never comes costs its whole window.
+    [[nodiscard]] std::vector<std::string> expectedPeers(const std::string &self, long epoch, long lag, double maxAge,
+                                                         double now) const;
     [[nodiscard]] bool shouldStartMatchmaking(long localEpoch, double now) const;
 
 private:

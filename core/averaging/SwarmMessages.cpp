@@ -116,6 +116,8 @@ std::string encodeProgress(const ProgressRecord &r)
 {
     json j{{"e", r.epoch}, {"n", r.samplesAccumulated}, {"r", r.samplesPerSecond}, {"c", r.clientMode},
            {"o", static_cast<int>(r.role)}, {"z", r.paused}, {"a", r.averages}};
+    if (r.syncing)
+        j["y"] = true;
     if (!r.accessToken.empty())
         j["k"] = r.accessToken;
     return j.dump();
@@ -136,6 +138,7 @@ ProgressRecord parseProgress(const SignedRecord &record)
     r.clientMode = flag(j, "c");
     r.role = roleFrom(nonNegative(j, "o", 2));
     r.paused = flag(j, "z");
+    r.syncing = j.contains("y") && flag(j, "y");
     r.averages = j.contains("a") ? flag(j, "a") : r.role != PeerRole::Monitor;
     if (j.contains("k"))
         r.accessToken = text(j, "k", MaxTokenBytes);
@@ -232,7 +235,7 @@ json joinToJson(const JoinRequest &r)
 {
     return json{{"run", r.runId}, {"e", r.epoch}, {"s", r.schema}, {"p", r.peerId},
                 {"k", toHex(r.publicKey.data(), r.publicKey.size())}, {"a", r.allReduceEndpoint},
-                {"b", r.bandwidth}, {"c", r.clientMode}, {"x", r.sender}};
+                {"b", r.bandwidth}, {"c", r.clientMode}, {"x", r.sender}, {"r", r.repair}};
 }
 
 JoinRequest joinFromJson(const json &j)
@@ -249,6 +252,7 @@ JoinRequest joinFromJson(const json &j)
     r.bandwidth = finite(j, "b");
     r.clientMode = flag(j, "c");
     r.sender = flag(j, "x");
+    r.repair = flag(j, "r");
     if (!r.clientMode && r.allReduceEndpoint.empty())
         throw ProtocolError("a reachable peer asked to join without an all-reduce endpoint");
     if (r.clientMode && !r.sender)
@@ -256,12 +260,17 @@ JoinRequest joinFromJson(const json &j)
     return r;
 }
 
+bool GroupInfo::stateRound() const
+{
+    return std::any_of(members.begin(), members.end(), [](const GroupMember &m) { return m.repair; });
+}
+
 json groupToJson(const GroupInfo &g)
 {
     json members = json::array();
     for (const auto &m : g.members)
         members.push_back(json{{"p", m.peerId}, {"k", toHex(m.publicKey.data(), m.publicKey.size())},
-                               {"a", m.endpoint}, {"b", m.bandwidth}, {"x", m.weight > 0.0}});
+                               {"a", m.endpoint}, {"b", m.bandwidth}, {"x", m.weight > 0.0}, {"z", m.share}, {"r", m.repair}});
     return json{{"g", g.groupId}, {"e", g.epoch}, {"m", members}};
 }
 
@@ -273,6 +282,7 @@ GroupInfo groupFromJson(const json &j)
         throw ProtocolError("empty group id");
     g.epoch = nonNegative(j, "e");
     const auto &m = field(j, "m");
+    std::int64_t shares = 0;
     if (!m.is_array() || m.size() < 2 || m.size() > MaxGroupMembers)
         throw ProtocolError("group member list must hold 2 to " + std::to_string(MaxGroupMembers) + " members");
     for (const auto &e : m) {
@@ -284,18 +294,22 @@ GroupInfo groupFromJson(const json &j)
         member.endpoint = endpoint(e, "a");
         member.bandwidth = finite(e, "b");
         member.weight = flag(e, "x") ? 1.0 : 0.0;
+        member.share = nonNegative(e, "z", ShardShareTotal);
+        member.repair = flag(e, "r");
         if (member.endpoint.empty() && member.weight == 0.0)
             throw ProtocolError("a member with neither a shard nor gradients");
+        if (member.endpoint.empty() && member.share != 0)
+            throw ProtocolError("a client-mode member cannot hold a shard");
         for (const auto &other : g.members)
             if (other.peerId == member.peerId)
                 throw ProtocolError("peer " + member.peerId + " appears twice in the group");
+        shares += member.share;
         g.members.push_back(std::move(member));
     }
-    // Every member computes the shard sizes from these bandwidths: a group in which nobody can
-    // reduce a shard (all client mode or bandwidth 0) cannot average anything.
-    if (std::none_of(g.members.begin(), g.members.end(),
-                     [](const GroupMember &m) { return !m.endpoint.empty() && m.bandwidth != 0.0; }))
-        throw ProtocolError("no member of the group can reduce a shard");
+    // Every member lays out the same shards from these shares (averaging/LoadBalancing.h).
+    if (shares != ShardShareTotal)
+        throw ProtocolError("the shard shares sum to " + std::to_string(shares) + ", not "
+                            + std::to_string(ShardShareTotal));
     return g;
 }
 

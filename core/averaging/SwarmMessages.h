@@ -10,9 +10,12 @@
 // Service messages travel between a DEALER and a peer's service ROUTER as ZeroMQ multipart:
 // one CBOR header frame (<= MaxServiceHeaderBytes) and, for state parts, one raw fp32 frame.
 //   join   {run, e: epoch, s: schema, p: peer id, k: public key (64 hex), a: all-reduce
-//           endpoint, b: bandwidth, c: client mode, x: sender}   follower -> leader
+//           endpoint, b: bandwidth, c: client mode, x: sender, r: repair} follower -> leader
 //   accept {d: leader's deadline} | refuse {why}                 leader -> follower
-//   begin  {g: group id, e: epoch, m: [{p, k, a, b, x}...]}      leader -> follower
+//   begin  {g: group id, e: epoch, m: [{p, k, a, b, x, z, r}...]}  leader -> follower
+//           z: the member's shard share out of ShardShareTotal (averaging/LoadBalancing.h); the
+//           shares sum to ShardShareTotal and a client-mode member (a = "") has none;
+//           r: the member asked for repair (the group then also averages the state)
 // A public key k (Ed25519, 64 hex digits) must derive to the peer id p beside it; records carry
 // their signer's key already (net/DhtNode.h), so declarations and donor adverts take it from there.
 // Progress payloads may carry k: the peer's access token (closed runs).
@@ -40,7 +43,9 @@ namespace dedloc {
 
 inline constexpr std::size_t MaxServiceHeaderBytes = 16 * 1024;
 inline constexpr std::size_t MaxGroupMembers = 256;
-inline constexpr int ServiceProtocolVersion = 1;
+// The denominator of the shard shares in BEGIN (2^20: one share is about a millionth of a vector).
+inline constexpr std::int64_t ShardShareTotal = std::int64_t{1} << 20;
+inline constexpr int ServiceProtocolVersion = 2; // 2: BEGIN carries the leader's shard shares
 
 // --- DHT payloads -------------------------------------------------------------------------
 
@@ -60,6 +65,8 @@ struct ProgressRecord {
     // (dedloc-lead serve does by default). Payload "a"; absent: true unless a monitor.
     bool averages = true;
     std::string accessToken;        // closed runs: the peer's access token ("" in open runs)
+    // Downloading the swarm's state (payload "y"; absent: false): it joins no group meanwhile.
+    bool syncing = false;
 };
 
 [[nodiscard]] std::string encodeProgress(const ProgressRecord &record);
@@ -99,6 +106,9 @@ struct JoinRequest {
     bool clientMode = false;
     bool sender = true;             // false: auxiliary (reduces, sends no gradients)
     std::array<unsigned char, 32> publicKey{}; // Ed25519 identity key; its peer id must be peerId
+    // Its parameters may differ from the swarm's (it stepped alone, or a round of its left a
+    // shard at local values): the group also averages the state this step ("r").
+    bool repair = false;
 };
 
 // One member of an averaging group, as the leader's BEGIN lists it and the butterfly all-reduce
@@ -111,12 +121,22 @@ struct GroupMember {
     // Its Ed25519 identity key (the peer id derives from it): the CURVE server key of its ROUTER
     // and the key its own connections authenticate with. Required when the endpoint is secured.
     std::array<unsigned char, 32> publicKey{};
+    // Its shard share, decided by the group's leader (averaging/LoadBalancing.h shardShares; 0 for
+    // client mode). A group whose shares are all 0 (tests, benchmarks: no leader) lays out its
+    // shards from the bandwidths instead.
+    std::int64_t share = 0;
+    // It asked for repair (JoinRequest::repair): its parameters may differ from the swarm's. In
+    // the state round it then sends with weight 0, taking the others' state ("r").
+    bool repair = false;
 };
 
 struct GroupInfo {
     std::string groupId;
     long epoch = 0;
     std::vector<GroupMember> members;  // weight 1 = sender, 0 = auxiliary
+    // Whether the group averages parameters and optimizer state after the gradients: some
+    // member asked for repair (GroupMember::repair).
+    [[nodiscard]] bool stateRound() const;
 };
 
 struct StateInfo {

@@ -129,11 +129,8 @@ std::size_t SwarmPeer::Impl::expectedPeers(long epoch)
     const double now = unixNow();
     std::lock_guard lock(mutex);
     std::size_t n = 1;
-    for (const auto &p : snap.peers)
-        if (p.peerId != identity->peerId() && !p.paused && p.averages && !bans->isBanned(p.peerId, now)
-            && ((p.epoch <= epoch && p.epoch >= epoch - ExpectedLag) || p.role != PeerRole::Trainer)
-            && p.secondsSinceReport < 3 * opt.progressPeriod + 5)
-            ++n;
+    for (const auto &id : tracker.expectedPeers(identity->peerId(), epoch, ExpectedLag, 3 * opt.progressPeriod + 5, now))
+        n += bans->isBanned(id, now) ? 0 : 1;
     return n;
 }
 

@@ -81,6 +81,7 @@ void SwarmPeer::Impl::setUp()
         allReduce->advertise(announced.allReduce);
         service->advertise(announced.service);
     }
+    mapRouterPorts();
     settleReachability();
     MatchSelf self{identity->peerId(), manifest->runId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
                    opt.role == PeerRole::Trainer, identity->publicKey()};
@@ -107,6 +108,34 @@ void SwarmPeer::Impl::setUp()
         sleepFor(0.1);
 }
 
+void SwarmPeer::Impl::mapRouterPorts()
+{
+    // Only a peer on a LAN address has a router to ask; loopback (a local swarm) has none.
+    const bool lanAddress = opt.host.find_first_not_of("0123456789.") == std::string::npos && isPrivateIpv4(opt.host)
+                            && opt.host.rfind("127.", 0) != 0 && opt.host.rfind("0.", 0) != 0;
+    if (!opt.mapPorts || !reachable() || !service || !opt.announce.empty() || !lanAddress)
+        return;
+    const long allReducePort = endpointPort(allReduce->endpoint()), servicePort = endpointPort(service->endpoint());
+    if (allReducePort <= 0 || servicePort <= 0)
+        return;
+    PortMappingOptions o;
+    o.ports = {static_cast<std::uint16_t>(allReducePort), static_cast<std::uint16_t>(servicePort)};
+    o.lanAddress = opt.host;
+    o.description = "dedloc " + identity->peerId().substr(0, 16);
+    portMapping = std::make_unique<PortMapping>(o);
+    const auto r = portMapping->map();
+    if (!r.ok()) {
+        log::info("swarm", "no port mapping from the router: " + r.why);
+        portMappingNote = "the router gave no port mapping: " + r.why;
+        portMapping.reset();
+        return;
+    }
+    allReduce->advertise("tcp://" + r.externalAddress + ":" + std::to_string(r.externalPorts[0]));
+    service->advertise("tcp://" + r.externalAddress + ":" + std::to_string(r.externalPorts[1]));
+    log::info("swarm", "the router maps " + allReduce->endpoint() + " and " + service->endpoint() + " to this peer ("
+                           + portMappingMethodName(r.method) + ", lease " + std::to_string(r.leaseSeconds) + " s)");
+}
+
 void SwarmPeer::Impl::settleReachability()
 {
     std::string note;
@@ -127,9 +156,11 @@ void SwarmPeer::Impl::settleReachability()
             log::warning("swarm", "other peers cannot connect to this one (" + v.why + "): client mode from now on, "
                                   "connecting out only" + (opt.announce.empty() ? "" : "; check the router's port forward"));
             service.reset();
+            portMapping.reset(); // removes the mappings nobody got through
             allReduce = std::make_unique<AllReduceEndpoint>(false, std::string(), access.security);
             opt.clientMode = true;
-            note = "client mode: other peers cannot connect to this machine (" + v.why + ")";
+            note = "client mode: other peers cannot connect to this machine (" + v.why
+                   + (portMappingNote.empty() ? "" : "; " + portMappingNote) + ")";
         } else if (v.reachability == Reachability::Unreachable) {
             log::warning("swarm", std::string(peerRoleName(opt.role)) + " unreachable: " + v.why
                                       + "; it must be reachable to help: open or forward its ports");
@@ -141,8 +172,9 @@ void SwarmPeer::Impl::settleReachability()
                 log::warning("swarm", "reached at " + v.reachedAt + ", not at the advertised " + service->endpoint()
                                           + ": if that is a port forward, pass --announce " + endpointHost(v.reachedAt));
             log::info("swarm", std::string("reachability ") + reachabilityName(v.reachability) + ": " + v.why);
-            note = v.reachability == Reachability::Reachable ? "reachable: " + v.why
-                                                             : "reachable, not confirmed: " + v.why;
+            const std::string through = portMapping ? " through " + portMapping->result().describe() : "";
+            note = v.reachability == Reachability::Reachable ? "reachable" + through + ": " + v.why
+                                                             : "reachable" + through + ", not confirmed: " + v.why;
         }
     }
     update([&](PeerSnapshot &s) { s.reachability = note; });
@@ -160,6 +192,7 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
     r.clientMode = opt.clientMode;
     r.role = opt.role;
     r.paused = pausedFlag;
+    r.syncing = syncingFlag;
     r.averages = opt.role != PeerRole::Monitor || opt.monitorReduces;
     r.accessToken = access.ownToken;
     std::lock_guard lock(mutex);
@@ -199,6 +232,7 @@ void SwarmPeer::Impl::run()
         setState(PeerState::Error, std::string(e.what()) + " — please report this with the log");
         exitCode = 1;
     }
+    portMapping.reset(); // the router forwards nothing to a stopped peer
     workerDone = true;
     wake.notify_all();
     if (control.joinable())

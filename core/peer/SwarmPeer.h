@@ -59,6 +59,10 @@ struct SwarmOptions {
     // Reachable through a port forward: "HOST" or "HOST:PORT" advertised instead of the bound
     // address (net/Announce.h); then `host` may be 0.0.0.0. Empty: advertise what is bound.
     std::string announce;
+    // Without `announce`, a reachable peer bound on a private LAN address asks the router for
+    // port mappings (net/PortMapping: UPnP-IGD, then NAT-PMP) and advertises the router's
+    // external address and ports; removed when the peer stops. false: never ask.
+    bool mapPorts = true;
     // At start, ask up to three reachable peers to connect back (averaging/Reachability.h); a
     // trainer they cannot reach runs in client mode. false: trust the configuration.
     bool checkReachability = true;

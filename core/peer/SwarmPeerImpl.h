@@ -8,6 +8,7 @@
 #include "model/Tokenizer.h"
 #include "net/DhtNode.h"
 #include "net/PeerIdentity.h"
+#include "net/PortMapping.h"
 #include "net/TokenBucket.h"
 #include "run/RunManifest.h"
 #include "averaging/BanList.h"
@@ -50,6 +51,8 @@ struct SwarmPeer::Impl {
     ProgressTracker tracker{TrackerOptions{}};
     std::atomic<bool> stopFlag{false};
     std::atomic<bool> pausedFlag{false};
+    std::atomic<bool> syncingFlag{false};
+    bool repairWanted = false; // worker thread: our parameters may differ from the swarm's // downloading state: published, so nobody expects us in a group
     std::atomic<bool> workerDone{false};
     std::atomic<int> exitCode{0};
     std::atomic<std::uint16_t> dhtPort{0};
@@ -75,6 +78,8 @@ struct SwarmPeer::Impl {
     std::unique_ptr<DhtNode> dht;
     std::unique_ptr<PeerService> service;
     std::unique_ptr<AllReduceEndpoint> allReduce;
+    std::unique_ptr<PortMapping> portMapping; // held while the router maps our ports (renews itself)
+    std::string portMappingNote;              // why the router gave none ("" when not asked)
     std::unique_ptr<Matchmaker> matchmaker;
     std::unique_ptr<MetricsWriter> metrics;
     std::shared_ptr<SwarmMetricsRecorder> recorder;
@@ -126,6 +131,8 @@ struct SwarmPeer::Impl {
     // A reachable peer asks others to connect back (averaging/Reachability.h); a trainer that
     // nobody can reach switches to client mode. Sets the snapshot's reachability sentence.
     void settleReachability();
+    // Asks the router for mappings of the two ports (SwarmOptions::mapPorts) and advertises them.
+    void mapRouterPorts();
     void setMyRecord(long samples, double samplesPerSecond);
     void run();
 
@@ -134,13 +141,13 @@ struct SwarmPeer::Impl {
     void readProgress();
     // Under `mutex`.
     void refreshSwarmView(double now);
-    // Peers (this one included) that will average at `epoch`: live, unpaused trainers at that
-    // epoch or up to ExpectedLag behind it, and live auxiliaries and reducing monitors (they follow the global epoch,
-    // which they may observe a progress period late). A leader forms its group early once all
-    // of them joined (averaging/Matchmaker.h), so counting one too few drops a peer from the step
-    // (it must resync), while counting one too many only costs waiting to the deadline: the
-    // count errs on the high side. Records lag by a progress period plus DHT latency, which
-    // may span several steps when steps take a second (tests) rather than minutes (real runs).
+    // Peers (this one included, banned ones not) that will average at `epoch`
+    // (ProgressTracker::expectedPeers, trainers up to ExpectedLag behind). A leader forms its
+    // group early once all of them joined (averaging/Matchmaker.h), so counting one too few drops
+    // a peer from the step (it must resync), while counting one too many only costs waiting to
+    // the deadline: the count errs on the high side. Records lag by a progress period plus DHT
+    // latency, which may span several steps when steps take a second (tests) rather than
+    // minutes (real runs).
     static constexpr long ExpectedLag = 3;
     std::size_t expectedPeers(long epoch);
 
@@ -160,7 +167,11 @@ struct SwarmPeer::Impl {
     // `epoch`. Every member is a sender in this round: a peer that does not train sends weight
     // 0 and receives the trainers' average, which it keeps (as the state after that step) when
     // the round completed: auxiliaries and reducing monitors become state donors this way.
-    void averageState(const FormedGroup &group, long epoch);
+    // Returns whether the round completed (every member then holds the same state).
+    bool averageState(const FormedGroup &group, long epoch);
+    // One epoch behind the swarm (StepDecision::CatchUp): moves to the global epoch with the
+    // parameters it has and asks for repair, instead of downloading the state.
+    void catchUp();
 
     // --- the trainer role (SwarmTrainerRole.cpp)
     void runTrainer();
@@ -172,7 +183,8 @@ struct SwarmPeer::Impl {
     void takeStep(GroupSearch &search, bool alone);
     // Writes the step's metrics event, publishes it for the monitor and prints the status line;
     // `validationLoss`: this peer validated after the step (then the event carries val_loss).
-    void reportStep(const StepOutcome &step, double roundSeconds, std::optional<double> validationLoss);
+    // `stateRound`: the group also averaged parameters and optimizer state after the gradients.
+    void reportStep(const StepOutcome &step, double roundSeconds, bool stateRound, std::optional<double> validationLoss);
     // Whether this peer validates after `step` (manifest validation_every_n_steps): a peer alone
     // always; in a group, one member per group, each in turn.
     bool validationDue(long step, std::size_t indexInGroup, std::size_t groupSize) const;

@@ -6,6 +6,7 @@
 #include "averaging/StateDownload.h"
 #include "util/Log.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace dedloc {
@@ -27,14 +28,23 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why)
         return false;
     trainer->loadStateFlat(s->values, s->epoch);
     afterStateChange();
+    repairWanted = false; // the donor's state: nothing of ours to repair
+    if (matchmaker)
+        matchmaker->setRepair(false);
     return true;
 }
 
 bool SwarmPeer::Impl::syncState(long minEpoch)
 {
     setState(PeerState::Syncing, "downloading state of epoch " + std::to_string(minEpoch) + " or later");
+    // Published at once (the control thread's next write), so that no leader waits for us.
+    syncingFlag = true;
+    setMyRecord(0, 0.0);
     std::string why;
-    if (!downloadAndLoadState(minEpoch, &why)) {
+    const bool loaded = downloadAndLoadState(minEpoch, &why);
+    syncingFlag = false;
+    setMyRecord(0, emaSamplesPerSecond);
+    if (!loaded) {
         log::warning("state", "state download failed: " + why);
         setState(PeerState::Syncing, "waiting for a state donor: " + why);
         return false;
@@ -77,18 +87,24 @@ bool SwarmPeer::Impl::averageStateNow(long epoch) const
     return opt.averageStateEvery > 0 && (epoch + 1) % opt.averageStateEvery == 0;
 }
 
-void SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
+bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
 {
     // Parameters and LAMB statistics, equal weights (every trainer holds one copy). Every member
     // sends in a state round, so that the ones that do not train receive the result too.
-    auto members = group.info.members;
+    // A trainer that asked for repair sends with weight 0 and so takes the state of the trainers
+    // that did not, if there is one; when all did, all count alike.
+    const auto &listed = group.info.members;
+    const bool freshTrainer = std::any_of(listed.begin(), listed.end(), [](const GroupMember &m) {
+        return m.weight > 0.0 && !m.repair;
+    });
+    auto members = listed;
     for (auto &m : members)
         m.weight = 1.0;
     const bool trains = opt.role == PeerRole::Trainer;
     auto state = trains ? trainer->stateFlat() : std::vector<float>(static_cast<std::size_t>(trainer->stateElements()));
     auto o = roundOptions();
     o.codec = Compression::None; // state is averaged exactly: equal states stay equal
-    if (!trains)
+    if (!trains || (listed[group.myIndex].repair && freshTrainer))
         o.myWeight = 0.0;
     const auto report = allReduce->run(group.info.groupId + "/state", members, group.myIndex, state, o);
     strikeOffenders(group, report);
@@ -104,6 +120,7 @@ void SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
     }
     log::info("swarm", "averaged parameters and optimizer state with " + std::to_string(group.info.members.size())
                            + " peers" + (report.complete ? "" : " (incomplete)"));
+    return report.complete;
 }
 
 } // namespace dedloc

@@ -57,8 +57,8 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
         o.myWeight = 0.0;
         const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
         strikeOffenders(*group, report);
-        if (averageStateNow(global))
-            averageState(*group, global);
+        if (averageStateNow(global) || group->info.stateRound())
+            (void)averageState(*group, global);
         metrics->write("round", {{"step", global + 1}, {"group_size", group->info.members.size()},
                                  {"shard_elements", report.shardSizes[group->myIndex]},
                                  {"shard_weight", report.myShardWeight}, {"complete", report.complete}});

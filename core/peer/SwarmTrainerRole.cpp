@@ -60,6 +60,11 @@ void SwarmPeer::Impl::runTrainer()
             matchSoon = tracker.shouldStartMatchmaking(trainer->step(), now);
         }
         expected = expectedPeers(trainer->step());
+        if (decision == StepDecision::CatchUp) {
+            search.drop();
+            catchUp();
+            continue;
+        }
         if (decision == StepDecision::Resync) {
             search.drop();
             long global;
@@ -116,6 +121,25 @@ void SwarmPeer::Impl::runTrainer()
     setMyRecord(0, 0.0); // the final epoch, for the control thread's last publish
 }
 
+void SwarmPeer::Impl::catchUp()
+{
+    long global;
+    {
+        std::lock_guard lock(mutex);
+        global = tracker.global(unixNow(), trainer->step()).globalEpoch;
+    }
+    if (global != trainer->step() + 1)
+        return;
+    // Same parameters, the swarm's epoch (and schedule); the samples of the missed step are
+    // dropped. They are a step old: the next group gives this peer the swarm's state.
+    trainer->loadStateFlat(trainer->stateFlat(), global);
+    repairWanted = true;
+    matchmaker->setRepair(true);
+    afterStateChange();
+    log::info("swarm", "the swarm stepped to epoch " + std::to_string(global) + " without this peer: it goes on at that "
+                       "epoch and takes the swarm's state in its next group instead of downloading it");
+}
+
 int SwarmPeer::Impl::fittedMicroBatch(double now, int fullMicroBatch)
 {
     double eta;
@@ -147,9 +171,9 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone)
             &overtaken);
         why = search.why();
         if (!group && overtaken) {
-            // The swarm stepped without us: a local step would only diverge. Resync instead
-            // (the next decision says so); the samples computed here are dropped.
-            log::info("swarm", "the swarm stepped past epoch " + std::to_string(epoch) + " without this peer; resynchronising");
+            // The swarm stepped without us: a local step would only diverge. Catch up or resync
+            // instead (the next decision says which); the samples computed here are dropped.
+            log::info("swarm", "the swarm stepped past epoch " + std::to_string(epoch) + " without this peer");
             setState(PeerState::Training);
             return;
         }
@@ -168,13 +192,23 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone)
         sleepFor(0.1);
         return;
     }
+    // Parameters left different from the group's (a step alone, a shard kept at local values)
+    // are repaired in the next group this peer joins: it asks for a state round there.
+    bool diverged = !outcome->averaged || !outcome->complete || repairWanted;
+    bool stateRound = false;
     if (group) {
         strikeOffenders(*group, outcome->report);
-        if (averageStateNow(epoch))
-            averageState(*group, epoch);
+        stateRound = averageStateNow(epoch) || group->info.stateRound();
+        if (stateRound)
+            diverged = !averageState(*group, epoch);
     } else if (!alone) {
         log::warning("swarm", outcome->status);
     }
+    if (diverged != repairWanted)
+        log::info("swarm", diverged ? "parameters may differ from the swarm's: the next group averages the state too"
+                                    : "parameters agree with the group's again");
+    repairWanted = diverged;
+    matchmaker->setRepair(diverged);
     {
         std::lock_guard lock(mutex);
         swarmSamplesSeen += outcome->batchSamples;
@@ -185,7 +219,7 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone)
     std::optional<double> validationLoss;
     if (validationDue(outcome->result.step, outcome->myIndex, outcome->groupSize))
         validationLoss = validate();
-    reportStep(*outcome, roundSeconds, validationLoss);
+    reportStep(*outcome, roundSeconds, stateRound, validationLoss);
 }
 
 bool SwarmPeer::Impl::validationDue(long step, std::size_t indexInGroup, std::size_t groupSize) const
@@ -198,7 +232,8 @@ bool SwarmPeer::Impl::validationDue(long step, std::size_t indexInGroup, std::si
     return groupSize <= 1 || static_cast<std::size_t>(step / every) % groupSize == indexInGroup;
 }
 
-void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, std::optional<double> validationLoss)
+void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, bool stateRound,
+                                 std::optional<double> validationLoss)
 {
     const StepResult &r = step.result;
     const long localSamples = step.localSamples;
@@ -217,7 +252,8 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, s
                              {"grad_norm", std::isfinite(r.gradNorm) ? r.gradNorm : -1.0}, {"applied", r.applied},
                              {"global_epoch", globalEpoch}, {"peers", peers}, {"group_size", step.groupSize},
                              {"averaged", step.averaged}, {"round_s", roundSeconds},
-                             {"shard_elements", step.shardElements}, {"complete", step.complete}};
+                             {"shard_elements", step.shardElements}, {"complete", step.complete},
+                             {"state_round", stateRound}};
     if (hasLoss)
         fields["loss"] = r.loss;
     if (validationLoss)
