@@ -1,12 +1,13 @@
 // All-reduce benchmark: our butterfly all-reduce (none / fp16 / 8-bit) beside libtorch's gloo
-// ring all-reduce (ProcessGroupGloo, fp32), N processes on this machine, one vector of E floats.
-// Prints, per implementation, the median over rounds of the slowest member's time, and the
-// bound 2 (N-1)/N * bytes on the wire / link rate when --link-mbit is given.
+// ring all-reduce (ProcessGroupGloo, fp32 and fp16), N processes on this machine, one vector of E
+// floats. Prints, per implementation, the median over rounds of the slowest member's time, its
+// ratio to gloo at fp32 and at fp16, and to the bound 2 (N-1)/N * bytes on the wire / link rate
+// when --link-mbit is given. `bench_allreduce --help` (kUsage below) lists the options.
 //
-//   bench_allreduce [--n 2,4,8] [--elements 25000000] [--rounds 3] [--impls ours-none,ours-fp16,ours-8bit,gloo]
-//                   [--host 127.0.0.1] [--link-mbit 0] [--netns-mbit 0] [--curve]
 // Each measurement spawns N member processes of this executable (--member), which meet through
 // files in a temporary directory (gloo: c10d::FileStore). Loopback on 2 cores is CPU-bound.
+// Every implementation computes the average: ours inside the round, gloo as a SUM all-reduce
+// followed by a division by N, both timed (until 2026-12-01 the gloo rows timed the sum alone).
 //
 // --netns-mbit R (root only): every member runs in its own network namespace, linked to a
 // bridge in a "switch" namespace by a veth pair whose two ends are each limited to R Mbit/s with
@@ -28,6 +29,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +77,80 @@ void barrier(const fs::path &dir, const std::string &name, int rank, int n, cons
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
+// One member's gloo rounds: a SUM all-reduce, then / N (the average, as ours computes). With
+// `half` the tensor is converted to fp16 before the warm-up, so the wire and the sums are fp16
+// and the conversion is not timed (ours-fp16 times its own encoding and decoding).
+std::string glooRounds(std::vector<float> &values, bool half, int rank, int n, int rounds, const fs::path &dir,
+                       const std::string &host)
+{
+    auto store = c10::make_intrusive<c10d::FileStore>((dir / "store").string(), n);
+    auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(10));
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
+    c10d::ProcessGroupGloo group(store, rank, n, options);
+    auto tensor = torch::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, torch::kFloat);
+    if (half)
+        tensor = tensor.to(torch::kHalf);
+    std::vector<at::Tensor> tensors{tensor};
+    const auto average = [&] {
+        group.allreduce(tensors)->wait();
+        tensor.div_(n);
+    };
+    average(); // warm-up: connections
+    std::ostringstream out;
+    for (int r = 0; r < rounds; ++r) {
+        barrier(dir, "round" + std::to_string(r), rank, n);
+        const auto t0 = Clock::now();
+        average();
+        out << std::chrono::duration<double>(Clock::now() - t0).count() << "\n";
+    }
+    return out.str();
+}
+
+Compression codecOf(const std::string &impl)
+{
+    if (impl == "ours-fp16")
+        return Compression::Fp16;
+    if (impl == "ours-8bit")
+        return Compression::Uniform8Bit;
+    return Compression::None;
+}
+
+// One member's rounds of our butterfly all-reduce; --curve: each member a fresh identity, and
+// "endpoint key" in the barrier file.
+std::string oursRounds(std::vector<float> &values, Compression codec, int rank, int n, int rounds, const fs::path &dir,
+                       const std::string &host)
+{
+    const bool curve = std::getenv("DEDLOC_BENCH_CURVE") != nullptr;
+    const auto identity = PeerIdentity::generate();
+    const auto security = curve ? std::make_shared<DataPlaneSecurity>(identity, AccessPolicy{}) : nullptr;
+    AllReduceEndpoint endpoint(true, "tcp://" + host + ":*", security);
+    barrier(dir, "endpoint", rank, n,
+            endpoint.endpoint() + " " + toHex(identity.publicKey().data(), identity.publicKey().size()));
+    std::vector<GroupMember> members;
+    for (int r = 0; r < n; ++r) {
+        std::istringstream in(readFile(dir / ("endpoint." + std::to_string(r))));
+        std::string address, key;
+        in >> address >> key;
+        members.push_back({"m" + std::to_string(r), address, 1.0, 1.0, parsePeerKeyHex(key)});
+    }
+    AllReduceOptions o;
+    o.codec = codec;
+    o.senderTimeout = o.reducerTimeout = 600.0;
+    endpoint.run("warm-up", members, static_cast<std::size_t>(rank), std::span<float>(values).first(1000), o);
+    std::ostringstream out;
+    for (int r = 0; r < rounds; ++r) {
+        barrier(dir, "round" + std::to_string(r), rank, n);
+        const auto t0 = Clock::now();
+        const auto report =
+            endpoint.run("round-" + std::to_string(r), members, static_cast<std::size_t>(rank), values, o);
+        out << std::chrono::duration<double>(Clock::now() - t0).count() << "\n";
+        if (!report.complete)
+            std::fprintf(stderr, "member %d: round %d incomplete\n", rank, r);
+    }
+    barrier(dir, "done", rank, n); // keep the ROUTER alive until everyone has its results
+    return out.str();
+}
+
 int member(const std::string &impl, int rank, int n, long elements, int rounds, const fs::path &dir,
            const std::string &host)
 {
@@ -82,57 +158,16 @@ int member(const std::string &impl, int rank, int n, long elements, int rounds, 
     std::vector<float> values(static_cast<std::size_t>(elements));
     for (long i = 0; i < elements; ++i)
         values[static_cast<std::size_t>(i)] = static_cast<float>((i % 1000) * 0.001 + rank);
-    std::ostringstream out;
-    if (impl == "gloo") {
-        auto store = c10::make_intrusive<c10d::FileStore>((dir / "store").string(), n);
-        auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(10));
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
-        c10d::ProcessGroupGloo group(store, rank, n, options);
-        auto tensor = torch::from_blob(values.data(), {elements}, torch::kFloat);
-        std::vector<at::Tensor> tensors{tensor};
-        group.allreduce(tensors)->wait(); // warm-up: connections
-        for (int r = 0; r < rounds; ++r) {
-            barrier(dir, "round" + std::to_string(r), rank, n);
-            const auto t0 = Clock::now();
-            group.allreduce(tensors)->wait();
-            out << std::chrono::duration<double>(Clock::now() - t0).count() << "\n";
-        }
-    } else {
-        Compression codec = Compression::None;
-        if (impl == "ours-fp16")
-            codec = Compression::Fp16;
-        else if (impl == "ours-8bit")
-            codec = Compression::Uniform8Bit;
-        // --curve: each member a fresh identity; "endpoint key" in the barrier file.
-        const bool curve = std::getenv("DEDLOC_BENCH_CURVE") != nullptr;
-        const auto identity = PeerIdentity::generate();
-        const auto security = curve ? std::make_shared<DataPlaneSecurity>(identity, AccessPolicy{}) : nullptr;
-        AllReduceEndpoint endpoint(true, "tcp://" + host + ":*", security);
-        barrier(dir, "endpoint", rank, n,
-                endpoint.endpoint() + " " + toHex(identity.publicKey().data(), identity.publicKey().size()));
-        std::vector<GroupMember> members;
-        for (int r = 0; r < n; ++r) {
-            std::istringstream in(readFile(dir / ("endpoint." + std::to_string(r))));
-            std::string address, key;
-            in >> address >> key;
-            members.push_back({"m" + std::to_string(r), address, 1.0, 1.0, parsePeerKeyHex(key)});
-        }
-        AllReduceOptions o;
-        o.codec = codec;
-        o.senderTimeout = o.reducerTimeout = 600.0;
-        endpoint.run("warm-up", members, static_cast<std::size_t>(rank), std::span<float>(values).first(1000), o);
-        for (int r = 0; r < rounds; ++r) {
-            barrier(dir, "round" + std::to_string(r), rank, n);
-            const auto t0 = Clock::now();
-            const auto report = endpoint.run("round-" + std::to_string(r), members, static_cast<std::size_t>(rank), values, o);
-            out << std::chrono::duration<double>(Clock::now() - t0).count() << "\n";
-            if (!report.complete)
-                std::fprintf(stderr, "member %d: round %d incomplete\n", rank, r);
-        }
-        barrier(dir, "done", rank, n); // keep the ROUTER alive until everyone has its results
+    try {
+        const std::string times = impl.starts_with("gloo")
+                                      ? glooRounds(values, impl == "gloo-fp16", rank, n, rounds, dir, host)
+                                      : oursRounds(values, codecOf(impl), rank, n, rounds, dir, host);
+        writeFile(dir / ("result." + std::to_string(rank)), times);
+        return 0;
+    } catch (const std::exception &e) { // e.g. a dtype this libtorch's gloo does not reduce
+        std::fprintf(stderr, "bench_allreduce: member %d of %s failed: %s\n", rank, impl.c_str(), e.what());
+        return 1;
     }
-    writeFile(dir / ("result." + std::to_string(rank)), out.str());
-    return 0;
 }
 
 double measure(const std::string &self, const std::string &impl, int n, long elements, int rounds, const std::string &host,
@@ -180,11 +215,179 @@ double measure(const std::string &self, const std::string &impl, int n, long ele
 
 double wireBytesPerElement(const std::string &impl)
 {
-    if (impl == "ours-fp16")
+    if (impl == "ours-fp16" || impl == "gloo-fp16")
         return 2.0;
     if (impl == "ours-8bit")
         return 1.0;
     return 4.0;
+}
+
+constexpr const char *kUsage = R"(usage: bench_allreduce [options]
+
+Times one all-reduce (the average) of a vector of E floats across N member processes on this
+machine: our butterfly all-reduce beside libtorch's gloo ring all-reduce (ProcessGroupGloo),
+at each N. Each measurement spawns N members of this executable; they meet through files in a
+temporary directory and run one warm-up round, then the timed rounds.
+
+options (default in brackets):
+  --n LIST           member counts, comma-separated, each 2-64 [2,4,8]
+  --elements E       floats in the vector, 1000 or more [25000000]
+  --rounds R         timed rounds per measurement [3]
+  --impls LIST       comma-separated, any of these [ours-none,ours-fp16,ours-8bit,gloo]:
+                       ours-none   our butterfly, fp32 on the wire
+                       ours-fp16   our butterfly, fp16 on the wire (encoding timed)
+                       ours-8bit   our butterfly, 8-bit uniform quantization on the wire
+                       gloo        gloo SUM all-reduce of an fp32 tensor, then / N
+                       gloo-fp16   the same on an fp16 tensor (converted before timing)
+  --host ADDR        address the members bind on loopback [127.0.0.1]
+  --link-mbit R      link rate in Mbit/s for the "vs bound" column; 0: no bound [0]
+  --netns-mbit R     root only: each member in its own network namespace, with a veth link
+                     limited to R Mbit/s each way (tc tbf); implies --link-mbit R; 0: loopback [0]
+  --curve            CurveZMQ on our members' links, as in the swarm (gloo unaffected)
+  -h, --help         print this and exit
+
+output: a title line, then one row per N and implementation:
+  N  impl  seconds  vs gloo  vs gloo16  vs bound
+seconds: median over the rounds of the slowest member's time; vs gloo / vs gloo16: seconds
+divided by gloo's (fp32) / gloo-fp16's in the same run at the same N ("-" when not measured);
+vs bound: seconds / (2 (N-1)/N * E * bytes per element on the wire * 8 / link rate), with 4,
+2 or 1 bytes per element (fp32, fp16, 8-bit). A failed measurement prints -1.000 seconds.
+Exit status: 0 after the table, 2 for a bad command line or missing --netns-mbit support.
+)";
+
+const std::vector<std::string> kImpls = {"ours-none", "ours-fp16", "ours-8bit", "gloo", "gloo-fp16"};
+const std::vector<std::string> kValueOptions = {"--n",    "--elements",  "--rounds",    "--impls",
+                                                "--host", "--link-mbit", "--netns-mbit"};
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct Options {
+    std::vector<int> ns = {2, 4, 8};
+    std::vector<std::string> impls = {"ours-none", "ours-fp16", "ours-8bit", "gloo"};
+    std::string host = "127.0.0.1";
+    long elements = 25'000'000;
+    int rounds = 3;
+    double linkMbit = 0.0, netnsMbit = 0.0;
+    bool curve = false, help = false;
+};
+
+std::vector<std::string> splitList(const std::string &text)
+{
+    std::vector<std::string> items;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+        items.push_back(item);
+    return items;
+}
+
+long wholeNumber(const std::string &option, const std::string &text, long least, long most)
+{
+    long value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc{} || end != text.data() + text.size() || value < least || value > most)
+        throw UsageError(option + " takes a whole number from " + std::to_string(least) + " to " +
+                         std::to_string(most) + ", not '" + text + "'");
+    return value;
+}
+
+double rate(const std::string &option, const std::string &text)
+{
+    char *end = nullptr; // strtod, not from_chars: GCC 10's library has no floating-point from_chars
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !(value >= 0) || value > 1e6)
+        throw UsageError(option + " takes a rate in Mbit/s from 0 to 1000000, not '" + text + "'");
+    return value;
+}
+
+void setOption(Options &o, const std::string &option, const std::string &value)
+{
+    if (option == "--n") {
+        o.ns.clear();
+        for (const auto &item : splitList(value))
+            o.ns.push_back(static_cast<int>(wholeNumber(option, item, 2, 64)));
+    } else if (option == "--impls") {
+        o.impls = splitList(value);
+        for (const auto &impl : o.impls)
+            if (std::find(kImpls.begin(), kImpls.end(), impl) == kImpls.end())
+                throw UsageError("--impls: unknown implementation '" + impl + "'");
+    } else if (option == "--elements") {
+        o.elements = wholeNumber(option, value, 1000, 1'000'000'000);
+    } else if (option == "--rounds") {
+        o.rounds = static_cast<int>(wholeNumber(option, value, 1, 1000));
+    } else if (option == "--host") {
+        o.host = value;
+    } else if (option == "--link-mbit") {
+        o.linkMbit = rate(option, value);
+    } else { // the last of kValueOptions
+        o.netnsMbit = rate(option, value);
+    }
+    if (o.ns.empty() || o.impls.empty())
+        throw UsageError(option + " needs at least one item");
+}
+
+Options parseOptions(int argc, char **argv)
+{
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "-h" || a == "--help")
+            o.help = true;
+        else if (a == "--curve")
+            o.curve = true;
+        else if (std::find(kValueOptions.begin(), kValueOptions.end(), a) == kValueOptions.end())
+            throw UsageError((a.starts_with("-") ? "unknown option '" : "unexpected argument '") + a + "'");
+        else if (i + 1 == argc)
+            throw UsageError(a + " needs a value");
+        else
+            setOption(o, a, argv[++i]);
+    }
+    return o;
+}
+
+// --netns-mbit: the namespaces for the largest N; Ctrl-C still removes them (the destructor runs
+// on a normal return only). Null, with the reason printed, when they cannot be made.
+std::unique_ptr<NetnsLinks> makeLinks(const Options &o)
+{
+    std::string why;
+    if (!NetnsLinks::available(&why)) {
+        std::fprintf(stderr, "bench_allreduce: --netns-mbit %s\n", why.c_str());
+        return nullptr;
+    }
+    try {
+        auto links = std::make_unique<NetnsLinks>("dlbench", *std::max_element(o.ns.begin(), o.ns.end()), o.netnsMbit);
+        std::signal(SIGINT, [](int) {
+            NetnsLinks::removeAll("dlbench");
+            std::_Exit(130);
+        });
+        return links;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
+        return nullptr;
+    }
+}
+
+std::string ratio(double t, double reference)
+{
+    return t > 0 && reference > 0 ? (std::to_string(t / reference).substr(0, 5) + "x") : "-";
+}
+
+void printRows(const Options &o, int n, const std::vector<std::pair<std::string, double>> &results)
+{
+    const auto timeOf = [&](const std::string &impl) {
+        for (const auto &[name, t] : results)
+            if (name == impl)
+                return t;
+        return -1.0;
+    };
+    for (const auto &[impl, t] : results) {
+        const double wireBits = 2.0 * (n - 1) / n * o.elements * wireBytesPerElement(impl) * 8.0;
+        const double bound = o.linkMbit > 0 ? wireBits / (o.linkMbit * 1e6) : 0.0;
+        std::printf("%-3d %-10s %10.3f %10s %10s %10s\n", n, impl.c_str(), t, ratio(t, timeOf("gloo")).c_str(),
+                    ratio(t, timeOf("gloo-fp16")).c_str(), ratio(t, bound).c_str());
+        std::fflush(stdout);
+    }
 }
 
 } // namespace
@@ -201,75 +404,38 @@ int main(int argc, char **argv)
         }
         return member(argv[2], std::stoi(argv[3]), std::stoi(argv[4]), std::stol(argv[5]), std::stoi(argv[6]), argv[7], argv[8]);
     }
-    std::string ns = "2,4,8", impls = "ours-none,ours-fp16,ours-8bit,gloo", host = "127.0.0.1";
-    long elements = 25'000'000;
-    int rounds = 3;
-    double linkMbit = 0.0, netnsMbit = 0.0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        if (a == "--curve") { // a flag: the next argument is an option again
-            --i;
-            continue;
-        }
-        if (a == "--n") ns = argv[i + 1];
-        else if (a == "--elements") elements = std::stol(argv[i + 1]);
-        else if (a == "--rounds") rounds = std::stoi(argv[i + 1]);
-        else if (a == "--impls") impls = argv[i + 1];
-        else if (a == "--host") host = argv[i + 1];
-        else if (a == "--link-mbit") linkMbit = std::stod(argv[i + 1]);
-        else if (a == "--netns-mbit") netnsMbit = std::stod(argv[i + 1]);
+    Options o;
+    try {
+        o = parseOptions(argc, argv);
+    } catch (const UsageError &e) {
+        std::fprintf(stderr, "bench_allreduce: %s\nTry 'bench_allreduce --help' for the options.\n", e.what());
+        return 2;
+    }
+    if (o.help) {
+        std::fputs(kUsage, stdout);
+        return 0;
     }
     std::unique_ptr<NetnsLinks> links;
-    if (netnsMbit > 0) {
-        std::string why;
-        if (!NetnsLinks::available(&why)) {
-            std::fprintf(stderr, "bench_allreduce: --netns-mbit %s\n", why.c_str());
+    std::string host = o.host;
+    if (o.netnsMbit > 0) {
+        if (!(links = makeLinks(o)))
             return 2;
-        }
-        int most = 0;
-        std::stringstream nl(ns);
-        for (std::string nText; std::getline(nl, nText, ',');)
-            most = std::max(most, std::stoi(nText));
-        try {
-            links = std::make_unique<NetnsLinks>("dlbench", most, netnsMbit);
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
-            return 2;
-        }
-        // Ctrl-C still removes the namespaces (the destructor runs on a normal return only).
-        std::signal(SIGINT, [](int) {
-            NetnsLinks::removeAll("dlbench");
-            std::_Exit(130);
-        });
-        linkMbit = netnsMbit;
+        o.linkMbit = o.netnsMbit;
         host = "10.213.0.x (one namespace per member)";
     }
-    const bool curve = std::find(argv + 1, argv + argc, std::string("--curve")) != argv + argc;
-    if (curve)
+    if (o.curve)
         setenv("DEDLOC_BENCH_CURVE", "1", 1); // the members inherit it
     const std::string self = fs::read_symlink("/proc/self/exe");
-    std::printf("bench_allreduce: %ld floats, median of %d rounds of the slowest member, host %s%s%s\n", elements, rounds,
-                host.c_str(), linkMbit > 0 ? (", links " + std::to_string(linkMbit) + " Mbit/s").c_str() : "",
-                curve ? ", CurveZMQ on our links" : "");
-    std::printf("%-3s %-10s %10s %10s %12s\n", "N", "impl", "seconds", "vs gloo", "vs bound");
-    std::stringstream nl(ns);
-    for (std::string nText; std::getline(nl, nText, ',');) {
-        const int n = std::stoi(nText);
+    std::printf("bench_allreduce: %ld floats, median of %d rounds of the slowest member, host %s%s%s\n", o.elements,
+                o.rounds, host.c_str(),
+                o.linkMbit > 0 ? (", links " + std::to_string(o.linkMbit) + " Mbit/s").c_str() : "",
+                o.curve ? ", CurveZMQ on our links" : "");
+    std::printf("%-3s %-10s %10s %10s %10s %10s\n", "N", "impl", "seconds", "vs gloo", "vs gloo16", "vs bound");
+    for (const int n : o.ns) {
         std::vector<std::pair<std::string, double>> results;
-        std::stringstream il(impls);
-        for (std::string impl; std::getline(il, impl, ',');)
-            results.emplace_back(impl, measure(self, impl, n, elements, rounds, host, links.get()));
-        double gloo = -1;
-        for (auto &[impl, t] : results)
-            if (impl == "gloo")
-                gloo = t;
-        for (auto &[impl, t] : results) {
-            const double bound = linkMbit > 0 ? 2.0 * (n - 1) / n * elements * wireBytesPerElement(impl) * 8.0 / (linkMbit * 1e6) : 0.0;
-            std::printf("%-3d %-10s %10.3f %10s %12s\n", n, impl.c_str(), t,
-                        gloo > 0 ? (std::to_string(t / gloo).substr(0, 5) + "x").c_str() : "-",
-                        bound > 0 ? (std::to_string(t / bound).substr(0, 5) + "x").c_str() : "-");
-            std::fflush(stdout);
-        }
+        for (const auto &impl : o.impls)
+            results.emplace_back(impl, measure(self, impl, n, o.elements, o.rounds, o.host, links.get()));
+        printRows(o, n, results);
     }
     return 0;
 }
