@@ -286,6 +286,26 @@ private Q_SLOTS:
         }
     }
 
+    // A leader whose view of the swarm misses a peer (behind NAT, its DHT reads are partial)
+    // takes a follower's larger count: it expects 2, its client-mode follower says 3, so it does
+    // not form the pair at once but waits for the third until its deadline.
+    void aFollowersLargerCountKeepsTheLeaderWaiting()
+    {
+        auto peers = makePeers({false, true}, fastOptions());
+        std::atomic<bool> stop{false};
+        const auto start = std::chrono::steady_clock::now();
+        auto leader = std::async(std::launch::async, [&] {
+            return peers[0]->matchmaker->formGroup(1, "s", [] { return std::size_t(2); }, stop);
+        });
+        auto follower = std::async(std::launch::async, [&] {
+            return peers[1]->matchmaker->formGroup(1, "s", [] { return std::size_t(3); }, stop);
+        });
+        const auto l = leader.get(), f = follower.get();
+        QVERIFY(l && f && l->leader);
+        QCOMPARE(l->info.members.size(), std::size_t(2));
+        QVERIFY2(seconds(start) >= fastOptions().window - 0.3, qPrintable(QString::number(seconds(start))));
+    }
+
     // A client-mode peer joins but never leads, and reduces no shard (bandwidth 0, no endpoint).
     void clientModeNeverLeads()
     {
@@ -410,6 +430,37 @@ private Q_SLOTS:
         QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
         QVERIFY(!out.group);
         QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("does not list the leader")), out.why.c_str());
+        QCOMPARE(leader.joins.load(), 1);
+    }
+
+    // A leader cannot change what a follower joined as: a BEGIN that marks it as asking for
+    // repair (it would then take the others' state in the state round) or as an auxiliary (it
+    // would send no gradient) is refused, and that leader is not asked again in this epoch.
+    void beginThatChangesTheFollowerIsRefused_data()
+    {
+        QTest::addColumn<bool>("repair");
+        QTest::addColumn<double>("weight");
+        QTest::newRow("repair it did not ask for") << true << 1.0;
+        QTest::newRow("auxiliary instead of sender") << false << 0.0;
+    }
+    void beginThatChangesTheFollowerIsRefused()
+    {
+        QFETCH(bool, repair);
+        QFETCH(double, weight);
+        FakeLeader leader([repair, weight](const FakeLeader &l, const JoinRequest &j) {
+            GroupInfo g{"e3-fake", 3, {l.asMember(), {j.peerId, "", 0.0, weight, j.publicKey}}};
+            g.members[1].repair = repair;
+            if (weight == 0.0) // a client-mode member must send: make it look valid otherwise
+                g.members[1].endpoint = "tcp://127.0.0.1:7";
+            return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
+        });
+        const auto options = fastOptions();
+        auto follower = followerOf(leader, options);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+        QVERIFY(!out.group);
+        QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("otherwise than it joined")), out.why.c_str());
         QCOMPARE(leader.joins.load(), 1);
     }
 

@@ -151,8 +151,43 @@ std::string acceptAndRead(int listener)
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
 
-// What the router's UPnP service lists for an external TCP port: "client:port", or "" (none).
-std::string routerEntry(std::uint16_t externalPort)
+// A UDP socket bound on host (any port); returns the fd, sets `port`.
+int udpOn(const std::string &host, std::uint16_t &port)
+{
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    auto a = addressOf(host, 0);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0
+        || ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
+// Sends `text` in one datagram to host:port from a fresh socket.
+bool sendDatagram(const std::string &host, std::uint16_t port, const std::string &text)
+{
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    const auto a = addressOf(host, port);
+    const bool sent = ::sendto(fd, text.data(), text.size(), 0, reinterpret_cast<const sockaddr *>(&a), sizeof a)
+                      == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    return sent;
+}
+
+// One datagram received within 2 s, or "".
+std::string receiveDatagram(int fd)
+{
+    char buf[64] = {};
+    pollfd p{fd, POLLIN, 0};
+    const ssize_t n = ::poll(&p, 1, 2000) == 1 ? ::recv(fd, buf, sizeof buf - 1, 0) : -1;
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// What the router's UPnP service lists for an external port: "client:port", or "" (none).
+std::string routerEntry(std::uint16_t externalPort, const char *protocol = "TCP")
 {
     int error = 0;
     UPNPDev *devices = upnpDiscoverDevice("urn:schemas-upnp-org:device:InternetGatewayDevice:1", 1000, nullptr, nullptr,
@@ -165,7 +200,7 @@ std::string routerEntry(std::uint16_t externalPort)
     if (igd == 0)
         return "no IGD";
     const int r = UPNP_GetSpecificPortMappingEntry(urls.controlURL, data.first.servicetype, std::to_string(externalPort).c_str(),
-                                                   "TCP", nullptr, client, port, desc, enabled, lease);
+                                                   protocol, nullptr, client, port, desc, enabled, lease);
     FreeUPNPUrls(&urls);
     return r == UPNPCOMMAND_SUCCESS ? std::string(client) + ":" + port : std::string();
 }
@@ -361,6 +396,51 @@ private Q_SLOTS:
         QVERIFY(!sent);
         for (int f : fd)
             ::close(f);
+    }
+
+    // The DHT's port is UDP: a mapping with `udp` forwards datagrams from the public side to the
+    // home, the router lists it as UDP (not TCP), and it goes with the mapping.
+    void mapsAUdpPort_data() { mapsPortsThatThePublicSideReaches_data(); }
+    void mapsAUdpPort()
+    {
+        needNet();
+        QFETCH(bool, upnp);
+        NetnsThread home(m_net->namespaceOf(m_home)), outside(m_net->namespaceOf(m_public));
+        const std::string homeAddress = m_net->addressOf(m_home), external = m_net->routerAddress(m_router);
+        std::uint16_t port = 0;
+        int fd = -1;
+        std::unique_ptr<PortMapping> mapping;
+        PortMappingResult r;
+        std::string udpEntry, tcpEntry;
+        QVERIFY(home.run([&] {
+            fd = udpOn(homeAddress, port);
+            PortMappingOptions o;
+            o.ports = {port};
+            o.udp = true;
+            o.lanAddress = homeAddress;
+            o.tryUpnp = upnp;
+            o.natpmpGateway = EmulatedInternet::routerLanAddress(m_router);
+            mapping = std::make_unique<PortMapping>(o);
+            r = mapping->map();
+            udpEntry = routerEntry(port, "UDP");
+            tcpEntry = routerEntry(port, "TCP");
+        }));
+        QVERIFY2(r.ok(), r.why.c_str());
+        QCOMPARE(r.externalPorts, std::vector<std::uint16_t>{port});
+        if (upnp) { // NAT-PMP mappings are listed by miniupnpd too, but UPnP is the way to ask
+            QCOMPARE(udpEntry, homeAddress + ":" + std::to_string(port));
+            QCOMPARE(tcpEntry, std::string());
+        }
+        bool sent = false;
+        outside.run([&] { sent = sendDatagram(external, port, "dht ping"); });
+        QVERIFY(sent);
+        QCOMPARE(receiveDatagram(fd), std::string("dht ping"));
+        home.run([&] {
+            mapping.reset();
+            udpEntry = routerEntry(port, "UDP");
+        });
+        QCOMPARE(udpEntry, std::string());
+        ::close(fd);
     }
 };
 

@@ -166,7 +166,7 @@ private Q_SLOTS:
         QTest::newRow("reported reach target") << 4L << 60L << 40L << 0.0 << int(StepDecision::Step);
         QTest::newRow("extrapolation completes a real batch") << 4L << 30L << 30L << 2.0 << int(StepDecision::Step);
         QTest::newRow("guard: stale rate on a tiny batch") << 4L << 2L << 2L << 10.0 << int(StepDecision::Accumulate);
-        QTest::newRow("one epoch behind: catch up") << 3L << 0L << 0L << 0.0 << int(StepDecision::CatchUp);
+        QTest::newRow("one epoch behind: resync") << 3L << 0L << 0L << 0.0 << int(StepDecision::Resync);
         QTest::newRow("two epochs behind: resync") << 2L << 0L << 0L << 0.0 << int(StepDecision::Resync);
     }
 

@@ -418,6 +418,39 @@ private Q_SLOTS:
             QCOMPARE(sl.at(step).value("params_sha", std::string()), so.at(step).value("params_sha", std::string()));
         }
     }
+
+    // (i) A member pauses as soon as its group for epoch 2 or later has formed (fault injection,
+    // as a volunteer pressing Pause just then). It takes part in that round with weight 0 and
+    // applies the group's step, so the round completes for the others with no timeout (nobody
+    // excluded, well under the 3 s sender timeout) and all three leave it with one model; then it
+    // computes nothing more and the others go on in twos.
+    void pausedMemberFinishesItsRound()
+    {
+        const auto d = dir("i");
+        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        auto &monitor = h.startMonitor();
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--min-peers"),
+                               QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &p1 = h.startPeer(QStringLiteral("p1"), args);
+        auto &p2 = h.startPeer(QStringLiteral("p2"), args);
+        qputenv("DEDLOC_FAULT_PAUSE_IN_GROUP", "2");
+        auto &pauser = h.startPeer(QStringLiteral("pauser"), args);
+        qunsetenv("DEDLOC_FAULT_PAUSE_IN_GROUP");
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2}); }, 180), {&p1, &p2, &pauser, &monitor});
+        SWARM_VERIFY(pauser.logText().contains(QStringLiteral("pausing: taking part in group")), {&pauser});
+        const auto s1 = byStep(p1), s2 = byStep(p2), sp = byStep(pauser);
+        SWARM_VERIFY(!sp.empty(), {&pauser});
+        const long last = sp.rbegin()->first; // the step of the round it paused in
+        SWARM_VERIFY(last >= 3 && last < 5 && s1.count(last) && s2.count(last), {&p1, &p2, &pauser});
+        const auto &paused = sp.at(last), &other = s1.at(last);
+        QCOMPARE(paused.value("samples", -1L), 0L); // weight 0: nothing of its own
+        QCOMPARE(other.value("group_size", 0), 3);
+        QVERIFY(other.value("complete", false));
+        QVERIFY2(other.value("round_s", 100.0) < 3.0, qPrintable(QString::number(other.value("round_s", 100.0))));
+        QCOMPARE(paused.value("params_sha", std::string()), other.value("params_sha", std::string()));
+        QCOMPARE(s2.at(last).value("params_sha", std::string()), other.value("params_sha", std::string()));
+        QCOMPARE(s1.at(5).value("params_sha", std::string()), s2.at(5).value("params_sha", std::string()));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestSwarm)

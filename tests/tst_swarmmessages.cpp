@@ -72,7 +72,7 @@ SignedRecord record(const std::string &payload, const PeerIdentity &signer = ali
 
 JoinRequest validJoin(const PeerIdentity &who = alice())
 {
-    return {"run-1", 4, "s", who.peerId(), "tcp://127.0.0.1:9", 12.5, false, true, who.publicKey()};
+    return {"run-1", 4, "s", who.peerId(), "tcp://127.0.0.1:9", 12.5, false, true, who.publicKey(), false, 5};
 }
 
 GroupInfo validGroup()
@@ -138,6 +138,8 @@ const std::vector<Refusal> joinCases = {
     {"empty peer id", [](json &j) { j["p"] = ""; }, "join without a peer id"},
     {"missing repair", [](json &j) { j.erase("r"); }, "missing field \"r\""},
     {"repair as number", [](json &j) { j["r"] = 1; }, "\"r\" is not a boolean"},
+    {"expected peers above the group limit", [](json &j) { j["n"] = 257; }, "\"n\" = 257 is out of range"},
+    {"expected peers as text", [](json &j) { j["n"] = "5"; }, "\"n\" is not an integer"},
     {"another peer's id", [](json &j) { j["p"] = bob().peerId(); }, "\"k\" is not the key of peer"},
     {"another peer's key", [](json &j) { j["k"] = hexKey(bob()); }, "\"k\" is not the key of peer"},
     {"missing key", [](json &j) { j.erase("k"); }, "missing field \"k\""},
@@ -432,6 +434,7 @@ private Q_SLOTS:
             QCOMPARE(p.clientMode, r.clientMode);
             QCOMPARE(p.sender, r.sender);
             QCOMPARE(p.repair, r.repair);
+            QCOMPARE(p.expected, r.expected);
         }
         // A NaN bandwidth passes the CBOR header check and is refused by the join parser.
         auto j = joinToJson(validJoin());

@@ -69,7 +69,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto dumpParameters = option("dump-parameters", "At exit, write the parameters as raw fp32 to this file.", "file");
     const auto senderTimeout = option("sender-timeout", "All-reduce sender timeout (seconds).", "seconds", "15");
     const auto reducerTimeout = option("reducer-timeout", "All-reduce reducer timeout (seconds).", "seconds", "30");
-    const auto minPeers = option("min-peers", "Neither compute nor step before this many peers (this one included) are in the swarm.", "n", "1");
+    const auto minPeers = option("min-peers", "Neither compute nor step before this many peers (this one included) have been seen in the swarm (once; training goes on if some leave).", "n", "1");
     const auto statusEvery = option("status-interval", "Headless: seconds between status lines (0: none).", "seconds", "10");
     const auto screenshot = option("screenshot", "Save the window to this PNG after --screenshot-after seconds, then quit.", "file");
     const auto screenshotAfterOpt = option("screenshot-after", "Seconds before the screenshot.", "seconds", "30");

@@ -193,6 +193,10 @@ AllReduceReport RoundRunner::run()
         // last parts still get the reducer timeout's margin over the sender timeout to come back.
         const double elapsed = m_round.elapsed();
         if (!shardDone) {
+            // What already waits in the sockets is progress: read it before calling anyone silent
+            // (the loop may have been busy sending results or under a cap for a while).
+            if (!m_items.empty())
+                pollOnce(true);
             m_reducer.excludeSilentSenders(m_options.senderTimeout);
             if (m_reducer.allPartsReduced() || elapsed >= m_options.roundTimeout) {
                 m_reducer.finishShard(!m_reducer.allPartsReduced());

@@ -28,8 +28,8 @@
 // it and no PART sent to it), and the shards of those reducers keep the local values. At
 // `roundTimeout` (from its start) every shard is reduced over what arrived, and the results still
 // have reducerTimeout - senderTimeout to come back: a round never blocks longer than
-// roundTimeout + max(0, reducerTimeout - senderTimeout) plus one poll interval and one part's
-// wait for the upload cap.
+// roundTimeout + max(0, reducerTimeout - senderTimeout) plus one poll interval and the upload
+// cap's wait for the message being sent (a reduced part's RESULTs go out together).
 // Malformed, foreign or wrong-schema messages are dropped with a logged reason. When the link
 // tells who sent one (a PART on a CURVE connection whose client key is a member's; a RESULT on
 // the DEALER this member opened to reducer j), the report names that member as an offender, so

@@ -92,11 +92,13 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
 }
 
 std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long epoch, const std::string &schema,
+                                              std::size_t expected,
                                               const std::atomic<bool> &stop, std::string *why)
 {
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
-                        m_self.bandwidth, m_self.clientMode, m_self.sender, m_self.publicKey, m_repair.load()};
+                        m_self.bandwidth, m_self.clientMode, m_self.sender, m_self.publicKey, m_repair.load(),
+                        expected};
     client.send("join", joinToJson(request));
     auto reply = client.receive(m_options.requestTimeout);
     if (!reply && client.refusedAtHandshake()) {
@@ -146,6 +148,12 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
                 }
             if (!found)
                 throw ProtocolError("BEGIN does not list this peer");
+            // This peer as it joined: a leader must not turn it into an auxiliary or a reducer,
+            // nor ask for a repair it did not ask for (a repairing trainer takes others' state).
+            const auto &me = g.info.members[g.myIndex];
+            if (me.repair != request.repair || (me.weight > 0.0) != request.sender
+                || me.endpoint != (request.clientMode ? std::string() : request.allReduceEndpoint))
+                throw ProtocolError("BEGIN lists this peer otherwise than it joined");
             if (std::none_of(g.info.members.begin(), g.info.members.end(),
                              [&](const GroupMember &m) { return m.peerId == leader.peerId; }))
                 throw ProtocolError("BEGIN does not list the leader");
@@ -192,7 +200,10 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
             const auto followers = m_service->followers();
             const std::size_t size = followers.size() + 1;
             const bool full = size >= m_options.targetGroupSize;
-            const std::size_t expected = expectedPeers ? expectedPeers() : 0;
+            // Our own count, or a follower's if larger (our view of the DHT may miss peers).
+            std::size_t expected = expectedPeers ? expectedPeers() : 0;
+            for (const auto &f : followers)
+                expected = std::max(expected, std::min(f.expected, m_options.targetGroupSize));
             const bool everyone = expected > 0 && size >= expected && size >= m_options.minGroupSize;
             const bool due = now >= deadline && size >= m_options.minGroupSize;
             if (full || everyone || due)
@@ -247,7 +258,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         log::debug("match", m_self.peerId.substr(0, 8) + " asks " + leader.peerId.substr(0, 8) + " (" + std::to_string(declarations.size())
                                 + " declarations)");
         std::string followWhy;
-        if (auto g = follow(leader, epoch, schema, stop, &followWhy))
+        if (auto g = follow(leader, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &followWhy))
             return g;
         // A leader that accepted and then never began, or began a group it is not in, may be
         // holding this peer on purpose: it is not asked again for this epoch.

@@ -84,7 +84,7 @@ public:
 
 private:
     std::optional<FormedGroup> lead(long epoch, const std::vector<JoinRequest> &followers);
-    std::optional<FormedGroup> follow(const Declaration &leader, long epoch, const std::string &schema,
+    std::optional<FormedGroup> follow(const Declaration &leader, long epoch, const std::string &schema, std::size_t expected,
                                       const std::atomic<bool> &stop, std::string *why);
 
     DhtNode &m_dht;

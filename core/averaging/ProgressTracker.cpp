@@ -58,10 +58,8 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
 StepDecision ProgressTracker::decide(long localEpoch, double now) const
 {
     const auto g = global(now, localEpoch);
-    if (g.globalEpoch > localEpoch + 1)
+    if (g.globalEpoch > localEpoch)
         return StepDecision::Resync;
-    if (g.globalEpoch == localEpoch + 1)
-        return StepDecision::CatchUp;
     const double target = static_cast<double>(m_options.targetBatchSize);
     if (static_cast<double>(g.reportedSamples) >= target)
         return StepDecision::Step;

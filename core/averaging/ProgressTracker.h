@@ -15,10 +15,9 @@
 //     throughput since its report (a peer at an older epoch counts 0: it must resync first);
 //   - the ETA of the next step: (target - samples) / (sum of samples/s at the global epoch);
 //   - the decision of a peer at local epoch e: Resync (download the state) if the global epoch
-//     is more than e + 1; CatchUp if it is e + 1 (the swarm stepped without this peer: it moves to
-//     the global epoch with the state it has and asks its next group for the swarm's state, as
-//     hivemind lets a peer one epoch behind go on instead of downloading); Step if the samples
-//     reach the target; otherwise Accumulate.
+//     is above e; Step if the samples reach the target; otherwise Accumulate. (hivemind lets a
+//     peer one epoch behind go on; here that peer would have to take the state in a state round,
+//     which on a home uplink costs more than the download over its faster downlink.)
 // Guard against tiny batches (a known failure of the reference after restarts: thousands of
 // epochs of a handful of samples): the extrapolated part may complete the batch only if the
 // samples actually REPORTED at the global epoch are at least `minReportedFraction` of the target.
@@ -51,7 +50,7 @@ struct GlobalProgress {
     int clientPeers = 0;
 };
 
-enum class StepDecision { Accumulate, Resync, Step, CatchUp };
+enum class StepDecision { Accumulate, Resync, Step };
 
 // Samples for this peer's next micro-batch, so that it ends by the ETA of the global batch rather
 // than a full micro-batch after it (the group would wait in the round for the last peer still

@@ -235,7 +235,8 @@ json joinToJson(const JoinRequest &r)
 {
     return json{{"run", r.runId}, {"e", r.epoch}, {"s", r.schema}, {"p", r.peerId},
                 {"k", toHex(r.publicKey.data(), r.publicKey.size())}, {"a", r.allReduceEndpoint},
-                {"b", r.bandwidth}, {"c", r.clientMode}, {"x", r.sender}, {"r", r.repair}};
+                {"b", r.bandwidth}, {"c", r.clientMode}, {"x", r.sender}, {"r", r.repair},
+                {"n", r.expected}};
 }
 
 JoinRequest joinFromJson(const json &j)
@@ -253,6 +254,7 @@ JoinRequest joinFromJson(const json &j)
     r.clientMode = flag(j, "c");
     r.sender = flag(j, "x");
     r.repair = flag(j, "r");
+    r.expected = j.contains("n") ? static_cast<std::size_t>(nonNegative(j, "n", static_cast<long>(MaxGroupMembers))) : 0;
     if (!r.clientMode && r.allReduceEndpoint.empty())
         throw ProtocolError("a reachable peer asked to join without an all-reduce endpoint");
     if (r.clientMode && !r.sender)

@@ -10,7 +10,8 @@
 // Service messages travel between a DEALER and a peer's service ROUTER as ZeroMQ multipart:
 // one CBOR header frame (<= MaxServiceHeaderBytes) and, for state parts, one raw fp32 frame.
 //   join   {run, e: epoch, s: schema, p: peer id, k: public key (64 hex), a: all-reduce
-//           endpoint, b: bandwidth, c: client mode, x: sender, r: repair} follower -> leader
+//           endpoint, b: bandwidth, c: client mode, x: sender, r: repair, n: peers it
+//           expects (optional)}                                  follower -> leader
 //   accept {d: leader's deadline} | refuse {why}                 leader -> follower
 //   begin  {g: group id, e: epoch, m: [{p, k, a, b, x, z, r}...]}  leader -> follower
 //           z: the member's shard share out of ShardShareTotal (averaging/LoadBalancing.h); the
@@ -109,6 +110,9 @@ struct JoinRequest {
     // Its parameters may differ from the swarm's (it stepped alone, or a round of its left a
     // shard at local values): the group also averages the state this step ("r").
     bool repair = false;
+    // Peers it expects at this epoch, itself included ("n"; absent: 0, unknown): a leader whose
+    // view of the DHT misses some (behind NAT) waits for the larger count until its deadline.
+    std::size_t expected = 0;
 };
 
 // One member of an averaging group, as the leader's BEGIN lists it and the butterfly all-reduce

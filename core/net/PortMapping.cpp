@@ -98,8 +98,16 @@ struct PortMapping::Router {
     bool natpmpOpen = false;
     std::string lanAddress;
     std::vector<std::uint16_t> mapped; // external ports held, in the order of the options' ports
+    // TCP, or UDP (PortMappingOptions::udp): the protocol of every port.
+    const char *protocol = "TCP";
+    int natpmpProtocol = NATPMP_PROTOCOL_TCP;
+    int natpmpMappingReply = NATPMP_RESPTYPE_TCPPORTMAPPING;
 
-    Router() = default;
+    explicit Router(bool udp)
+        : protocol(udp ? "UDP" : "TCP"), natpmpProtocol(udp ? NATPMP_PROTOCOL_UDP : NATPMP_PROTOCOL_TCP),
+          natpmpMappingReply(udp ? NATPMP_RESPTYPE_UDPPORTMAPPING : NATPMP_RESPTYPE_TCPPORTMAPPING)
+    {
+    }
     Router(const Router &) = delete;
     Router &operator=(const Router &) = delete;
     ~Router()
@@ -151,11 +159,11 @@ struct PortMapping::Router {
     {
         const std::string e = std::to_string(external), i = std::to_string(internal);
         int r = UPNP_AddPortMapping(urls.controlURL, data.first.servicetype, e.c_str(), i.c_str(), lanAddress.c_str(),
-                                    desc.c_str(), "TCP", nullptr, std::to_string(lease).c_str());
+                                    desc.c_str(), protocol, nullptr, std::to_string(lease).c_str());
         if (r == UpnpOnlyPermanentLeases && lease != 0) {
             lease = 0;
             r = UPNP_AddPortMapping(urls.controlURL, data.first.servicetype, e.c_str(), i.c_str(), lanAddress.c_str(),
-                                    desc.c_str(), "TCP", nullptr, "0");
+                                    desc.c_str(), protocol, nullptr, "0");
         }
         return r;
     }
@@ -175,11 +183,11 @@ struct PortMapping::Router {
             char reserved[16] = {};
             const std::string i = std::to_string(internal);
             r = UPNP_AddAnyPortMapping(urls.controlURL, data.first.servicetype, i.c_str(), i.c_str(), lanAddress.c_str(),
-                                       desc.c_str(), "TCP", nullptr, std::to_string(lease).c_str(), reserved);
+                                       desc.c_str(), protocol, nullptr, std::to_string(lease).c_str(), reserved);
             if (r == UPNPCOMMAND_SUCCESS)
                 return static_cast<std::uint16_t>(std::atoi(reserved));
         }
-        why = "the UPnP gateway refused to map TCP port " + std::to_string(internal) + ": " + upnpError(r);
+        why = "the UPnP gateway refused to map " + std::string(protocol) + " port " + std::to_string(internal) + ": " + upnpError(r);
         return 0;
     }
 
@@ -233,16 +241,16 @@ struct PortMapping::Router {
         return true;
     }
 
-    // Maps (lifetime > 0) or removes (0) one TCP port; the public port the gateway chose, or 0.
+    // Maps (lifetime > 0) or removes (0) one port; the public port the gateway chose, or 0.
     std::uint16_t natpmpRequest(std::uint16_t internal, std::uint16_t external, std::uint32_t &lifetime, double seconds,
                                 std::string &why)
     {
         natpmpresp_t response{};
-        int r = sendnewportmappingrequest(&natpmp, NATPMP_PROTOCOL_TCP, internal, external, lifetime);
+        int r = sendnewportmappingrequest(&natpmp, natpmpProtocol, internal, external, lifetime);
         if (r >= 0)
             r = natpmpAnswer(response, seconds);
-        if (r < 0 || response.type != NATPMP_RESPTYPE_TCPPORTMAPPING) {
-            why = "NAT-PMP gateway refused to map TCP port " + std::to_string(internal) + ": "
+        if (r < 0 || response.type != natpmpMappingReply) {
+            why = "NAT-PMP gateway refused to map " + std::string(protocol) + " port " + std::to_string(internal) + ": "
                   + natpmpError(r < 0 ? r : NATPMP_ERR_UNDEFINEDERROR);
             return 0;
         }
@@ -325,7 +333,7 @@ struct PortMapping::Router {
             std::string why;
             if (method == PortMappingMethod::Upnp) {
                 const int r = UPNP_DeletePortMapping(urls.controlURL, data.first.servicetype,
-                                                     std::to_string(mapped[i]).c_str(), "TCP", nullptr);
+                                                     std::to_string(mapped[i]).c_str(), protocol, nullptr);
                 if (r != UPNPCOMMAND_SUCCESS)
                     why = upnpError(r);
             } else {
@@ -374,7 +382,7 @@ PortMappingResult PortMapping::map()
     PortMappingResult upnp, natpmp;
     bool gatewayFound = false;
     if (m_options.tryUpnp) {
-        m_router = std::make_unique<Router>();
+        m_router = std::make_unique<Router>(m_options.udp);
         if (m_router->mapUpnp(m_options, upnp)) {
             m_result = upnp;
             startRenewing();
@@ -383,7 +391,7 @@ PortMappingResult PortMapping::map()
         gatewayFound = m_router->urlsValid;
     }
     if (m_options.tryNatPmp && !gatewayFound) {
-        m_router = std::make_unique<Router>();
+        m_router = std::make_unique<Router>(m_options.udp);
         if (m_router->mapNatPmp(m_options, natpmp)) {
             m_result = natpmp;
             startRenewing();

@@ -1,6 +1,7 @@
 #pragma once
 // Port mappings on the volunteer's home router, as BitTorrent clients obtain them: the peer asks
-// the router to forward external TCP ports to its service and all-reduce ports, advertises the
+// the router to forward external TCP ports to its service and all-reduce ports (and a UDP port to
+// its DHT node, with a second mapping of `udp` ports), advertises the
 // router's external address with those ports (net/Announce.h), and lets the dial-back
 // (averaging/Reachability.h) confirm that others get through.
 //
@@ -10,7 +11,7 @@
 //      `leaseSeconds`; lease 0 "permanent" when the router answers 725
 //      OnlyPermanentLeasesSupported), DeletePortMapping (UPnP IGD v1, WANIPConnection:1 spec).
 //   2. NAT-PMP (libnatpmp, RFC 6886), only where UPnP found no gateway device: public address
-//      request, then one TCP mapping request per port to the gateway's UDP port 5351;
+//      request, then one TCP (or UDP) mapping request per port to the gateway's UDP port 5351;
 //      lifetime 0 removes a mapping.
 // For each local port the same external port is asked for first; when it is taken, UPnP tries a
 // few others (and AddAnyPortMapping, where the router has it), NAT-PMP takes the port the
@@ -43,7 +44,8 @@ enum class PortMappingMethod { None, Upnp, NatPmp };
 [[nodiscard]] const char *portMappingMethodName(PortMappingMethod m); // "none", "UPnP", "NAT-PMP"
 
 struct PortMappingOptions {
-    std::vector<std::uint16_t> ports; // local TCP ports to map (e.g. all-reduce, service)
+    std::vector<std::uint16_t> ports; // local ports to map (e.g. all-reduce, service)
+    bool udp = false;                 // the ports are UDP (e.g. the DHT's), not TCP
     // The LAN address the ports are bound on (the internal client of a UPnP mapping); empty or
     // "0.0.0.0": the address of this machine toward the gateway (miniupnpc finds it). NAT-PMP
     // always maps to the requesting address.

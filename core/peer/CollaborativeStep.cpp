@@ -37,6 +37,11 @@ void GroupSearch::drop()
     m_epoch = -1;
 }
 
+bool GroupSearch::ended() const
+{
+    return m_result.valid() && m_result.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
 std::optional<FormedGroup> GroupSearch::wait(const std::function<bool()> &giveUp, bool *gaveUp)
 {
     if (gaveUp)
@@ -58,10 +63,10 @@ std::optional<FormedGroup> GroupSearch::wait(const std::function<bool()> &giveUp
 
 std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
                                                   const std::optional<FormedGroup> &group, const std::string &whyAlone,
-                                                  AllReduceOptions options)
+                                                  AllReduceOptions options, bool contribute)
 {
     StepOutcome out;
-    out.localSamples = trainer.accumulatedSamples();
+    out.localSamples = contribute ? trainer.accumulatedSamples() : 0;
     if (!group) {
         if (out.localSamples == 0)
             return std::nullopt; // (a non-finite local gradient is skipped by applyStep itself)
@@ -70,7 +75,8 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
         out.status = "fell back to local gradients: " + whyAlone;
         return out;
     }
-    auto gradient = trainer.meanGradientFlat();
+    auto gradient = contribute ? trainer.meanGradientFlat()
+                               : std::vector<float>(static_cast<std::size_t>(trainer.parameterCount()), 0.0F);
     options.myWeight = static_cast<double>(out.localSamples);
     if (!std::all_of(gradient.begin(), gradient.end(), [](float x) { return std::isfinite(x); })) {
         // As the solo trainer skips such a step: this peer's contribution is dropped (weight 0,

@@ -43,6 +43,8 @@ public:
     // Cancels the search and waits for its thread (at most one matchmaking request timeout).
     void drop();
     [[nodiscard]] bool active() const { return m_result.valid(); }
+    // Whether the running search has ended (with or without a group): wait() returns at once.
+    [[nodiscard]] bool ended() const;
     [[nodiscard]] long epoch() const { return m_epoch; } // -1: none running
     // Waits for the result, asking `giveUp` every 50 ms; once it says yes the search is cancelled
     // and *gaveUp set. Returns the group, or nothing with the reason in why(). Ends the search.
@@ -76,9 +78,12 @@ struct StepOutcome {
 // Averages this peer's gradient in `group` and applies the step; without a group applies the
 // local gradient (`whyAlone` goes into the status). Returns nothing, and changes nothing, when
 // there is neither a group nor a local sample (a peer that just downloaded the state).
+// `contribute` false (a peer pausing in a group it has joined): it takes part with weight 0 and
+// zeros (its own samples are dropped), so the others need not wait for it, and applies the
+// group's average like everyone; without a group it does nothing.
 [[nodiscard]] std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
                                                                 const std::optional<FormedGroup> &group,
                                                                 const std::string &whyAlone,
-                                                                AllReduceOptions options);
+                                                                AllReduceOptions options, bool contribute = true);
 
 } // namespace dedloc

@@ -134,6 +134,24 @@ void SwarmPeer::Impl::mapRouterPorts()
     service->advertise("tcp://" + r.externalAddress + ":" + std::to_string(r.externalPorts[1]));
     log::info("swarm", "the router maps " + allReduce->endpoint() + " and " + service->endpoint() + " to this peer ("
                            + portMappingMethodName(r.method) + ", lease " + std::to_string(r.leaseSeconds) + " s)");
+    mapDhtPort(o);
+}
+
+void SwarmPeer::Impl::mapDhtPort(PortMappingOptions o)
+{
+    // Others find this node at the port its packets leave the router from; a masquerading
+    // router keeps the local port when it is free, so the same external port is what counts.
+    o.ports = {dht->port()};
+    o.udp = true;
+    dhtMapping = std::make_unique<PortMapping>(o);
+    const auto r = dhtMapping->map();
+    if (!r.ok()) {
+        log::info("swarm", "the router does not map the DHT's UDP port " + std::to_string(dht->port()) + ": " + r.why);
+        dhtMapping.reset();
+        return;
+    }
+    log::info("swarm", "the router maps UDP port " + std::to_string(r.externalPorts[0]) + " to the DHT node"
+                           + (r.externalPorts[0] == dht->port() ? std::string() : " (not its own port: others may not reach it)"));
 }
 
 void SwarmPeer::Impl::settleReachability()
@@ -157,6 +175,7 @@ void SwarmPeer::Impl::settleReachability()
                                   "connecting out only" + (opt.announce.empty() ? "" : "; check the router's port forward"));
             service.reset();
             portMapping.reset(); // removes the mappings nobody got through
+            dhtMapping.reset();
             allReduce = std::make_unique<AllReduceEndpoint>(false, std::string(), access.security);
             opt.clientMode = true;
             note = "client mode: other peers cannot connect to this machine (" + v.why
@@ -233,6 +252,7 @@ void SwarmPeer::Impl::run()
         exitCode = 1;
     }
     portMapping.reset(); // the router forwards nothing to a stopped peer
+    dhtMapping.reset();
     workerDone = true;
     wake.notify_all();
     if (control.joinable())

@@ -85,7 +85,7 @@ struct SwarmOptions {
     double senderTimeout = 15.0;              // seconds (reference default)
     double reducerTimeout = 30.0;             // seconds (reference default)
     long averageStateEvery = 10;              // epochs; 0: never
-    std::size_t minPeers = 1;                 // neither compute nor step before this many peers
+    std::size_t minPeers = 1;                 // neither compute nor step before this many peers (once)
                                               // (trainers and auxiliaries, this one included) are
                                               // at the epoch
     long monitorStateEvery = 5;               // epochs between the monitor's kept states

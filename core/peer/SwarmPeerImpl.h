@@ -51,8 +51,11 @@ struct SwarmPeer::Impl {
     ProgressTracker tracker{TrackerOptions{}};
     std::atomic<bool> stopFlag{false};
     std::atomic<bool> pausedFlag{false};
+    // Downloading state: published, so nobody expects us in a group.
     std::atomic<bool> syncingFlag{false};
-    bool repairWanted = false; // worker thread: our parameters may differ from the swarm's // downloading state: published, so nobody expects us in a group
+    // Worker thread only: our parameters may differ from the swarm's (we ask our next group for a
+    // state round and serve no snapshot meanwhile).
+    bool repairWanted = false;
     std::atomic<bool> workerDone{false};
     std::atomic<int> exitCode{0};
     std::atomic<std::uint16_t> dhtPort{0};
@@ -79,6 +82,7 @@ struct SwarmPeer::Impl {
     std::unique_ptr<PeerService> service;
     std::unique_ptr<AllReduceEndpoint> allReduce;
     std::unique_ptr<PortMapping> portMapping; // held while the router maps our ports (renews itself)
+    std::unique_ptr<PortMapping> dhtMapping;  // the DHT node's UDP port, beside them
     std::string portMappingNote;              // why the router gave none ("" when not asked)
     std::unique_ptr<Matchmaker> matchmaker;
     std::unique_ptr<MetricsWriter> metrics;
@@ -94,6 +98,9 @@ struct SwarmPeer::Impl {
     // Fault injection for tests (tst_swarm): DEDLOC_FAULT_STALL_ROUND=<epoch> makes this peer
     // freeze inside its first round at that epoch or later, as a peer that hangs mid-round.
     long faultStallEpoch = std::getenv("DEDLOC_FAULT_STALL_ROUND") ? std::atol(std::getenv("DEDLOC_FAULT_STALL_ROUND")) : -1;
+    // DEDLOC_FAULT_PAUSE_IN_GROUP=<epoch>: the peer pauses itself as soon as its search for a
+    // group at that epoch or later has ended, as a volunteer pressing Pause just then.
+    long faultPauseEpoch = std::getenv("DEDLOC_FAULT_PAUSE_IN_GROUP") ? std::atol(std::getenv("DEDLOC_FAULT_PAUSE_IN_GROUP")) : -1;
 
     explicit Impl(SwarmOptions o) : opt(std::move(o)) {}
 
@@ -133,6 +140,9 @@ struct SwarmPeer::Impl {
     void settleReachability();
     // Asks the router for mappings of the two ports (SwarmOptions::mapPorts) and advertises them.
     void mapRouterPorts();
+    // With the TCP ports mapped, asks the same router for the DHT node's UDP port (a node others
+    // cannot reach sees only part of the swarm's records).
+    void mapDhtPort(PortMappingOptions options);
     void setMyRecord(long samples, double samplesPerSecond);
     void run();
 
@@ -169,9 +179,11 @@ struct SwarmPeer::Impl {
     // the round completed: auxiliaries and reducing monitors become state donors this way.
     // Returns whether the round completed (every member then holds the same state).
     bool averageState(const FormedGroup &group, long epoch);
-    // One epoch behind the swarm (StepDecision::CatchUp): moves to the global epoch with the
-    // parameters it has and asks for repair, instead of downloading the state.
-    void catchUp();
+    // After a step that left our parameters possibly different from the swarm's: downloads the
+    // state of this epoch from a donor; false when none could give it.
+    bool repairByDownload();
+    // Sets repairWanted (and tells the matchmaker), with a log line when it changes.
+    void setRepair(bool wanted);
 
     // --- the trainer role (SwarmTrainerRole.cpp)
     void runTrainer();
@@ -180,7 +192,8 @@ struct SwarmPeer::Impl {
     int fittedMicroBatch(double now, int fullMicroBatch);
     // The due global step: waits for this epoch's group (if `search` looks for one), averages and
     // applies (peer/CollaborativeStep.h), then strikes, state averaging, validation and report.
-    void takeStep(GroupSearch &search, bool alone);
+    // `contribute` false: pausing; a group already joined gets this peer's part with weight 0.
+    void takeStep(GroupSearch &search, bool alone, bool contribute = true);
     // Writes the step's metrics event, publishes it for the monitor and prints the status line;
     // `validationLoss`: this peer validated after the step (then the event carries val_loss).
     // `stateRound`: the group also averaged parameters and optimizer state after the gradients.

@@ -4,6 +4,7 @@
 #include "peer/SwarmPeerImpl.h"
 
 #include "averaging/StateDownload.h"
+#include "util/Error.h"
 #include "util/Log.h"
 
 #include <algorithm>
@@ -27,10 +28,9 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why)
     if (!s)
         return false;
     trainer->loadStateFlat(s->values, s->epoch);
-    afterStateChange();
-    repairWanted = false; // the donor's state: nothing of ours to repair
     if (matchmaker)
-        matchmaker->setRepair(false);
+        setRepair(false); // the donor's state: nothing of ours to repair
+    afterStateChange();
     return true;
 }
 
@@ -54,7 +54,8 @@ bool SwarmPeer::Impl::syncState(long minEpoch)
 
 void SwarmPeer::Impl::afterStateChange()
 {
-    if (service) {
+    // A state that may differ from the swarm's is not served: donors keep their last one.
+    if (service && !repairWanted) {
         service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
         std::lock_guard lock(mutex);
         donorAdvert = DonorAdvert{identity->peerId(), service->endpoint(), trainer->step()};
@@ -90,13 +91,15 @@ bool SwarmPeer::Impl::averageStateNow(long epoch) const
 bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
 {
     // Parameters and LAMB statistics, equal weights (every trainer holds one copy). Every member
-    // sends in a state round, so that the ones that do not train receive the result too.
-    // A trainer that asked for repair sends with weight 0 and so takes the state of the trainers
+    // sends in a state round, so that the ones that do not train receive the result too. A
+    // trainer that asked for repair sends with weight 0 and so takes the state of the trainers
     // that did not, if there is one; when all did, all count alike.
     const auto &listed = group.info.members;
     const bool freshTrainer = std::any_of(listed.begin(), listed.end(), [](const GroupMember &m) {
         return m.weight > 0.0 && !m.repair;
     });
+    // Without a fresh trainer the result is the swarm's state only if the group is the swarm.
+    const bool wholeSwarm = listed.size() >= expectedPeers(epoch);
     auto members = listed;
     for (auto &m : members)
         m.weight = 1.0;
@@ -104,23 +107,32 @@ bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
     auto state = trains ? trainer->stateFlat() : std::vector<float>(static_cast<std::size_t>(trainer->stateElements()));
     auto o = roundOptions();
     o.codec = Compression::None; // state is averaged exactly: equal states stay equal
+    o.maxWeight = 1.0;           // every member sends weight 1 or 0 here
     if (!trains || (listed[group.myIndex].repair && freshTrainer))
         o.myWeight = 0.0;
-    const auto report = allReduce->run(group.info.groupId + "/state", members, group.myIndex, state, o);
+    AllReduceReport report;
+    try {
+        report = allReduce->run(group.info.groupId + "/state", members, group.myIndex, state, o);
+    } catch (const Error &e) {
+        log::warning("swarm", std::string("state round failed: ") + e.what());
+        return false;
+    }
     strikeOffenders(group, report);
-    if (trains) {
+    // Every shard averaged at least one member of weight > 0: a shard whose weighted senders were
+    // all excluded would be the plain mean of the weight-0 ones (zeros of the non-trainers).
+    const bool everyShard = report.complete && report.minShardWeight > 0 && std::isfinite(report.minShardWeight);
+    const bool swarmState = everyShard && (freshTrainer || wholeSwarm);
+    if (trains && everyShard) {
         trainer->loadStateFlat(state, trainer->step());
-        afterStateChange();
-    } else if (report.complete && report.minShardWeight > 0 && std::isfinite(report.minShardWeight)) {
-        // Every shard averaged at least one trainer's state: a shard whose senders were all
-        // excluded would hold this peer's zeros.
+    } else if (!trains && swarmState) {
         trainer->loadStateFlat(state, epoch + 1);
-        afterStateChange();
         log::info("swarm", "kept the swarm's state of epoch " + std::to_string(epoch + 1) + " from the state round");
     }
+    if (everyShard && (trains || swarmState))
+        afterStateChange();
     log::info("swarm", "averaged parameters and optimizer state with " + std::to_string(group.info.members.size())
-                           + " peers" + (report.complete ? "" : " (incomplete)"));
-    return report.complete;
+                           + " peers" + (everyShard ? "" : " (incomplete: kept its own)"));
+    return swarmState;
 }
 
 } // namespace dedloc

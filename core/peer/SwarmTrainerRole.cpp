@@ -32,10 +32,15 @@ void SwarmPeer::Impl::runTrainer()
     long stepsSinceCheckpoint = 0;
     double lastSyncAttempt = -1e9;
     bool wasPaused = false;
+    bool minPeersSeen = false;
     setState(PeerState::Training);
     while (!stopFlag.load() && trainer->step() < lastEpoch && !timeUp()) {
         if (pausedFlag.load()) {
             if (!wasPaused) {
+                // A group this peer has joined (or is joining) would wait for its part: it takes
+                // part with weight 0 and applies the group's step, then stops computing.
+                if (search.active() && search.epoch() == trainer->step())
+                    takeStep(search, false, false);
                 search.drop();
                 releaseAcceleratorMemory();
                 wasPaused = true;
@@ -60,11 +65,6 @@ void SwarmPeer::Impl::runTrainer()
             matchSoon = tracker.shouldStartMatchmaking(trainer->step(), now);
         }
         expected = expectedPeers(trainer->step());
-        if (decision == StepDecision::CatchUp) {
-            search.drop();
-            catchUp();
-            continue;
-        }
         if (decision == StepDecision::Resync) {
             search.drop();
             long global;
@@ -81,15 +81,25 @@ void SwarmPeer::Impl::runTrainer()
                 setState(PeerState::Training);
             continue;
         }
-        if (expected < opt.minPeers) {
+        if (!minPeersSeen) {
             // Neither compute nor step before the peers this run asks for are here: samples
-            // computed alone would make up the whole batch before the others arrive.
-            sleepFor(0.05);
-            continue;
+            // computed alone would make up the whole batch before the others arrive. Once they
+            // were, training goes on if some leave (or drop out of this peer's view of the DHT).
+            if (expected < opt.minPeers) {
+                sleepFor(0.05);
+                continue;
+            }
+            minPeersSeen = true;
         }
         const bool alone = expected <= 1;
         if (!alone && !search.active() && (matchSoon || decision == StepDecision::Step))
             search.start(trainer->step(), [this, epoch = trainer->step()] { return expectedPeers(epoch); });
+        if (faultPauseEpoch >= 0 && trainer->step() >= faultPauseEpoch && search.ended()) {
+            log::warning("swarm", "FAULT: pausing with the group search ended (DEDLOC_FAULT_PAUSE_IN_GROUP)");
+            faultPauseEpoch = -1;
+            pausedFlag = true;
+            continue;
+        }
         if (decision == StepDecision::Step) {
             takeStep(search, alone);
             search.drop();
@@ -121,23 +131,34 @@ void SwarmPeer::Impl::runTrainer()
     setMyRecord(0, 0.0); // the final epoch, for the control thread's last publish
 }
 
-void SwarmPeer::Impl::catchUp()
+void SwarmPeer::Impl::setRepair(bool wanted)
 {
-    long global;
-    {
-        std::lock_guard lock(mutex);
-        global = tracker.global(unixNow(), trainer->step()).globalEpoch;
+    if (wanted != repairWanted)
+        log::info("swarm", wanted ? "parameters may differ from the swarm's: the next group averages the state too"
+                                  : "parameters agree with the swarm's again");
+    repairWanted = wanted;
+    matchmaker->setRepair(wanted);
+}
+
+bool SwarmPeer::Impl::repairByDownload()
+{
+    // A donor already at this epoch holds the group's state (a donor whose state may differ
+    // serves none): downloading it costs the downlink, the fast side of a home connection,
+    // where a state round would cost every member's uplink.
+    // The donors of this step advertise it within a progress period or two: wait that long.
+    std::string why;
+    syncingFlag = true;
+    bool loaded = false;
+    for (const double until = unixNow() + 3.0 * opt.progressPeriod + 1.0; !loaded && !stopFlag.load();) {
+        loaded = downloadAndLoadState(trainer->step(), &why);
+        if (loaded || unixNow() > until)
+            break;
+        sleepFor(0.5);
     }
-    if (global != trainer->step() + 1)
-        return;
-    // Same parameters, the swarm's epoch (and schedule); the samples of the missed step are
-    // dropped. They are a step old: the next group gives this peer the swarm's state.
-    trainer->loadStateFlat(trainer->stateFlat(), global);
-    repairWanted = true;
-    matchmaker->setRepair(true);
-    afterStateChange();
-    log::info("swarm", "the swarm stepped to epoch " + std::to_string(global) + " without this peer: it goes on at that "
-                       "epoch and takes the swarm's state in its next group instead of downloading it");
+    syncingFlag = false;
+    if (!loaded)
+        log::info("swarm", "no donor to repair from (" + why + "): the next group averages the state");
+    return loaded;
 }
 
 int SwarmPeer::Impl::fittedMicroBatch(double now, int fullMicroBatch)
@@ -153,7 +174,7 @@ int SwarmPeer::Impl::fittedMicroBatch(double now, int fullMicroBatch)
     return fitMicroBatch(eta, emaSamplesPerSecond, fullMicroBatch);
 }
 
-void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone)
+void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
 {
     const long epoch = trainer->step();
     setState(PeerState::Averaging, "global step " + std::to_string(epoch + 1));
@@ -184,17 +205,29 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone)
             sleepFor(0.5);
     }
     const auto roundStart = std::chrono::steady_clock::now();
-    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, group, why, roundOptions());
+    if (!group && !contribute) { // pausing, and no group waits for us
+        setState(PeerState::Training);
+        return;
+    }
+    if (!contribute)
+        log::info("swarm", "pausing: taking part in group " + group->info.groupId + " with weight 0 first");
+    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, group, why, roundOptions(), contribute);
     if (!outcome) {
         // Nothing computed here and nobody to average with (e.g. just after a state
-        // download): no step; the tracker says Resync once the others have stepped.
+        // download): no step; the tracker says Resync once the others have stepped. A group
+        // that expects a state round still gets this member's part of it.
+        if (group && (averageStateNow(epoch) || group->info.stateRound()))
+            (void)averageState(*group, epoch);
         setState(PeerState::Training);
         sleepFor(0.1);
         return;
     }
-    // Parameters left different from the group's (a step alone, a shard kept at local values)
-    // are repaired in the next group this peer joins: it asks for a state round there.
-    bool diverged = !outcome->averaged || !outcome->complete || repairWanted;
+    // Parameters left different from the group's (a step alone beside others, a shard whose
+    // average never came back) are repaired in the next group this peer joins: it asks for a
+    // state round there. (Excluding a sender from our own shard does not: every member that
+    // received our results, the excluded one included, holds what we hold.)
+    bool diverged = (!outcome->averaged && !alone) || (outcome->averaged && outcome->report.receivedFraction < 1.0)
+                    || repairWanted;
     bool stateRound = false;
     if (group) {
         strikeOffenders(*group, outcome->report);
@@ -204,11 +237,9 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone)
     } else if (!alone) {
         log::warning("swarm", outcome->status);
     }
-    if (diverged != repairWanted)
-        log::info("swarm", diverged ? "parameters may differ from the swarm's: the next group averages the state too"
-                                    : "parameters agree with the group's again");
-    repairWanted = diverged;
-    matchmaker->setRepair(diverged);
+    setRepair(diverged);
+    if (diverged && repairByDownload())
+        setRepair(false);
     {
         std::lock_guard lock(mutex);
         swarmSamplesSeen += outcome->batchSamples;
