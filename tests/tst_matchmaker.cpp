@@ -60,6 +60,18 @@ std::vector<std::unique_ptr<Peer>> makePeers(const std::vector<bool> &clientMode
     return peers;
 }
 
+using Pair = std::pair<std::optional<FormedGroup>, std::optional<FormedGroup>>;
+
+// Peers 0 and 1 look for a group of (epoch, "s") at once, expecting `e0` and `e1` peers.
+Pair formPair(std::vector<std::unique_ptr<Peer>> &peers, long epoch, std::size_t e0 = 2, std::size_t e1 = 2)
+{
+    std::atomic<bool> stop{false};
+    auto a = std::async(std::launch::async, [&] { return peers[0]->matchmaker->formGroup(epoch, "s", [e0] { return e0; }, stop); });
+    auto b = std::async(std::launch::async, [&] { return peers[1]->matchmaker->formGroup(epoch, "s", [e1] { return e1; }, stop); });
+    auto ga = a.get();
+    return {std::move(ga), b.get()};
+}
+
 double seconds(std::chrono::steady_clock::time_point since)
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -211,6 +223,20 @@ const std::vector<MistypedReply> mistypedReplies = {
 class TestMatchmaker final : public QObject {
     Q_OBJECT
 
+    // A follower asks `leader` once, refuses its BEGIN with `reason`, and never asks it again in
+    // that epoch.
+    static void expectRefusedOnce(FakeLeader &leader, const char *reason)
+    {
+        const auto options = fastOptions();
+        auto follower = followerOf(leader, options);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+        QVERIFY(!out.group);
+        QVERIFY2(QString::fromStdString(out.why).contains(QString::fromLatin1(reason)), out.why.c_str());
+        QCOMPARE(leader.joins.load(), 1);
+    }
+
 private Q_SLOTS:
     // Peers ask each other at the same moment: one group, one id, one member order, every
     // member at its own index, exactly one leader; no deadlock.
@@ -263,24 +289,14 @@ private Q_SLOTS:
     void repairAskedByAFollowerReachesTheWholeGroup()
     {
         auto peers = makePeers({false, false}, fastOptions());
-        std::atomic<bool> stop{false};
         for (const bool repair : {true, false}) {
             peers[0]->matchmaker->setRepair(repair);
             peers[1]->matchmaker->setRepair(false);
-            const long epoch = repair ? 1 : 2;
-            auto a = std::async(std::launch::async, [&] {
-                return peers[0]->matchmaker->formGroup(epoch, "s", [] { return std::size_t(2); }, stop);
-            });
-            auto b = std::async(std::launch::async, [&] {
-                return peers[1]->matchmaker->formGroup(epoch, "s", [] { return std::size_t(2); }, stop);
-            });
-            const auto ga = a.get(), gb = b.get();
+            const auto [ga, gb] = formPair(peers, repair ? 1 : 2);
             QVERIFY(ga && gb);
             QCOMPARE(ga->info.groupId, gb->info.groupId);
-            QCOMPARE(ga->info.stateRound(), repair);
-            QCOMPARE(gb->info.stateRound(), repair);
-            // Both copies name the member that asked.
-            for (const auto *g : {&*ga, &*gb})
+            QVERIFY(ga->info.stateRound() == repair && gb->info.stateRound() == repair);
+            for (const auto *g : {&*ga, &*gb}) // both copies name the member that asked
                 for (const auto &m : g->info.members)
                     QCOMPARE(m.repair, repair && m.peerId == peers[0]->identity.peerId());
         }
@@ -292,15 +308,8 @@ private Q_SLOTS:
     void aFollowersLargerCountKeepsTheLeaderWaiting()
     {
         auto peers = makePeers({false, true}, fastOptions());
-        std::atomic<bool> stop{false};
         const auto start = std::chrono::steady_clock::now();
-        auto leader = std::async(std::launch::async, [&] {
-            return peers[0]->matchmaker->formGroup(1, "s", [] { return std::size_t(2); }, stop);
-        });
-        auto follower = std::async(std::launch::async, [&] {
-            return peers[1]->matchmaker->formGroup(1, "s", [] { return std::size_t(3); }, stop);
-        });
-        const auto l = leader.get(), f = follower.get();
+        const auto [l, f] = formPair(peers, 1, 2, 3);
         QVERIFY(l && f && l->leader);
         QCOMPARE(l->info.members.size(), std::size_t(2));
         QVERIFY2(seconds(start) >= fastOptions().window - 0.3, qPrintable(QString::number(seconds(start))));
@@ -310,17 +319,8 @@ private Q_SLOTS:
     void clientModeNeverLeads()
     {
         auto peers = makePeers({true, false}, fastOptions());
-        std::atomic<bool> stop{false};
-        auto client = std::async(std::launch::async, [&] {
-            return peers[0]->matchmaker->formGroup(1, "s", [] { return std::size_t(2); }, stop);
-        });
-        auto reachable = std::async(std::launch::async, [&] {
-            return peers[1]->matchmaker->formGroup(1, "s", [] { return std::size_t(2); }, stop);
-        });
-        const auto c = client.get(), r = reachable.get();
-        QVERIFY(c && r);
-        QVERIFY(!c->leader);
-        QVERIFY(r->leader);
+        const auto [c, r] = formPair(peers, 1);
+        QVERIFY(c && r && !c->leader && r->leader);
         const auto &me = c->info.members[c->myIndex];
         QVERIFY(me.endpoint.empty());
         QCOMPARE(me.bandwidth, 0.0);
@@ -423,14 +423,7 @@ private Q_SLOTS:
                                {j.peerId, "", 0.0, 1.0, j.publicKey}}};
             return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
         });
-        const auto options = fastOptions();
-        auto follower = followerOf(leader, options);
-        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
-        const auto out = formGroupGuarded(*follower->matchmaker, options);
-        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
-        QVERIFY(!out.group);
-        QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("does not list the leader")), out.why.c_str());
-        QCOMPARE(leader.joins.load(), 1);
+        expectRefusedOnce(leader, "does not list the leader");
     }
 
     // A leader cannot change what a follower joined as: a BEGIN that marks it as asking for
@@ -454,14 +447,7 @@ private Q_SLOTS:
                 g.members[1].endpoint = "tcp://127.0.0.1:7";
             return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
         });
-        const auto options = fastOptions();
-        auto follower = followerOf(leader, options);
-        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
-        const auto out = formGroupGuarded(*follower->matchmaker, options);
-        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
-        QVERIFY(!out.group);
-        QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("otherwise than it joined")), out.why.c_str());
-        QCOMPARE(leader.joins.load(), 1);
+        expectRefusedOnce(leader, "otherwise than it joined");
     }
 
     // A leader's reply with a field of the wrong type never throws out of formGroup: a

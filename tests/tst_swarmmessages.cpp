@@ -47,18 +47,9 @@ const PeerIdentity &peer(int i)
                                               PeerIdentity::generate()};
     return identities[i];
 }
-const PeerIdentity &alice()
-{
-    return peer(0);
-}
-const PeerIdentity &bob()
-{
-    return peer(1);
-}
-const PeerIdentity &carol()
-{
-    return peer(2);
-}
+const PeerIdentity &alice() { return peer(0); }
+const PeerIdentity &bob() { return peer(1); }
+const PeerIdentity &carol() { return peer(2); }
 
 std::string hexKey(const PeerIdentity &who)
 {
@@ -136,10 +127,8 @@ const std::vector<Refusal> joinCases = {
     {"negative epoch", [](json &j) { j["e"] = -5; }, "\"e\" = -5 is out of range"},
     {"schema as array", [](json &j) { j["s"] = json::array(); }, "\"s\" is not a string"},
     {"empty peer id", [](json &j) { j["p"] = ""; }, "join without a peer id"},
-    {"missing repair", [](json &j) { j.erase("r"); }, "missing field \"r\""},
     {"repair as number", [](json &j) { j["r"] = 1; }, "\"r\" is not a boolean"},
     {"expected peers above the group limit", [](json &j) { j["n"] = 257; }, "\"n\" = 257 is out of range"},
-    {"expected peers as text", [](json &j) { j["n"] = "5"; }, "\"n\" is not an integer"},
     {"another peer's id", [](json &j) { j["p"] = bob().peerId(); }, "\"k\" is not the key of peer"},
     {"another peer's key", [](json &j) { j["k"] = hexKey(bob()); }, "\"k\" is not the key of peer"},
     {"missing key", [](json &j) { j.erase("k"); }, "missing field \"k\""},
@@ -161,7 +150,6 @@ const std::vector<Refusal> groupCases = {
     {"empty group id", [](json &j) { j["g"] = ""; }, "empty group id"},
     {"group id too long", [](json &j) { j["g"] = tooLong(65); }, "\"g\" is longer than 64 bytes"},
     {"negative epoch", [](json &j) { j["e"] = -1; }, "\"e\" = -1 is out of range"},
-    {"member without repair", [](json &j) { j["m"][0].erase("r"); }, "missing field \"r\""},
     {"member repair as text", [](json &j) { j["m"][0]["r"] = "yes"; }, "\"r\" is not a boolean"},
     {"missing members", [](json &j) { j.erase("m"); }, "missing field \"m\""},
     {"members as map", [](json &j) { j["m"] = json::object(); }, "2 to 256 members"},
@@ -178,7 +166,6 @@ const std::vector<Refusal> groupCases = {
     {"member without share", [](json &j) { j["m"][1].erase("z"); }, "missing field \"z\""},
     {"negative share", [](json &j) { j["m"][1]["z"] = -1; }, "\"z\" = -1 is out of range"},
     {"share above the total", [](json &j) { j["m"][1]["z"] = ShardShareTotal + 1; }, "is out of range"},
-    {"fractional share", [](json &j) { j["m"][1]["z"] = 0.5; }, "\"z\" is not an integer"},
     {"shares short of the total", [](json &j) { j["m"][1]["z"] = 999; }, "shard shares sum to 1048575, not 1048576"},
     {"shares above the total", [](json &j) { j["m"][1]["z"] = 1001; }, "shard shares sum to 1048577"},
     {"client-mode member with a share", [](json &j) { j["m"][2]["z"] = 1; }, "client-mode member cannot hold a shard"},
@@ -278,11 +265,9 @@ private Q_SLOTS:
             QCOMPARE(p.paused, r.paused);
             QCOMPARE(p.averages, r.averages);
             QCOMPARE(p.accessToken, r.accessToken);
-            QVERIFY(!p.syncing);
-            QVERIFY(!json::parse(payload).contains("y")); // written only when set
+            QVERIFY(!p.syncing && !json::parse(payload).contains("y")); // "y" written only when set
             auto syncing = r;
-            syncing.syncing = true;
-            QVERIFY(parseProgress(record(encodeProgress(syncing))).syncing);
+            QVERIFY(parseProgress(record(encodeProgress((syncing.syncing = true, syncing)))).syncing);
             auto without = json::parse(payload); // without "a": every role averages but the monitor
             QCOMPARE(parseProgress(record((without.erase("a"), without).dump())).averages, role != PeerRole::Monitor);
         }
@@ -376,7 +361,6 @@ private Q_SLOTS:
         });
         parser.join();
         QVERIFY2(type == "state?" || error.contains("not a CBOR map"), qPrintable(error));
-
         const auto payload = R"({"e":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
         QVERIFY(protocolErrorOf([&] { (void)parseProgress(record(payload)); }).contains("\"e\" is not an integer"));
     }
@@ -449,13 +433,11 @@ private Q_SLOTS:
         auto group = validGroup();
         group.members[0].weight = 48.0;
         const auto parsed = groupFromJson(parseServiceMessage(encodeServiceMessage("begin", groupToJson(group))));
-        QCOMPARE(parsed.groupId, std::string("g1"));
-        QCOMPARE(parsed.epoch, 7L);
-        QVERIFY(!parsed.stateRound());
-        group.members[1].repair = true;
+        QVERIFY(parsed.groupId == "g1" && parsed.epoch == 7L);
+        group.members[1].repair = true; // one member asks: the group averages the state
         const auto repaired = groupFromJson(groupToJson(group));
-        QVERIFY(repaired.stateRound());
-        QVERIFY(!repaired.members[0].repair && repaired.members[1].repair && !repaired.members[2].repair);
+        QVERIFY(!parsed.stateRound() && repaired.stateRound() && !repaired.members[0].repair
+                && repaired.members[1].repair && !repaired.members[2].repair);
         QCOMPARE(parsed.members.size(), std::size_t(3));
         const double weights[] = {1.0, 0.0, 1.0};
         for (std::size_t i = 0; i < 3; ++i) {

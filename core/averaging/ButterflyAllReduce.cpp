@@ -409,6 +409,10 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
 AllReduceEndpoint::~AllReduceEndpoint()
 {
     d->pending.byGroup.clear();
+    // A peer that leaves right after a round still delivers the results it queued for slower
+    // members (closing with linger 0 would drop them: they would keep local values).
+    if (d->router)
+        d->router->set(zmq::sockopt::linger, 3000);
     d->router.reset(); // sockets before the ZAP handler and the context
     d->zap.reset();
 }
