@@ -169,7 +169,10 @@ Declaration parseDeclaration(const SignedRecord &record)
 
 std::string encodeDonorAdvert(const DonorAdvert &a)
 {
-    return json{{"a", a.serviceEndpoint}, {"e", a.epoch}}.dump();
+    json j{{"a", a.serviceEndpoint}, {"e", a.epoch}};
+    if (a.mayDiffer)
+        j["d"] = true;
+    return j.dump();
 }
 
 DonorAdvert parseDonorAdvert(const SignedRecord &record)
@@ -181,6 +184,7 @@ DonorAdvert parseDonorAdvert(const SignedRecord &record)
     if (a.serviceEndpoint.empty())
         throw ProtocolError("donor advert without an endpoint");
     a.epoch = nonNegative(j, "e");
+    a.mayDiffer = j.contains("d") && flag(j, "d");
     a.publicKey = record.publicKey;
     return a;
 }

@@ -91,6 +91,9 @@ struct DonorAdvert {
     std::string serviceEndpoint;
     long epoch = 0;
     std::array<unsigned char, 32> publicKey{}; // the record's signer: the service socket's CURVE key
+    // Its state may differ from the swarm's (it stepped alone; payload "d", absent: false): a
+    // peer repairing its own state does not take it, one that is behind takes it last.
+    bool mayDiffer = false;
 };
 [[nodiscard]] std::string encodeDonorAdvert(const DonorAdvert &advert);
 [[nodiscard]] DonorAdvert parseDonorAdvert(const SignedRecord &record);

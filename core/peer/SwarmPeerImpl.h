@@ -54,7 +54,7 @@ struct SwarmPeer::Impl {
     // Downloading state: published, so nobody expects us in a group.
     std::atomic<bool> syncingFlag{false};
     // Worker thread only: our parameters may differ from the swarm's (we ask our next group for a
-    // state round and serve no snapshot meanwhile).
+    // state round, and our donor advert says so meanwhile).
     bool repairWanted = false;
     std::atomic<bool> workerDone{false};
     std::atomic<int> exitCode{0};
@@ -167,7 +167,8 @@ struct SwarmPeer::Impl {
     bool syncState(long minEpoch);
     // Downloads the state of `minEpoch` or later from the best usable donor and loads it; false
     // (with the reason in *why) when no donor delivered.
-    bool downloadAndLoadState(long minEpoch, std::string *why);
+    // `consistentOnly`: never from a donor whose state may differ (DonorAdvert::mayDiffer).
+    bool downloadAndLoadState(long minEpoch, std::string *why, bool consistentOnly = false);
     void afterStateChange();
     // Strikes every member whose messages in this round the link proved invalid.
     void strikeOffenders(const FormedGroup &group, const AllReduceReport &report);

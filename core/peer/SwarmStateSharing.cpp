@@ -20,18 +20,29 @@ std::vector<DonorAdvert> SwarmPeer::Impl::usableDonors()
     return donors;
 }
 
-bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why)
+bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool consistentOnly)
 {
-    const auto donors = rankDonors(usableDonors(), minEpoch);
-    auto s = downloadState(donors, manifest->runId, minEpoch, static_cast<std::uint64_t>(trainer->stateElements()), {},
-                           stopFlag, why, access.security, bans.get());
-    if (!s)
-        return false;
-    trainer->loadStateFlat(s->values, s->epoch);
-    if (matchmaker)
-        setRepair(false); // the donor's state: nothing of ours to repair
-    afterStateChange();
-    return true;
+    // Donors whose state agrees with the swarm's first; then, unless repairing, the others (a
+    // state that may differ still beats staying behind, and is repaired in the next group).
+    const auto all = usableDonors();
+    for (const bool mayDiffer : {false, true}) {
+        if (mayDiffer && consistentOnly)
+            break;
+        std::vector<DonorAdvert> donors;
+        std::copy_if(all.begin(), all.end(), std::back_inserter(donors),
+                     [&](const DonorAdvert &d) { return d.mayDiffer == mayDiffer; });
+        auto s = downloadState(rankDonors(std::move(donors), minEpoch), manifest->runId, minEpoch,
+                               static_cast<std::uint64_t>(trainer->stateElements()), {}, stopFlag, why, access.security,
+                               bans.get());
+        if (!s)
+            continue;
+        trainer->loadStateFlat(s->values, s->epoch);
+        if (matchmaker)
+            setRepair(mayDiffer);
+        afterStateChange();
+        return true;
+    }
+    return false;
 }
 
 bool SwarmPeer::Impl::syncState(long minEpoch)
@@ -54,11 +65,11 @@ bool SwarmPeer::Impl::syncState(long minEpoch)
 
 void SwarmPeer::Impl::afterStateChange()
 {
-    // A state that may differ from the swarm's is not served: donors keep their last one.
-    if (service && !repairWanted) {
+    // A state that may differ from the swarm's is served, and advertised as such.
+    if (service) {
         service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
         std::lock_guard lock(mutex);
-        donorAdvert = DonorAdvert{identity->peerId(), service->endpoint(), trainer->step()};
+        donorAdvert = DonorAdvert{identity->peerId(), service->endpoint(), trainer->step(), {}, repairWanted};
     }
     update([&](PeerSnapshot &s) { s.localEpoch = trainer->step(); });
 }
