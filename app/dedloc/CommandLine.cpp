@@ -195,6 +195,9 @@ int CommandLine::parse(const QStringList &arguments)
             w.host = "0.0.0.0";
         // The usual forward keeps the port number: without --port, bind the announced pair.
         const long forwarded = dedloc::endpointPort(w.announce);
+        if (!p.isSet(dataPort) && forwarded <= 0)
+            return bad(("--announce " + w.announce + " needs fixed ports for the router to forward: give --port PORT, "
+                        "or --announce " + w.announce + ":PORT").c_str());
         if (!p.isSet(dataPort) && forwarded > 0) { // checked above: 1..65534
             w.allReducePort = static_cast<std::uint16_t>(forwarded);
             w.servicePort = static_cast<std::uint16_t>(forwarded + 1);
@@ -214,12 +217,17 @@ int CommandLine::parse(const QStringList &arguments)
     w.evaluateEvery = static_cast<long>(number(evaluateEvery));
     w.senderTimeout = number(senderTimeout);
     w.reducerTimeout = number(reducerTimeout);
-    w.minPeers = static_cast<std::size_t>(std::max(1.0, number(minPeers)));
+    const double minPeersValue = number(minPeers);
+    w.minPeers = static_cast<std::size_t>(std::max(1.0, minPeersValue));
     statusInterval = number(statusEvery);
     screenshotAfter = number(screenshotAfterOpt);
     if (!ok || w.microBatchSize < 0 || w.progressPeriod <= 0 || w.matchmaking.window <= 0 || w.averageStateEvery < 0
-        || w.evaluateEvery < 0 || w.senderTimeout <= 0 || w.reducerTimeout < w.senderTimeout || statusInterval < 0 || screenshotAfter < 0)
-        return bad("a swarm option has a bad value");
+        || w.evaluateEvery < 0 || w.senderTimeout <= 0 || w.reducerTimeout < w.senderTimeout || statusInterval < 0
+        || screenshotAfter < 0 || minPeersValue < 1 || minPeersValue != std::floor(minPeersValue))
+        return bad("a swarm option has a bad value: numbers are wanted, with --min-peers a whole number of at least 1, "
+                   "--progress-period, --matchmaking-time and --sender-timeout above 0, --reducer-timeout at least "
+                   "--sender-timeout, and --micro-batch, --average-state-every, --evaluate-every and --status-every "
+                   "not negative");
     w.swarmMetricsOut = p.value(swarmMetrics).toStdString();
     w.hashParameters = p.isSet(hashParameters);
     w.dumpParameters = p.value(dumpParameters).toStdString();
