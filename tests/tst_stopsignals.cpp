@@ -82,8 +82,9 @@ private Q_SLOTS:
         Solo solo;
         QVERIFY2(solo.startTraining(), qPrintable(solo.output.right(2000)));
         const auto pid = static_cast<pid_t>(solo.process.processId());
+        // Back to back: a clean stop can finish within a short pause (then the process exits 0
+        // before the second signal); pending together, either order is a different second signal.
         QCOMPARE(::kill(pid, SIGTERM), 0);
-        QThread::msleep(150);
         QCOMPARE(::kill(pid, SIGINT), 0); // the volunteer insists
         QVERIFY2(solo.finish(60), qPrintable(solo.output.right(2000)));
         QCOMPARE(solo.process.exitCode(), 130);
