@@ -125,13 +125,6 @@ void SwarmPeer::Impl::runTrainer()
             s.allTime = c;
         });
     }
-    // At the time or step limit, a group this peer has joined would wait out its timeouts for
-    // it: it takes part with weight 0 first (as when paused). A stop asked for does not wait.
-    if (!stopFlag.load() && search.active() && search.epoch() == trainer->step()) {
-        const long before = trainer->step();
-        takeStep(search, false, false);
-        stepsSinceCheckpoint += trainer->step() - before; // the group's step is saved too
-    }
     search.drop();
     if (stepsSinceCheckpoint > 0)
         trySave();
