@@ -105,13 +105,14 @@ sockaddr_in addressOf(const std::string &host, std::uint16_t port)
     return a;
 }
 
-// A TCP listener on host (any port); returns the fd, sets `port`.
-int listenOn(const std::string &host, std::uint16_t &port)
+// A socket of `type` bound on host (any port), listening if TCP; returns the fd (-1 on
+// failure), sets `port`.
+int boundOn(const std::string &host, int type, std::uint16_t &port)
 {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
     auto a = addressOf(host, 0);
     socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd, 4) != 0
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || (type == SOCK_STREAM && ::listen(fd, 4) != 0)
         || ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
         ::close(fd);
         return -1;
@@ -149,21 +150,6 @@ std::string acceptAndRead(int listener)
     const ssize_t n = ::poll(&q, 1, 2000) == 1 ? ::recv(fd, buf, sizeof buf - 1, 0) : -1;
     ::close(fd);
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
-}
-
-// A UDP socket bound on host (any port); returns the fd, sets `port`.
-int udpOn(const std::string &host, std::uint16_t &port)
-{
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    auto a = addressOf(host, 0);
-    socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0
-        || ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    port = ntohs(a.sin_port);
-    return fd;
 }
 
 // Sends `text` in one datagram to host:port from a fresh socket.
@@ -332,7 +318,7 @@ private Q_SLOTS:
         PortMappingResult r, other;
         QVERIFY(home.run([&] {
             for (int i = 0; i < 3; ++i)
-                fd[i] = listenOn(homeAddress, p[i]);
+                fd[i] = boundOn(homeAddress, SOCK_STREAM, p[i]);
             PortMappingOptions o;
             o.ports = {p[0], p[1]};
             o.lanAddress = homeAddress;
@@ -414,7 +400,7 @@ private Q_SLOTS:
         PortMappingResult r;
         std::string udpEntry, tcpEntry;
         QVERIFY(home.run([&] {
-            fd = udpOn(homeAddress, port);
+            fd = boundOn(homeAddress, SOCK_DGRAM, port);
             PortMappingOptions o;
             o.ports = {port};
             o.udp = true;
