@@ -1,5 +1,5 @@
 // The swarm end to end: real `dedloc` processes on loopback training the tiny run together
-// (cases (a)-(h) below). Each case starts a monitor (the DHT bootstrap node) and peers,
+// (cases (a)-(j) below). Each case starts a monitor (the DHT bootstrap node) and peers,
 // and judges them by their metrics files (params_sha: SHA-256 of the parameters after a step).
 #include "SwarmHarness.h"
 #include "TcpRelay.h"
@@ -450,6 +450,35 @@ private Q_SLOTS:
         QCOMPARE(paused.value("params_sha", std::string()), other.value("params_sha", std::string()));
         QCOMPARE(s2.at(last).value("params_sha", std::string()), other.value("params_sha", std::string()));
         QCOMPARE(s1.at(5).value("params_sha", std::string()), s2.at(5).value("params_sha", std::string()));
+    }
+
+    // (j) A member's time limit is reached as soon as its group for epoch 2 or later has formed
+    // (fault injection, as --duration ending just then). It stays for that step, with its own
+    // samples, and only then stops: the round completes for the other with no timeout.
+    void timeLimitInAGroupFinishesItsStep()
+    {
+        const auto d = dir("j");
+        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        auto &monitor = h.startMonitor();
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--min-peers"),
+                               QStringLiteral("2"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &stays = h.startPeer(QStringLiteral("stays"), args);
+        qputenv("DEDLOC_FAULT_TIME_UP_IN_GROUP", "2");
+        auto &leaves = h.startPeer(QStringLiteral("leaves"), args);
+        qunsetenv("DEDLOC_FAULT_TIME_UP_IN_GROUP");
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&leaves}); }, 120), {&stays, &leaves, &monitor});
+        SWARM_VERIFY(leaves.logText().contains(QStringLiteral("finishing the step of the group")), {&leaves});
+        const auto sl = byStep(leaves);
+        SWARM_VERIFY(!sl.empty() && sl.rbegin()->first >= 3, {&leaves});
+        const long last = sl.rbegin()->first; // the step of the group it was in at its time limit
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return byStep(stays).count(last) > 0; }, 60), {&stays, &leaves});
+        const auto ss = byStep(stays);
+        const auto &mine = sl.at(last), &other = ss.at(last);
+        QVERIFY(mine.value("samples", 0L) > 0); // its own samples count
+        QCOMPARE(other.value("group_size", 0), 2);
+        QVERIFY(other.value("complete", false));
+        QVERIFY2(other.value("round_s", 100.0) < 3.0, qPrintable(QString::number(other.value("round_s", 100.0))));
+        QCOMPARE(mine.value("params_sha", std::string()), other.value("params_sha", std::string()));
     }
 };
 

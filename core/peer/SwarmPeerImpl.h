@@ -101,6 +101,10 @@ struct SwarmPeer::Impl {
     // DEDLOC_FAULT_PAUSE_IN_GROUP=<epoch>: the peer pauses itself as soon as its search for a
     // group at that epoch or later has ended, as a volunteer pressing Pause just then.
     long faultPauseEpoch = std::getenv("DEDLOC_FAULT_PAUSE_IN_GROUP") ? std::atol(std::getenv("DEDLOC_FAULT_PAUSE_IN_GROUP")) : -1;
+    // DEDLOC_FAULT_TIME_UP_IN_GROUP=<epoch>: the peer's time limit is reached as soon as its
+    // search for a group at that epoch or later has ended, as a --duration ending just then.
+    long faultTimeUpEpoch = std::getenv("DEDLOC_FAULT_TIME_UP_IN_GROUP") ? std::atol(std::getenv("DEDLOC_FAULT_TIME_UP_IN_GROUP")) : -1;
+    bool faultTimeUp = false; // set once by that fault (worker thread)
 
     explicit Impl(SwarmOptions o) : opt(std::move(o)) {}
 
@@ -125,7 +129,10 @@ struct SwarmPeer::Impl {
         });
     }
 
-    bool timeUp() const { return opt.durationSeconds > 0 && unixNow() - started >= opt.durationSeconds; }
+    bool timeUp() const
+    {
+        return faultTimeUp || (opt.durationSeconds > 0 && unixNow() - started >= opt.durationSeconds);
+    }
 
     void sleepFor(double seconds)
     {

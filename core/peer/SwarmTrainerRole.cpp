@@ -34,7 +34,20 @@ void SwarmPeer::Impl::runTrainer()
     bool wasPaused = false;
     bool minPeersSeen = false;
     setState(PeerState::Training);
-    while (!stopFlag.load() && trainer->step() < lastEpoch && !timeUp()) {
+    // At the time limit a peer that is looking for (or has found) the group of its epoch stays
+    // until that step: its group would otherwise wait out the round's timeouts for it. The step
+    // comes about one matchmaking time after the search began; the grace bounds a late one.
+    double graceUntil = -1.0;
+    const auto staysForItsGroup = [&] {
+        if (!search.active() || search.epoch() != trainer->step())
+            return false;
+        if (graceUntil < 0) {
+            graceUntil = unixNow() + 2.0 * opt.matchmaking.window + opt.matchmaking.requestTimeout;
+            log::info("swarm", "time limit reached: finishing the step of the group this peer has joined");
+        }
+        return unixNow() < graceUntil;
+    };
+    while (!stopFlag.load() && trainer->step() < lastEpoch && (!timeUp() || staysForItsGroup())) {
         if (pausedFlag.load()) {
             if (!wasPaused) {
                 // A group this peer has joined (or is joining) would wait for its part: it takes
@@ -98,6 +111,12 @@ void SwarmPeer::Impl::runTrainer()
             log::warning("swarm", "FAULT: pausing with the group search ended (DEDLOC_FAULT_PAUSE_IN_GROUP)");
             faultPauseEpoch = -1;
             pausedFlag = true;
+            continue;
+        }
+        if (faultTimeUpEpoch >= 0 && trainer->step() >= faultTimeUpEpoch && search.ended()) {
+            log::warning("swarm", "FAULT: time limit with the group search ended (DEDLOC_FAULT_TIME_UP_IN_GROUP)");
+            faultTimeUpEpoch = -1;
+            faultTimeUp = true;
             continue;
         }
         if (decision == StepDecision::Step) {
