@@ -101,11 +101,7 @@ struct FakeLeader {
         endpoint = router.get(zmq::sockopt::last_endpoint);
         thread = std::thread([this, script = std::move(script)] { serve(script); });
     }
-    ~FakeLeader()
-    {
-        done = true;
-        thread.join();
-    }
+    ~FakeLeader() { done = true; thread.join(); }
 
     // Its declaration for (epoch, schema) in run "mm-test", gathering until `deadline`.
     bool declare(long epoch, const std::string &schema, double deadline)
@@ -187,10 +183,7 @@ Outcome formGroupGuarded(Matchmaker &m, const MatchmakingOptions &o)
     return out;
 }
 
-std::vector<std::uint8_t> message(const std::string &type, const json &fields)
-{
-    return encodeServiceMessage(type, fields);
-}
+constexpr auto &message = encodeServiceMessage;
 
 // Replies whose fields have the wrong types; what the follower must make of them.
 struct MistypedReply {
@@ -285,20 +278,27 @@ private Q_SLOTS:
     }
 
     // A peer whose parameters may differ asks for repair: the group it joins averages the state
-    // too, as both members' BEGIN says; once repaired, the next group does not.
-    void repairAskedByAFollowerReachesTheWholeGroup()
+    // too, as both members' BEGIN says; once repaired, the next group does not. The bandwidths
+    // set last (rates measured in rounds) decide the leader's shares: 30 and 10 give 3/4 and 1/4.
+    void repairAndBandwidthReachTheWholeGroup()
     {
         auto peers = makePeers({false, false}, fastOptions());
         for (const bool repair : {true, false}) {
             peers[0]->matchmaker->setRepair(repair);
             peers[1]->matchmaker->setRepair(false);
+            peers[0]->matchmaker->setBandwidth(repair ? 30.0 : 10.0);
+            peers[1]->matchmaker->setBandwidth(10.0);
             const auto [ga, gb] = formPair(peers, repair ? 1 : 2);
             QVERIFY(ga && gb);
             QCOMPARE(ga->info.groupId, gb->info.groupId);
             QVERIFY(ga->info.stateRound() == repair && gb->info.stateRound() == repair);
+            const std::int64_t first = repair ? ShardShareTotal / 4 * 3 : ShardShareTotal / 2;
             for (const auto *g : {&*ga, &*gb}) // both copies name the member that asked
-                for (const auto &m : g->info.members)
-                    QCOMPARE(m.repair, repair && m.peerId == peers[0]->identity.peerId());
+                for (const auto &m : g->info.members) {
+                    const bool isFirst = m.peerId == peers[0]->identity.peerId();
+                    QCOMPARE(m.repair, repair && isFirst);
+                    QCOMPARE(m.share, isFirst ? first : ShardShareTotal - first);
+                }
         }
     }
 

@@ -1,9 +1,9 @@
 #include "CommandLine.h"
 
 #include "net/Announce.h"
+#include "net/LocalAddress.h"
 #include "run/RunPaths.h"
 
-#include <cmath>
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
@@ -51,12 +51,12 @@ int CommandLine::parse(const QStringList &arguments)
     const auto name = option("name", "Name shown in status lines.", "name");
     const auto bootstrap = option("bootstrap", "DHT node to join (host:port); repeatable.", "host:port");
     const auto dhtPort = option("dht-port", "UDP port of this peer's DHT node (default: any; local swarm: 31340).", "port");
-    const auto host = option("host", "IPv4 address this peer listens on (DHT and data plane) and advertises; other machines must reach it. 0.0.0.0 only with --client-mode.", "address", "127.0.0.1");
+    const auto host = option("host", "IPv4 address of this machine that this peer listens on (DHT and data plane) and advertises (default: 127.0.0.1, reached from this machine only). With peers on other machines: your LAN address (e.g. 192.168.1.11), or 0.0.0.0 with --client-mode.", "address", "127.0.0.1");
     const auto dataPort = option("port", "TCP port of this peer's all-reduce socket; its service socket (group joins, state downloads) uses port + 1. For a firewall rule or a port forward (default: any free ports).", "port");
     const auto announce = option("announce", "Reachable through a port forward on your router: advertise HOST (your public address or name) instead of --host, with PORT the router forwards to --port (PORT + 1 to --port + 1; default: the same ports). Binds every address (0.0.0.0) unless --host says otherwise.", "host[:port]");
     const auto noPortMapping = option("no-port-mapping", "Never ask the router for port mappings (UPnP-IGD, NAT-PMP); by default a peer on a LAN address asks, unless --announce or --client-mode.");
     const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard).");
-    const auto bandwidth = option("bandwidth", "Declared upload bandwidth in Mbit/s, for shard sizes.", "mbit");
+    const auto bandwidth = option("bandwidth", "Upload bandwidth in Mbit/s for shard sizes until the first averaging round measures it (default: unknown, the others' mean).", "mbit");
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
     const auto dataSeed = option("data-seed", "Data order seed (default: from the peer key).", "n", "0");
     const auto progressPeriod = option("progress-period", "Seconds between progress records.", "seconds", "1");
@@ -165,6 +165,9 @@ int CommandLine::parse(const QStringList &arguments)
         return bad("--dht-port takes a port number");
     w.dhtPort = static_cast<std::uint16_t>(port);
     w.host = p.value(host).toStdString();
+    if (p.isSet(host))
+        if (const auto problem = dedloc::hostBindProblem(w.host); !problem.empty())
+            return bad(problem.c_str());
     w.clientMode = p.isSet(clientMode);
     w.mapPorts = !p.isSet(noPortMapping);
     if (p.isSet(dataPort)) {
@@ -226,7 +229,7 @@ int CommandLine::parse(const QStringList &arguments)
         || screenshotAfter < 0 || minPeersValue < 1 || minPeersValue != std::floor(minPeersValue))
         return bad("a swarm option has a bad value: numbers are wanted, with --min-peers a whole number of at least 1, "
                    "--progress-period, --matchmaking-time and --sender-timeout above 0, --reducer-timeout at least "
-                   "--sender-timeout, and --micro-batch, --average-state-every, --evaluate-every and --status-every "
+                   "--sender-timeout, and --micro-batch, --average-state-every, --evaluate-every and --status-interval "
                    "not negative");
     w.swarmMetricsOut = p.value(swarmMetrics).toStdString();
     w.hashParameters = p.isSet(hashParameters);

@@ -4,6 +4,7 @@
 #include "averaging/PartReducer.h"
 #include "averaging/PartSender.h"
 #include "net/DataPlaneSecurity.h"
+#include "net/TcpThroughput.h"
 #include "util/Error.h"
 #include "util/Log.h"
 
@@ -137,8 +138,9 @@ std::vector<CurveKey> curveKeysOf(const std::vector<GroupMember> &members)
 // early, the poll loop over the ROUTER and the round's DEALERs, the offences and the report.
 class RoundRunner final {
   public:
+    // `routerPort`: the local port of the ROUTER (0: none), whose connections carry the RESULTs.
     RoundRunner(RoundContext round, zmq::context_t &context, zmq::socket_t *router, EarlyMessages &pending,
-                const AllReduceOptions &options);
+                const AllReduceOptions &options, std::uint16_t routerPort);
     RoundRunner(const RoundRunner &) = delete;
     RoundRunner &operator=(const RoundRunner &) = delete;
 
@@ -153,6 +155,9 @@ class RoundRunner final {
     void pollOnce(bool canSendMore);
     void receive(std::size_t owner);
     AllReduceReport finish();
+    [[nodiscard]] std::vector<std::string> reducerEndpoints() const;
+    void sampleUpload();
+    [[nodiscard]] double measuredUpload();
     [[nodiscard]] double resultMargin() const
     {
         return std::max(0.0, m_options.reducerTimeout - m_options.senderTimeout);
@@ -168,17 +173,30 @@ class RoundRunner final {
     std::vector<zmq::pollitem_t> m_items;
     std::vector<std::size_t> m_owner; // per item: n = router, else dealer index
     AllReduceReport m_report;
+    UploadMeter m_upload;        // PARTs on the DEALERs, RESULTs on the ROUTER's connections
+    double m_uploadSampledAt = 0.0;
 };
 
 RoundRunner::RoundRunner(RoundContext round, zmq::context_t &context, zmq::socket_t *router, EarlyMessages &pending,
-                         const AllReduceOptions &options)
+                         const AllReduceOptions &options, std::uint16_t routerPort)
     : m_round(std::move(round)), m_options(options), m_router(router), m_pending(pending),
       m_downloadCapped(options.download && options.download->rate() > 0.0),
       // Results arrive on this round's own DEALERs: bounded queues there let TCP flow control slow
       // the reducers to the cap (8 messages per connection; 0 = unbounded). (The ROUTER's limit is
       // left alone: changing it while connections exist crashed libzmq 4.3.4's I/O thread.)
-      m_sender(m_round, context, m_downloadCapped ? 8 : 0), m_reducer(m_round, router)
+      m_sender(m_round, context, m_downloadCapped ? 8 : 0), m_reducer(m_round, router),
+      m_upload(reducerEndpoints(), m_round.shard(m_round.me) > 0 ? routerPort : std::uint16_t(0))
 {
+}
+
+// The reducers this member's DEALERs send to (m_sender is built by now).
+std::vector<std::string> RoundRunner::reducerEndpoints() const
+{
+    std::vector<std::string> reducers;
+    for (std::size_t j = 0; j < m_round.size(); ++j)
+        if (m_sender.dealer(j))
+            reducers.push_back(m_round.members[j].endpoint);
+    return reducers;
 }
 
 AllReduceReport RoundRunner::run()
@@ -206,6 +224,7 @@ AllReduceReport RoundRunner::run()
         if (shardDone && (m_sender.resultsDone() || m_sender.resultsStalled(m_options.reducerTimeout)
                           || elapsed >= m_options.roundTimeout + resultMargin()))
             break;
+        sampleUpload();
         const bool canSendMore = m_sender.sendSome(SendBudget);
         if (m_items.empty()) {
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -366,7 +385,29 @@ AllReduceReport RoundRunner::finish()
         log::warning("allreduce", "group " + groupId + ": received " + std::to_string(received) + " of " +
                                       std::to_string(expected) + " averaged elements; the rest keep local values");
     }
+    report.uploadBytesPerSecond = measuredUpload();
     return std::move(m_report);
+}
+
+// Every 100 ms: the members that got their results close their connections before the round
+// ends here, and a closed connection's figures are gone.
+void RoundRunner::sampleUpload()
+{
+    if (m_round.elapsed() - m_uploadSampledAt < 0.1)
+        return;
+    m_upload.sample();
+    m_uploadSampledAt = m_round.elapsed();
+}
+
+// Read before the round's DEALERs close: their connections carry this member's parts.
+double RoundRunner::measuredUpload()
+{
+    m_upload.sample();
+    const double rate = m_upload.rate(), cap = m_round.upload ? m_round.upload->rate() : 0.0;
+    if (cap <= 0)
+        return rate;
+    // Under a cap the link may idle between parts (busy too short to tell): the cap is the rate.
+    return rate > 0 ? std::min(rate, cap) : (m_upload.bytes() >= 256 * 1024 ? cap : -1.0);
 }
 
 } // namespace
@@ -377,6 +418,7 @@ struct AllReduceEndpoint::Impl {
     std::unique_ptr<ZapHandler> zap; // before the ROUTER binds; destroyed after it
     std::unique_ptr<zmq::socket_t> router;
     std::string endpoint;
+    std::uint16_t boundPort = 0; // the ROUTER's local port (endpoint may be advertised elsewhere)
     EarlyMessages pending; // of rounds not started here yet
 };
 
@@ -404,6 +446,7 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
         throw Error("cannot listen on " + bindAddress + ": " + e.what());
     }
     d->endpoint = d->router->get(zmq::sockopt::last_endpoint);
+    d->boundPort = static_cast<std::uint16_t>(std::stoi(d->endpoint.substr(d->endpoint.rfind(':') + 1)));
 }
 
 AllReduceEndpoint::~AllReduceEndpoint()
@@ -438,7 +481,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     round.security = d->security.get();
     if (d->security)
         round.curveKeys = curveKeysOf(members);
-    RoundRunner runner(std::move(round), d->context, d->router.get(), d->pending, options);
+    RoundRunner runner(std::move(round), d->context, d->router.get(), d->pending, options, d->boundPort);
     return runner.run();
 }
 

@@ -59,7 +59,7 @@ bool assignShardShares(std::vector<GroupMember> &members)
 Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
                        std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<const BanList> bans)
     : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security)),
-      m_bans(std::move(bans))
+      m_bans(std::move(bans)), m_bandwidth(m_self.bandwidth)
 {
     if (m_self.clientMode)
         m_service = nullptr;
@@ -71,7 +71,7 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
     g.leader = true;
     g.info.groupId = randomGroupId(epoch);
     g.info.epoch = epoch;
-    g.info.members.push_back({m_self.peerId, m_self.allReduceEndpoint, m_self.bandwidth, m_self.sender ? 1.0 : 0.0,
+    g.info.members.push_back({m_self.peerId, m_self.allReduceEndpoint, m_bandwidth.load(), m_self.sender ? 1.0 : 0.0,
                               m_self.publicKey, 0, m_repair.load()});
     for (const auto &f : followers)
         g.info.members.push_back({f.peerId, f.clientMode ? std::string() : f.allReduceEndpoint,
@@ -97,7 +97,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
 {
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
-                        m_self.bandwidth, m_self.clientMode, m_self.sender, m_self.publicKey, m_repair.load(),
+                        m_bandwidth.load(), m_self.clientMode, m_self.sender, m_self.publicKey, m_repair.load(),
                         expected};
     client.send("join", joinToJson(request));
     auto reply = client.receive(m_options.requestTimeout);

@@ -81,6 +81,10 @@ public:
     // Ask the groups this peer joins or leads from now on for a state round (its parameters may
     // differ from the swarm's: JoinRequest::repair). Thread-safe.
     void setRepair(bool repair) { m_repair = repair; }
+    // The upload bandwidth (MatchSelf::bandwidth's unit) this peer's joins and groups carry
+    // from now on: a rate it measured replaces the declared one. Thread-safe.
+    void setBandwidth(double bandwidth) { m_bandwidth = bandwidth; }
+    [[nodiscard]] double bandwidth() const { return m_bandwidth.load(); }
 
 private:
     std::optional<FormedGroup> lead(long epoch, const std::vector<JoinRequest> &followers);
@@ -94,6 +98,7 @@ private:
     std::shared_ptr<const DataPlaneSecurity> m_security;
     std::shared_ptr<const BanList> m_bans;
     std::atomic<bool> m_repair{false};
+    std::atomic<double> m_bandwidth; // starts as MatchSelf::bandwidth
 };
 
 } // namespace dedloc

@@ -95,6 +95,7 @@ struct SwarmPeer::Impl {
     double sessionComputeStart = 0.0;
     long sessionStepsStart = 0;
     long long swarmSamplesSeen = 0, mySamplesSeen = 0;
+    double uploadMbit = -1.0; // measured in rounds (afterRound); < 0 none yet
     // Fault injection for tests (tst_swarm): DEDLOC_FAULT_STALL_ROUND=<epoch> makes this peer
     // freeze inside its first round at that epoch or later, as a peer that hangs mid-round.
     long faultStallEpoch = std::getenv("DEDLOC_FAULT_STALL_ROUND") ? std::atol(std::getenv("DEDLOC_FAULT_STALL_ROUND")) : -1;
@@ -177,8 +178,9 @@ struct SwarmPeer::Impl {
     // `consistentOnly`: never from a donor whose state may differ (DonorAdvert::mayDiffer).
     bool downloadAndLoadState(long minEpoch, std::string *why, bool consistentOnly = false);
     void afterStateChange();
-    // Strikes every member whose messages in this round the link proved invalid.
-    void strikeOffenders(const FormedGroup &group, const AllReduceReport &report);
+    // After a round: strikes every member whose messages in it the link proved invalid, and
+    // takes the upload rate this peer measured in it as its bandwidth (uploadMbit, matchmaker).
+    void afterRound(const FormedGroup &group, const AllReduceReport &report);
     AllReduceOptions roundOptions() const;
     bool averageStateNow(long epoch) const;
     // Averages parameters and optimizer state over `group` right after the gradient round of

@@ -74,11 +74,21 @@ void SwarmPeer::Impl::afterStateChange()
     update([&](PeerSnapshot &s) { s.localEpoch = trainer->step(); });
 }
 
-void SwarmPeer::Impl::strikeOffenders(const FormedGroup &group, const AllReduceReport &report)
+void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport &report)
 {
     for (const auto &o : report.offences)
         bans->strike(group.info.members[o.member].peerId, "round " + group.info.groupId + ": " + o.reason, unixNow(),
                      o.messages);
+    if (report.uploadBytesPerSecond <= 0)
+        return;
+    // Mbit/s, the unit of --bandwidth; half of each new measurement (rounds vary with the others'
+    // links and the machine's load).
+    const double measured = report.uploadBytesPerSecond * 8e-6;
+    const bool first = uploadMbit <= 0;
+    uploadMbit = first ? measured : 0.5 * uploadMbit + 0.5 * measured;
+    matchmaker->setBandwidth(uploadMbit);
+    if (first)
+        log::info("swarm", "measured upload: " + std::to_string(static_cast<int>(std::lround(uploadMbit))) + " Mbit/s (now this peer's bandwidth for shard sizes)");
 }
 
 AllReduceOptions SwarmPeer::Impl::roundOptions() const
@@ -128,7 +138,7 @@ bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
         log::warning("swarm", std::string("state round failed: ") + e.what());
         return false;
     }
-    strikeOffenders(group, report);
+    afterRound(group, report);
     // Every shard averaged at least one member of weight > 0: a shard whose weighted senders were
     // all excluded would be the plain mean of the weight-0 ones (zeros of the non-trainers).
     const bool everyShard = report.complete && report.minShardWeight > 0 && std::isfinite(report.minShardWeight);

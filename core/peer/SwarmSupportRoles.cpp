@@ -10,6 +10,8 @@
 #include "util/Error.h"
 #include "util/Log.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 namespace dedloc {
@@ -56,12 +58,15 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
         auto o = roundOptions();
         o.myWeight = 0.0;
         const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
-        strikeOffenders(*group, report);
+        afterRound(*group, report);
         if (averageStateNow(global) || group->info.stateRound())
             (void)averageState(*group, global);
-        metrics->write("round", {{"step", global + 1}, {"group_size", group->info.members.size()},
-                                 {"shard_elements", report.shardSizes[group->myIndex]},
-                                 {"shard_weight", report.myShardWeight}, {"complete", report.complete}});
+        nlohmann::json round{{"step", global + 1}, {"group_size", group->info.members.size()},
+                             {"shard_elements", report.shardSizes[group->myIndex]},
+                             {"shard_weight", report.myShardWeight}, {"complete", report.complete}};
+        if (uploadMbit > 0)
+            round["upload_mbit"] = uploadMbit;
+        metrics->write("round", round);
         update([&](PeerSnapshot &s) {
             ++s.session.stepsTakenPart;
             s.lastRoundStatus = "reduced a shard for " + std::to_string(group->info.members.size() - 1) + " peer(s)";

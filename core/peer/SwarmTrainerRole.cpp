@@ -249,7 +249,7 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
                     || repairWanted;
     bool stateRound = false;
     if (group) {
-        strikeOffenders(*group, outcome->report);
+        afterRound(*group, outcome->report);
         stateRound = averageStateNow(epoch) || group->info.stateRound();
         if (stateRound)
             diverged = !averageState(*group, epoch);
@@ -308,6 +308,8 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
         fields["loss"] = r.loss;
     if (validationLoss)
         fields["val_loss"] = *validationLoss;
+    if (uploadMbit > 0)
+        fields["upload_mbit"] = uploadMbit;
     if (opt.hashParameters) {
         const auto p = trainer->parametersFlat();
         fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));

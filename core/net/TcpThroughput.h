@@ -1,0 +1,61 @@
+#pragma once
+// Upload throughput as the kernel measured it (Linux tcp_info, RFC 4898's tcpEStatsAppHCThruOctetsAcked
+// and the "busy" time of tcp(7)): how fast this process's bytes actually left over its TCP
+// connections to given peers, whatever ZeroMQ and the kernel buffered on the way.
+//
+// A connection's goodput is bytes_acked / busy_time, where busy_time counts the microseconds it
+// had data unacknowledged or waiting (sending, limited by the receive window or the send buffer),
+// and not the time the application gave it nothing. Connections that were busy at the same time
+// share the uplink, so the upload rate over several of them is sum(bytes_acked) / max(busy_time).
+// This is what a speed test measures, on the round's own traffic: the slowest of this peer's
+// uplink, the path and the receivers' downlinks, not a declared figure.
+//
+// Threads: any. The connections are found by scanning /proc/self/fd for TCP sockets whose peer is
+// one of the endpoints; a socket closed and its descriptor reused by another thread meanwhile is
+// checked again by its peer address before it is counted. Linux only; elsewhere nothing is found.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+struct TcpSendStats {
+    std::uint64_t bytesAcked = 0; // bytes of this side the peer acknowledged
+    double busySeconds = 0.0;     // seconds the connection was busy sending
+    int fd = -1;                  // the connection's descriptor when read
+    std::string peer;             // its peer, "address|port"
+};
+
+// The upload statistics of this process's TCP connections, one per connection found: those to
+// `endpoints` ("tcp://host:port" or "host:port", numeric IPv4 or IPv6 host; others are skipped)
+// and, when `localPort` is not 0, those accepted on that local port (a listener's peers).
+[[nodiscard]] std::vector<TcpSendStats> tcpSendStatsTo(const std::vector<std::string> &endpoints,
+                                                       std::uint16_t localPort = 0);
+
+// Connections' combined upload rate in bytes/s (sum of bytes over the longest busy time), or -1
+// when they moved too little to tell: under `minBytes` in all, or busy under 20 ms.
+[[nodiscard]] double uploadRate(const std::vector<TcpSendStats> &connections, std::uint64_t minBytes = 256 * 1024);
+
+// The upload of one exchange whose connections may close before it ends (a reducer's peers leave
+// once they have their results): sample() reads the connections now open and keeps each one's
+// latest figures, so a closed connection still counts with what it moved until its last sample.
+// Threads: one at a time.
+class UploadMeter final {
+public:
+    UploadMeter(std::vector<std::string> endpoints, std::uint16_t localPort)
+        : m_endpoints(std::move(endpoints)), m_localPort(localPort)
+    {
+    }
+    void sample();
+    // uploadRate() over every connection seen; -1 when too little moved to tell.
+    [[nodiscard]] double rate(std::uint64_t minBytes = 256 * 1024) const;
+    // Bytes acknowledged over every connection seen.
+    [[nodiscard]] std::uint64_t bytes() const;
+
+private:
+    std::vector<std::string> m_endpoints;
+    std::uint16_t m_localPort;
+    std::vector<TcpSendStats> m_seen; // latest per (fd, peer); a reused pair adds a new entry
+};
+
+} // namespace dedloc
