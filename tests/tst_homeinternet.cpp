@@ -6,8 +6,8 @@
 // leaves the namespaces), but its volunteer runs with --no-port-mapping. Nobody tells the
 // trainers behind NAT that they are: each asks the donors to connect back, learns that nobody
 // can, and runs in client mode by itself; serve leads and reduces for them. Judged by the
-// trainers' metrics: averaged steps, identical parameters, the upload each measured and the
-// shares that follow. Root only: skipped with the reason otherwise.
+// trainers' metrics: averaged steps, identical parameters, the upload each measured. Root only:
+// skipped with the reason otherwise.
 #include "EmulatedInternet.h"
 #include "SwarmHarness.h"
 
@@ -147,11 +147,6 @@ private Q_SLOTS:
             qInfo("%s measured %.2f Mbit/s", qPrintable(trainers[i]->name), mbit);
             SWARM_VERIFY(mbit >= uplinks[i].first && mbit <= uplinks[i].second, {trainers[i]});
         }
-        // The leader's shares follow the measured rates: serve (100 Mbit/s up) reduces more than
-        // the public trainer (50 up, its results held back by the homes' downlinks), where the
-        // first step, before any measurement, split the gradient equally between them.
-        const long half = steps[0].at(1).value("shard_elements", 0L);
-        SWARM_VERIFY(steps[0].at(8).value("shard_elements", 0L) < half, {trainers[0], &serve});
         qInfo("%ld steps in one whole group before any split, %ld with identical parameters", together, identical);
         SWARM_VERIFY(together >= 3 && identical == together, all);
         serve.stopGracefully();

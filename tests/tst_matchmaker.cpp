@@ -1,9 +1,6 @@
 // Matchmaking (core/averaging/Matchmaker.h): peers in threads, each with its own OpenDHT node and
-// service socket on loopback, look for a group at the same time.
-#include "net/DhtNode.h"
-#include "net/PeerIdentity.h"
-#include "averaging/Matchmaker.h"
-#include "averaging/PeerService.h"
+// service socket on loopback (tests/support/MatchmakerFixtures.h), look for a group at the same time.
+#include "MatchmakerFixtures.h"
 #include "util/Clock.h"
 
 #include <QTest>
@@ -19,169 +16,10 @@
 #include <thread>
 
 using namespace dedloc;
+using namespace dedloc::test;
 using nlohmann::json;
 
 namespace {
-
-struct Peer {
-    PeerIdentity identity = PeerIdentity::generate();
-    std::unique_ptr<DhtNode> dht;
-    std::unique_ptr<PeerService> service;
-    std::unique_ptr<Matchmaker> matchmaker;
-};
-
-MatchmakingOptions fastOptions()
-{
-    MatchmakingOptions o;
-    o.window = 2.0;
-    o.requestTimeout = 1.0;
-    o.fetchInterval = 0.1;
-    return o;
-}
-
-std::vector<std::unique_ptr<Peer>> makePeers(const std::vector<bool> &clientMode, const MatchmakingOptions &options,
-                                             const std::string &runId = "mm-test")
-{
-    std::vector<std::unique_ptr<Peer>> peers;
-    for (std::size_t i = 0; i < clientMode.size(); ++i) {
-        auto p = std::make_unique<Peer>();
-        p->dht = std::make_unique<DhtNode>(p->identity);
-        if (i > 0)
-            p->dht->bootstrap("127.0.0.1:" + std::to_string(peers.front()->dht->port()));
-        if (!clientMode[i])
-            p->service = std::make_unique<PeerService>(runId);
-        MatchSelf self{p->identity.peerId(), runId, clientMode[i] ? "" : "tcp://127.0.0.1:1" + std::to_string(i),
-                       -1.0, clientMode[i], true, p->identity.publicKey()};
-        p->matchmaker = std::make_unique<Matchmaker>(*p->dht, p->service.get(), self, options);
-        peers.push_back(std::move(p));
-    }
-    for (auto &p : peers) // a swarm whose nodes know each other, as after a while in practice
-        p->dht->waitForNodes(static_cast<unsigned>(std::min<std::size_t>(peers.size() - 1, 1)), 5.0);
-    return peers;
-}
-
-using Pair = std::pair<std::optional<FormedGroup>, std::optional<FormedGroup>>;
-
-// Peers 0 and 1 look for a group of (epoch, "s") at once, expecting `e0` and `e1` peers.
-Pair formPair(std::vector<std::unique_ptr<Peer>> &peers, long epoch, std::size_t e0 = 2, std::size_t e1 = 2)
-{
-    std::atomic<bool> stop{false};
-    auto a = std::async(std::launch::async, [&] { return peers[0]->matchmaker->formGroup(epoch, "s", [e0] { return e0; }, stop); });
-    auto b = std::async(std::launch::async, [&] { return peers[1]->matchmaker->formGroup(epoch, "s", [e1] { return e1; }, stop); });
-    auto ga = a.get();
-    return {std::move(ga), b.get()};
-}
-
-double seconds(std::chrono::steady_clock::time_point since)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-using Replies = std::vector<std::vector<std::uint8_t>>;
-
-// A leader written by hand: a real declaration on the DHT and a plain ROUTER as its service
-// socket. Every join it receives is counted and answered with what `script` returns for it, in
-// order.
-struct FakeLeader {
-    using Script = std::function<Replies(const FakeLeader &, const JoinRequest &)>;
-
-    PeerIdentity identity = PeerIdentity::generate();
-    DhtNode dht{identity};
-    zmq::context_t context;
-    zmq::socket_t router{context, zmq::socket_type::router}; // used by `thread` only, once it runs
-    std::string endpoint;
-    std::atomic<int> joins{0};
-    std::atomic<bool> done{false};
-    std::thread thread;
-
-    explicit FakeLeader(Script script)
-    {
-        router.set(zmq::sockopt::linger, 0);
-        router.bind("tcp://127.0.0.1:*");
-        endpoint = router.get(zmq::sockopt::last_endpoint);
-        thread = std::thread([this, script = std::move(script)] { serve(script); });
-    }
-    ~FakeLeader() { done = true; thread.join(); }
-
-    // Its declaration for (epoch, schema) in run "mm-test", gathering until `deadline`.
-    bool declare(long epoch, const std::string &schema, double deadline)
-    {
-        const Declaration d{identity.peerId(), epoch, schema, endpoint, deadline, false, {}};
-        return dht.publish(runKey("mm-test", "mm/" + std::to_string(epoch) + "/" + schema), encodeDeclaration(d), 30.0);
-    }
-
-    // As BEGIN lists it: reachable, so that the group has a reducer.
-    GroupMember asMember() const
-    {
-        return {identity.peerId(), "tcp://127.0.0.1:9", -1.0, 1.0, identity.publicKey(), ShardShareTotal};
-    }
-
-  private:
-    void serve(const Script &script)
-    {
-        while (!done.load()) {
-            zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
-            zmq::poll(&item, 1, std::chrono::milliseconds(20));
-            std::vector<zmq::message_t> in;
-            if (!(item.revents & ZMQ_POLLIN) || !zmq::recv_multipart(router, std::back_inserter(in)) || in.size() != 2)
-                continue;
-            JoinRequest join;
-            try {
-                join = joinFromJson(parseServiceMessage({in[1].data<std::uint8_t>(), in[1].size()}));
-            } catch (const ProtocolError &) {
-                continue;
-            }
-            ++joins;
-            for (const auto &reply : script(*this, join)) {
-                std::array<zmq::message_t, 2> frames{zmq::message_t(in[0].data(), in[0].size()),
-                                                     zmq::message_t(reply.data(), reply.size())};
-                zmq::send_multipart(router, frames);
-            }
-        }
-    }
-};
-
-// A client-mode peer (it only asks, never leads) whose DHT node knows the fake leader's.
-std::unique_ptr<Peer> followerOf(FakeLeader &leader, const MatchmakingOptions &options)
-{
-    auto p = std::make_unique<Peer>();
-    p->dht = std::make_unique<DhtNode>(p->identity);
-    p->dht->bootstrap("127.0.0.1:" + std::to_string(leader.dht.port()));
-    p->dht->waitForNodes(1, 5.0);
-    leader.dht.waitForNodes(1, 5.0);
-    MatchSelf self{p->identity.peerId(), "mm-test", "", -1.0, true, true, p->identity.publicKey()};
-    p->matchmaker = std::make_unique<Matchmaker>(*p->dht, nullptr, self, options);
-    return p;
-}
-
-struct Outcome {
-    bool finished = false; // formGroup returned within its bound (window + 2 request timeouts) + 10 s
-    std::optional<FormedGroup> group;
-    std::string why;
-    std::string thrown; // what escaped formGroup, if anything
-};
-
-// formGroup for (3, "s") on a thread, so that neither an exception nor a search that does not end
-// takes the test down: past the bound it is stopped and reported as not finished.
-Outcome formGroupGuarded(Matchmaker &m, const MatchmakingOptions &o)
-{
-    std::atomic<bool> stop{false};
-    auto f = std::async(std::launch::async, [&] {
-        Outcome out;
-        try {
-            out.group = m.formGroup(3, "s", [] { return std::size_t(2); }, stop, &out.why);
-        } catch (const std::exception &e) {
-            out.thrown = e.what();
-        }
-        return out;
-    });
-    const bool finished =
-        f.wait_for(std::chrono::duration<double>(o.window + 2 * o.requestTimeout + 10.0)) == std::future_status::ready;
-    stop = true;
-    auto out = f.get();
-    out.finished = finished;
-    return out;
-}
 
 constexpr auto &message = encodeServiceMessage;
 
@@ -477,6 +315,76 @@ private Q_SLOTS:
         } else {
             QVERIFY2(QString::fromStdString(out.why).contains(QLatin1String(c.reason)), out.why.c_str());
         }
+    }
+
+    // Two leaders at one epoch would split the swarm. Leader B has gathered a follower when a
+    // leader A ordered before it turns up on the DHT (its declaration arrived late): B does not
+    // form its own group but sends its follower DISBAND naming A (whose declaration the
+    // follower's view may lack), asks A itself, and becomes a member of A's group.
+    void aLeaderMergesIntoOneOrderedBeforeIt()
+    {
+        const auto options = fastOptions();
+        FakeLeader a([](const FakeLeader &l, const JoinRequest &j) {
+            const GroupInfo g{"e3-a", 3, {l.asMember(), {j.peerId, j.allReduceEndpoint, -1.0, 1.0, j.publicKey}}};
+            return Replies{message("accept", {{"d", unixNow() + 1.0}}), message("begin", groupToJson(g))};
+        });
+        auto peers = makePeers({false}, options);
+        auto &b = *peers[0];
+        b.dht->bootstrap("127.0.0.1:" + std::to_string(a.dht.port()));
+        QVERIFY(b.dht->waitForNodes(1, 5.0) && a.dht.waitForNodes(1, 5.0));
+        std::atomic<bool> stop{false};
+        const double searchStart = unixNow();
+        auto led = std::async(std::launch::async, [&] {
+            return b.matchmaker->formGroup(3, "s", [] { return std::size_t(3); }, stop);
+        });
+        // The follower: a plain DEALER that joins B and reads what B sends it.
+        const auto c = PeerIdentity::generate();
+        zmq::context_t context;
+        zmq::socket_t dealer(context, zmq::socket_type::dealer);
+        dealer.set(zmq::sockopt::linger, 0);
+        dealer.connect(b.service->endpoint());
+        const JoinRequest join{"mm-test", 3, "s", c.peerId(), "", -1.0, true, true, c.publicKey(), false, 3};
+        auto next = [&] {
+            zmq::message_t m;
+            dealer.set(zmq::sockopt::rcvtimeo, 3000);
+            return dealer.recv(m) ? parseServiceMessage({m.data<std::uint8_t>(), m.size()}) : json{{"t", "silence"}};
+        };
+        for (int tries = 0; tries < 20; ++tries) { // until B gathers (its search has started)
+            const auto bytes = message("join", joinToJson(join));
+            dealer.send(zmq::buffer(bytes));
+            if (next().at("t") == "accept")
+                break;
+            QThread::msleep(100);
+        }
+        QCOMPARE(b.service->followers().size(), std::size_t(1));
+        // Gathering until just before B's deadline: A orders before B. (Publishing takes up to a
+        // second on loopback: the DHT confirms it.)
+        QVERIFY(a.declare(3, "s", searchStart + options.window - 0.2));
+        const auto disband = next();
+        QCOMPARE(disband.value("t", std::string()) + " " + disband.value("why", std::string()), std::string("disband merging into the group of ") + a.identity.peerId().substr(0, 8));
+        QCOMPARE(suggestedLeaderFromJson(disband.at("l"), 3, "s").peerId, a.identity.peerId());
+        const auto group = led.get();
+        QVERIFY(group && !group->leader);
+        QCOMPARE(group->info.groupId, std::string("e3-a"));
+        QCOMPARE(a.joins.load(), 1);
+    }
+
+    // A suggested leader is only a candidate to ask: its key must be its peer id's, and it must
+    // name a service endpoint; anything else is refused (and the follower looks on its own).
+    void suggestedLeaderIsChecked()
+    {
+        const auto a = PeerIdentity::generate(), other = PeerIdentity::generate();
+        const Declaration d{a.peerId(), 9, "x", "tcp://10.0.0.7:40001", 1700000000.5, false, a.publicKey()};
+        const auto j = suggestedLeaderToJson(d);
+        const auto back = suggestedLeaderFromJson(j, 3, "s");
+        QVERIFY(back.peerId == a.peerId() && back.publicKey == a.publicKey() && back.expiresAt == 1700000000.5);
+        QVERIFY(back.serviceEndpoint == d.serviceEndpoint && back.epoch == 3 && back.schema == "s" && !back.clientMode);
+        auto otherKey = j, noEndpoint = j, file = j;
+        otherKey["k"] = suggestedLeaderToJson({other.peerId(), 3, "s", "tcp://1.2.3.4:5", 1.0, false, other.publicKey()})["k"];
+        noEndpoint["a"] = "";
+        file["a"] = "file:///etc/passwd";
+        for (const auto &bad : {otherKey, noEndpoint, file, json(5), json::object()})
+            QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)suggestedLeaderFromJson(bad, 3, "s"));
     }
 
     // `stop` ends a search at once.

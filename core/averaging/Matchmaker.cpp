@@ -92,8 +92,8 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
 }
 
 std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long epoch, const std::string &schema,
-                                              std::size_t expected,
-                                              const std::atomic<bool> &stop, std::string *why)
+                                              std::size_t expected, const std::atomic<bool> &stop, std::string *why,
+                                              std::optional<Declaration> *askInstead)
 {
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
@@ -131,6 +131,13 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         const auto t = next->header.at("t").get<std::string>();
         if (t == "disband") {
             setWhy(why, "leader disbanded: " + textOr(next->header, "why", "?"));
+            if (askInstead && next->header.contains("l")) {
+                try {
+                    *askInstead = suggestedLeaderFromJson(next->header.at("l"), epoch, schema);
+                } catch (const std::exception &e) {
+                    log::warning("match", std::string("ignored the leader's suggestion: ") + e.what());
+                }
+            }
             return std::nullopt;
         }
         if (t != "begin")
@@ -169,6 +176,58 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
     return std::nullopt;
 }
 
+// One search's view of the candidates: the declarations last read from the DHT, the leaders
+// suggested by leaders that merged into them (their followers' views of the DHT may miss them),
+// and the candidates that refused or failed, permanently (another schema, full, banned) or until
+// a short back-off passes (not leading right now: it may lead again after its own attempt).
+struct Matchmaker::SearchView {
+    std::string key;
+    std::vector<Declaration> declarations, suggested;
+    std::map<std::string, double> retryAfter;
+    double lastFetch = 0.0;
+};
+
+void Matchmaker::refresh(SearchView &view, double now) const
+{
+    if (now - view.lastFetch < m_options.fetchInterval)
+        return;
+    view.lastFetch = now;
+    view.declarations.clear();
+    for (const auto &record : m_dht.fetch(view.key, 0.5)) {
+        try {
+            view.declarations.push_back(parseDeclaration(record));
+        } catch (const std::exception &e) {
+            log::warning("match", "ignored a declaration of " + record.peerId.substr(0, 8) + ": " + e.what());
+        }
+    }
+}
+
+// The leader worth asking: reachable, same epoch and schema, still gathering, ordered before this
+// peer (its deadline `deadline`), or, with `anyOrder`, any such candidate.
+std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, const std::string &schema, double now,
+                                                  double deadline, bool anyOrder) const
+{
+    const Declaration *best = nullptr;
+    for (const auto *list : {&view.declarations, &view.suggested})
+        for (const auto &d : *list) {
+            if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
+                || d.expiresAt <= now || (view.retryAfter.count(d.peerId) && view.retryAfter[d.peerId] > now))
+                continue;
+            if (m_bans && m_bans->isBanned(d.peerId, now))
+                continue; // it sent us invalid data: we neither follow it nor average with it
+            if (m_security && !m_security->admission(d.publicKey).empty()) {
+                // Closed run: never ask a peer whose access token we have not verified.
+                view.retryAfter[d.peerId] = now + 1.0;
+                continue;
+            }
+            if (!anyOrder && !before(d.expiresAt, d.peerId, deadline, m_self.peerId))
+                continue;
+            if (!best || before(d.expiresAt, d.peerId, best->expiresAt, best->peerId))
+                best = &d;
+        }
+    return best ? std::optional<Declaration>(*best) : std::nullopt;
+}
+
 std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &schema,
                                                  const std::function<std::size_t()> &expectedPeers,
                                                  const std::atomic<bool> &stop, std::string *why)
@@ -176,103 +235,78 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     const double started = unixNow();
     const double deadline = started + m_options.window;
     const double giveUp = deadline + m_options.requestTimeout;
-    const std::string key = runKey(m_self.runId, "mm/" + std::to_string(epoch) + "/" + schema);
+    SearchView view;
+    view.key = runKey(m_self.runId, "mm/" + std::to_string(epoch) + "/" + schema);
     const bool reachable = m_service != nullptr;
 
     if (reachable)
         m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
     Declaration mine{m_self.peerId, epoch, schema, reachable ? m_service->endpoint() : std::string(), deadline,
                      !reachable};
-    if (!m_dht.publish(key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
+    if (!m_dht.publish(view.key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
         log::warning("match", "matchmaking declaration not confirmed by the DHT; looking for a group anyway");
 
-    // Candidates that refused or failed: permanently (another schema, full, banned) or until a
-    // short back-off passes (not leading right now: it may lead again after its own attempt).
-    std::map<std::string, double> retryAfter;
     std::string lastWhy = "no other peer declared itself for epoch " + std::to_string(epoch);
-    double lastFetch = 0.0;
-    std::vector<Declaration> declarations;
     while (!stop.load()) {
         const double now = unixNow();
         if (now >= giveUp)
             break;
+        refresh(view, now);
+        std::optional<Declaration> leader;
         if (reachable) {
             const auto followers = m_service->followers();
-            const std::size_t size = followers.size() + 1;
-            const bool full = size >= m_options.targetGroupSize;
-            // Our own count, or a follower's if larger (our view of the DHT may miss peers).
-            std::size_t expected = expectedPeers ? expectedPeers() : 0;
-            for (const auto &f : followers)
-                expected = std::max(expected, std::min(f.expected, m_options.targetGroupSize));
-            const bool everyone = expected > 0 && size >= expected && size >= m_options.minGroupSize;
-            const bool due = now >= deadline && size >= m_options.minGroupSize;
-            if (full || everyone || due)
-                return lead(epoch, followers);
-            if (!followers.empty()) { // lead the ones who came; never follow with followers waiting
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                continue;
-            }
-        }
-        if (now - lastFetch >= m_options.fetchInterval) {
-            lastFetch = now;
-            declarations.clear();
-            for (const auto &record : m_dht.fetch(key, 0.5)) {
-                try {
-                    declarations.push_back(parseDeclaration(record));
-                } catch (const std::exception &e) {
-                    log::warning("match", "ignored a declaration of " + record.peerId.substr(0, 8) + ": " + e.what());
+            if (!followers.empty()) {
+                // Lead the ones who came, unless a leader ordered before this one gathers too: two
+                // leaders at one epoch would split the swarm, so this one merges into it.
+                leader = pickLeader(view, epoch, schema, now, deadline, false);
+                if (!leader) {
+                    if (readyToLead(followers, expectedPeers, now >= deadline))
+                        return lead(epoch, followers);
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                    continue;
                 }
+                log::info("match", m_self.peerId.substr(0, 8) + " merges its " + std::to_string(followers.size())
+                                       + " follower(s) into the group of " + leader->peerId.substr(0, 8)
+                                       + ", ordered before it");
+                m_service->disband("merging into the group of " + leader->peerId.substr(0, 8), &*leader);
             }
         }
-        // Leaders worth asking: reachable, same epoch/schema, still gathering, ordered before me
-        // (or anyone still gathering once my own deadline has passed).
-        const Declaration *best = nullptr;
-        for (const auto &d : declarations) {
-            if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
-                || d.expiresAt <= now || (retryAfter.count(d.peerId) && retryAfter[d.peerId] > now))
-                continue;
-            if (m_bans && m_bans->isBanned(d.peerId, now))
-                continue; // it sent us invalid data: we neither follow it nor average with it
-            if (m_security && !m_security->admission(d.publicKey).empty()) {
-                // Closed run: never ask a peer whose access token we have not verified.
-                retryAfter[d.peerId] = now + 1.0;
-                continue;
-            }
-            // In the second half of the window a peer that nobody joined also asks leaders
-            // ordered after it: its declaration may not have reached the others in time (DHT
-            // lag), and they may already follow a later leader. No deadlock: it closed its own
-            // gather first, so whoever asks it meanwhile is refused and retries.
-            const bool ordersBefore = before(d.expiresAt, d.peerId, deadline, m_self.peerId);
-            if (reachable && !ordersBefore && now < deadline - m_options.window / 2)
-                continue;
-            if (!best || before(d.expiresAt, d.peerId, best->expiresAt, best->peerId))
-                best = &d;
-        }
-        if (!best) {
+        // In the second half of the window a peer that nobody joined also asks leaders ordered
+        // after it: its declaration may not have reached the others in time (DHT lag), and they
+        // may already follow a later leader. No deadlock: it closed its own gather first, so
+        // whoever asks it meanwhile is refused and retries.
+        if (!leader)
+            leader = pickLeader(view, epoch, schema, now, deadline, !reachable || now >= deadline - m_options.window / 2);
+        if (!leader) {
+            if (reachable && readyToLead({}, expectedPeers, now >= deadline))
+                return lead(epoch, {});
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
             continue;
         }
         if (reachable && !m_service->closeGatherIfEmpty())
             continue; // someone joined me meanwhile: lead them (checked at the top)
-        const Declaration leader = *best;
-        log::debug("match", m_self.peerId.substr(0, 8) + " asks " + leader.peerId.substr(0, 8) + " (" + std::to_string(declarations.size())
-                                + " declarations)");
+        log::debug("match", m_self.peerId.substr(0, 8) + " asks " + leader->peerId.substr(0, 8) + " ("
+                                + std::to_string(view.declarations.size()) + " declarations)");
         std::string followWhy;
-        if (auto g = follow(leader, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &followWhy))
+        std::optional<Declaration> suggestion;
+        if (auto g = follow(*leader, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &followWhy, &suggestion))
             return g;
+        if (suggestion)
+            view.suggested.push_back(*suggestion);
         // A leader that accepted and then never began, or began a group it is not in, may be
         // holding this peer on purpose: it is not asked again for this epoch.
         const bool permanent = followWhy.find("schema") != std::string::npos || followWhy.find("full") != std::string::npos
                                || followWhy.find("banned") != std::string::npos
                                || followWhy.find("unknown run") != std::string::npos
                                || followWhy.find("never asked again") != std::string::npos;
-        retryAfter[leader.peerId] = permanent ? 1e300 : unixNow() + 0.25;
+        view.retryAfter[leader->peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
         log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);
         if (reachable && unixNow() < deadline)
             m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
     }
-    log::debug("match", m_self.peerId.substr(0, 8) + " gives up with " + std::to_string(declarations.size()) + " declarations seen");
+    log::debug("match", m_self.peerId.substr(0, 8) + " gives up with " + std::to_string(view.declarations.size())
+                            + " declarations seen");
     if (reachable) {
         const auto followers = m_service->followers();
         if (followers.size() + 1 >= m_options.minGroupSize && !stop.load())
@@ -281,6 +315,21 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     }
     setWhy(why, stop.load() ? std::string("stopped") : lastWhy);
     return std::nullopt;
+}
+
+// Whether a leader with `followers` forms its group now: at the target size, once every peer
+// expected at this epoch joined (our own count, or a follower's if larger: our view of the DHT
+// may miss peers), or at its deadline with at least the minimum size.
+bool Matchmaker::readyToLead(const std::vector<JoinRequest> &followers,
+                             const std::function<std::size_t()> &expectedPeers, bool due) const
+{
+    const std::size_t size = followers.size() + 1;
+    if (size < m_options.minGroupSize)
+        return false;
+    std::size_t expected = expectedPeers ? expectedPeers() : 0;
+    for (const auto &f : followers)
+        expected = std::max(expected, std::min(f.expected, m_options.targetGroupSize));
+    return size >= m_options.targetGroupSize || (expected > 0 && size >= expected) || due;
 }
 
 } // namespace dedloc

@@ -11,7 +11,10 @@
 // this epoch (from the progress records) has joined, or at its deadline if it has at least the
 // minimum group size; it draws a random group id, sorts members by peer id and sends BEGIN to
 // all. A peer that nobody joined by half its window also asks leaders ordered after it (its
-// declaration may have reached the others late). A leader without followers at its deadline,
+// declaration may have reached the others late). A leader with followers that sees a leader
+// ordered before it merges into that one: it disbands its followers naming that leader (their
+// views of the DHT may lack it) and asks it itself, so that one epoch has one group where the
+// views allow. A leader without followers at its deadline,
 // or a follower refused or left waiting past
 // the leader's deadline plus the request timeout, looks for any other leader until its own
 // deadline plus the request timeout, then gives up (the caller steps on local gradients).
@@ -88,8 +91,17 @@ public:
 
 private:
     std::optional<FormedGroup> lead(long epoch, const std::vector<JoinRequest> &followers);
+    // Joins `leader` and waits for its BEGIN; a DISBAND naming a leader to ask instead sets
+    // *askInstead.
     std::optional<FormedGroup> follow(const Declaration &leader, long epoch, const std::string &schema, std::size_t expected,
-                                      const std::atomic<bool> &stop, std::string *why);
+                                      const std::atomic<bool> &stop, std::string *why,
+                                      std::optional<Declaration> *askInstead = nullptr);
+    struct SearchView;
+    void refresh(SearchView &view, double now) const;
+    [[nodiscard]] std::optional<Declaration> pickLeader(SearchView &view, long epoch, const std::string &schema, double now,
+                                                        double deadline, bool anyOrder) const;
+    [[nodiscard]] bool readyToLead(const std::vector<JoinRequest> &followers,
+                                   const std::function<std::size_t()> &expectedPeers, bool due) const;
 
     DhtNode &m_dht;
     PeerService *m_service;

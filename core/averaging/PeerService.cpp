@@ -336,10 +336,13 @@ void PeerService::begin(const GroupInfo &group)
     d->sendToFollowers("begin", groupToJson(group));
 }
 
-void PeerService::disband(const std::string &why)
+void PeerService::disband(const std::string &why, const Declaration *askInstead)
 {
+    nlohmann::json fields{{"why", why}};
+    if (askInstead)
+        fields["l"] = suggestedLeaderToJson(*askInstead);
     std::lock_guard lock(d->mutex);
-    d->sendToFollowers("disband", {{"why", why}});
+    d->sendToFollowers("disband", fields);
 }
 
 void PeerService::setState(std::shared_ptr<const StateSnapshot> snapshot)

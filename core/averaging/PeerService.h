@@ -68,8 +68,9 @@ public:
     [[nodiscard]] std::vector<JoinRequest> followers() const;
     // Sends BEGIN to every accepted follower and closes the gather.
     void begin(const GroupInfo &group);
-    // Sends DISBAND (with the reason) to every accepted follower and closes the gather.
-    void disband(const std::string &why);
+    // Sends DISBAND (with the reason and, if given, the leader to ask instead) to every accepted
+    // follower and closes the gather.
+    void disband(const std::string &why, const Declaration *askInstead = nullptr);
 
     void setState(std::shared_ptr<const StateSnapshot> snapshot);
     // How long a snapshot stays pinned after a download's last request for it (seconds; 30).

@@ -167,6 +167,30 @@ Declaration parseDeclaration(const SignedRecord &record)
     return d;
 }
 
+json suggestedLeaderToJson(const Declaration &leader)
+{
+    return json{{"p", leader.peerId},
+                {"k", toHex(leader.publicKey.data(), leader.publicKey.size())},
+                {"a", leader.serviceEndpoint},
+                {"x", leader.expiresAt}};
+}
+
+Declaration suggestedLeaderFromJson(const json &field, long epoch, const std::string &schema)
+{
+    if (!field.is_object())
+        throw ProtocolError("the suggested leader is not an object");
+    Declaration d;
+    d.peerId = text(field, "p", MaxIdBytes);
+    d.publicKey = keyOf(field, d.peerId);
+    d.serviceEndpoint = endpoint(field, "a");
+    if (d.serviceEndpoint.empty())
+        throw ProtocolError("the suggested leader has no service endpoint");
+    d.expiresAt = finite(field, "x");
+    d.epoch = epoch;
+    d.schema = schema;
+    return d;
+}
+
 std::string encodeDonorAdvert(const DonorAdvert &a)
 {
     json j{{"a", a.serviceEndpoint}, {"e", a.epoch}};

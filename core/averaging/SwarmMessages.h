@@ -20,7 +20,7 @@
 // A public key k (Ed25519, 64 hex digits) must derive to the peer id p beside it; records carry
 // their signer's key already (net/DhtNode.h), so declarations and donor adverts take it from there.
 // Progress payloads may carry k: the peer's access token (closed runs).
-//   disband {why}                                                leader -> follower
+//   disband {why, l: leader to ask instead {p, k, a, x} (optional)} leader -> follower
 //   state? {run}  -> state {i: snapshot id, e: epoch, n: elements, k: parts, q: part elements}
 //   part?  {i, k: part} -> part {i, k} + frame of q (last: the rest) fp32 little-endian values
 //   reach? {p, k, a: service endpoint} -> reach {ok, sure, at, why}   (averaging/Reachability.h)
@@ -85,6 +85,11 @@ struct Declaration {
 };
 [[nodiscard]] std::string encodeDeclaration(const Declaration &declaration);
 [[nodiscard]] Declaration parseDeclaration(const SignedRecord &record);
+// The leader a disbanding leader merges into, as its DISBAND's "l" field {p, k, a, x}: its
+// followers' views of the DHT may lack that declaration. Read back for the follower's own epoch and
+// schema; the key must derive to the peer id and the endpoint be a ZeroMQ one (ProtocolError).
+[[nodiscard]] nlohmann::json suggestedLeaderToJson(const Declaration &leader);
+[[nodiscard]] Declaration suggestedLeaderFromJson(const nlohmann::json &field, long epoch, const std::string &schema);
 
 struct DonorAdvert {
     std::string peerId;
