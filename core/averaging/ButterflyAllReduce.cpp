@@ -446,7 +446,11 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
         throw Error("cannot listen on " + bindAddress + ": " + e.what());
     }
     d->endpoint = d->router->get(zmq::sockopt::last_endpoint);
-    d->boundPort = static_cast<std::uint16_t>(std::stoi(d->endpoint.substr(d->endpoint.rfind(':') + 1)));
+    try { // "tcp://host:port"; another transport has no port and its upload is not measured
+        d->boundPort = static_cast<std::uint16_t>(std::stoi(d->endpoint.substr(d->endpoint.rfind(':') + 1)));
+    } catch (const std::exception &) {
+        d->boundPort = 0;
+    }
 }
 
 AllReduceEndpoint::~AllReduceEndpoint()

@@ -100,9 +100,10 @@ struct AllReduceReport {
     double minShardWeight = 0.0;
     double receivedFraction = 1.0;              // of the elements this member expected back
     bool complete = true;                       // no exclusion here and every result received
-    // This member's upload rate while it sent its parts, bytes/s, as the kernel measured it on
-    // the connections to the reducers (net/TcpThroughput.h), at most the upload cap; -1 when
-    // too little was sent to tell (no parts, a small vector, or a fast link).
+    // This member's upload rate in the round, bytes/s, as the kernel measured it on the
+    // connections carrying its PARTs (to the reducers) and its RESULTs (to the senders), sampled
+    // every 100 ms (net/TcpThroughput.h UploadMeter), at most the upload cap; -1 when too little
+    // was sent to tell (nothing to send, a small vector, or a fast link).
     double uploadBytesPerSecond = -1.0;
     std::vector<AllReduceOffence> offences;     // by member index, each member at most once
 };

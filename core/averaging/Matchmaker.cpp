@@ -93,7 +93,8 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
 
 std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long epoch, const std::string &schema,
                                               std::size_t expected, const std::atomic<bool> &stop, std::string *why,
-                                              std::optional<Declaration> *askInstead)
+                                              std::optional<Declaration> *askInstead,
+                                              const std::function<void()> &onAccepted)
 {
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
@@ -119,6 +120,8 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         setWhy(why, "leader sent \"" + type + "\" instead of accept");
         return std::nullopt;
     }
+    if (onAccepted)
+        onAccepted();
     // Wait for BEGIN until the leader's deadline plus the request timeout.
     const double leaderDeadline = std::min(numberOr(reply->header, "d", leader.expiresAt), unixNow() + m_options.window);
     while (!stop.load()) {
@@ -133,7 +136,12 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
             setWhy(why, "leader disbanded: " + textOr(next->header, "why", "?"));
             if (askInstead && next->header.contains("l")) {
                 try {
-                    *askInstead = suggestedLeaderFromJson(next->header.at("l"), epoch, schema);
+                    // Ordered before the leader that names it: gathering now, until no later than
+                    // that leader's own deadline.
+                    auto s = suggestedLeaderFromJson(next->header.at("l"), epoch, schema);
+                    if (s.expiresAt <= unixNow() || s.expiresAt > leaderDeadline)
+                        throw ProtocolError("its deadline is not before the suggesting leader's");
+                    *askInstead = std::move(s);
                 } catch (const std::exception &e) {
                     log::warning("match", std::string("ignored the leader's suggestion: ") + e.what());
                 }
@@ -205,13 +213,21 @@ void Matchmaker::refresh(SearchView &view, double now) const
 // The leader worth asking: reachable, same epoch and schema, still gathering, ordered before this
 // peer (its deadline `deadline`), or, with `anyOrder`, any such candidate.
 std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, const std::string &schema, double now,
-                                                  double deadline, bool anyOrder) const
+                                                  double deadline, bool anyOrder,
+                                                  const std::vector<JoinRequest> *followers) const
 {
     const Declaration *best = nullptr;
-    for (const auto *list : {&view.declarations, &view.suggested})
+    const auto isFollower = [&](const std::string &id) {
+        return followers && std::any_of(followers->begin(), followers->end(),
+                                        [&](const JoinRequest &f) { return f.peerId == id; });
+    };
+    for (const auto *list : {&view.declarations, &view.suggested}) {
+        if (followers && list == &view.suggested)
+            break; // a leader merges only into one its own view of the DHT knows
         for (const auto &d : *list) {
             if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
-                || d.expiresAt <= now || (view.retryAfter.count(d.peerId) && view.retryAfter[d.peerId] > now))
+                || d.expiresAt <= now || (view.retryAfter.count(d.peerId) && view.retryAfter[d.peerId] > now)
+                || isFollower(d.peerId))
                 continue;
             if (m_bans && m_bans->isBanned(d.peerId, now))
                 continue; // it sent us invalid data: we neither follow it nor average with it
@@ -225,6 +241,7 @@ std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, 
             if (!best || before(d.expiresAt, d.peerId, best->expiresAt, best->peerId))
                 best = &d;
         }
+    }
     return best ? std::optional<Declaration>(*best) : std::nullopt;
 }
 
@@ -256,27 +273,27 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         if (reachable) {
             const auto followers = m_service->followers();
             if (!followers.empty()) {
-                // Lead the ones who came, unless a leader ordered before this one gathers too: two
-                // leaders at one epoch would split the swarm, so this one merges into it.
-                leader = pickLeader(view, epoch, schema, now, deadline, false);
-                if (!leader) {
-                    if (readyToLead(followers, expectedPeers, now >= deadline))
-                        return lead(epoch, followers);
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                if (readyToLead(followers, expectedPeers, now >= deadline))
+                    return lead(epoch, followers);
+                // Two leaders at one epoch would split the swarm: a leader ordered before this
+                // one is asked once, with this one's gather kept open (averaging/Matchmaker.h).
+                if (auto target = pickLeader(view, epoch, schema, now, deadline, false, &followers)) {
+                    view.retryAfter[target->peerId] = 1e300;
+                    if (auto g = mergeInto(*target, epoch, schema, expectedPeers, stop))
+                        return g;
+                    if (m_service->followers().empty() && unixNow() < deadline)
+                        m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
                     continue;
                 }
-                log::info("match", m_self.peerId.substr(0, 8) + " merges its " + std::to_string(followers.size())
-                                       + " follower(s) into the group of " + leader->peerId.substr(0, 8)
-                                       + ", ordered before it");
-                m_service->disband("merging into the group of " + leader->peerId.substr(0, 8), &*leader);
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                continue;
             }
         }
         // In the second half of the window a peer that nobody joined also asks leaders ordered
         // after it: its declaration may not have reached the others in time (DHT lag), and they
         // may already follow a later leader. No deadlock: it closed its own gather first, so
         // whoever asks it meanwhile is refused and retries.
-        if (!leader)
-            leader = pickLeader(view, epoch, schema, now, deadline, !reachable || now >= deadline - m_options.window / 2);
+        leader = pickLeader(view, epoch, schema, now, deadline, !reachable || now >= deadline - m_options.window / 2);
         if (!leader) {
             if (reachable && readyToLead({}, expectedPeers, now >= deadline))
                 return lead(epoch, {});
@@ -291,14 +308,20 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         std::optional<Declaration> suggestion;
         if (auto g = follow(*leader, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &followWhy, &suggestion))
             return g;
-        if (suggestion)
+        const auto known = [&](const std::string &id) {
+            return std::any_of(view.declarations.begin(), view.declarations.end(),
+                               [&](const Declaration &d) { return d.peerId == id; });
+        };
+        // A suggestion is taken once, and only for a leader this peer's view of the DHT lacks.
+        if (suggestion && !known(suggestion->peerId) && view.retryAfter.count(suggestion->peerId) == 0)
             view.suggested.push_back(*suggestion);
         // A leader that accepted and then never began, or began a group it is not in, may be
-        // holding this peer on purpose: it is not asked again for this epoch.
+        // holding this peer on purpose: it is not asked again for this epoch; nor is one known
+        // only from a suggestion.
         const bool permanent = followWhy.find("schema") != std::string::npos || followWhy.find("full") != std::string::npos
                                || followWhy.find("banned") != std::string::npos
                                || followWhy.find("unknown run") != std::string::npos
-                               || followWhy.find("never asked again") != std::string::npos;
+                               || followWhy.find("never asked again") != std::string::npos || !known(leader->peerId);
         view.retryAfter[leader->peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
         log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);
@@ -315,6 +338,25 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     }
     setWhy(why, stop.load() ? std::string("stopped") : lastWhy);
     return std::nullopt;
+}
+
+// Asks `target` (ordered before this leader) to take this leader, keeping the gather open; only
+// once it accepts are the followers sent DISBAND naming it, so that a target that refuses, is
+// silent or already began costs them nothing.
+std::optional<FormedGroup> Matchmaker::mergeInto(const Declaration &target, long epoch, const std::string &schema,
+                                                 const std::function<std::size_t()> &expectedPeers,
+                                                 const std::atomic<bool> &stop)
+{
+    std::string why;
+    const auto accepted = [&] {
+        log::info("match", m_self.peerId.substr(0, 8) + " merges its group into the group of "
+                               + target.peerId.substr(0, 8) + ", ordered before it");
+        m_service->disband("merging into the group of " + target.peerId.substr(0, 8), &target);
+    };
+    auto g = follow(target, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &why, nullptr, accepted);
+    if (!g)
+        log::info("match", m_self.peerId.substr(0, 8) + " did not merge into " + target.peerId.substr(0, 8) + ": " + why);
+    return g;
 }
 
 // Whether a leader with `followers` forms its group now: at the target size, once every peer

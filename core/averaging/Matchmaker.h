@@ -11,10 +11,12 @@
 // this epoch (from the progress records) has joined, or at its deadline if it has at least the
 // minimum group size; it draws a random group id, sorts members by peer id and sends BEGIN to
 // all. A peer that nobody joined by half its window also asks leaders ordered after it (its
-// declaration may have reached the others late). A leader with followers that sees a leader
-// ordered before it merges into that one: it disbands its followers naming that leader (their
-// views of the DHT may lack it) and asks it itself, so that one epoch has one group where the
-// views allow. A leader without followers at its deadline,
+// declaration may have reached the others late). A leader with followers that is not ready to
+// lead and sees (on the DHT) a leader ordered before it asks that one once, its own gather still
+// open; only if it is accepted does it disband its followers, naming that leader (their views of
+// the DHT may lack it), so that one epoch has one group where the views allow, and a refusal or
+// silence costs its followers nothing (hivemind's leaders do the same). A follower asks a named
+// leader once, and only one its own view lacks. A leader without followers at its deadline,
 // or a follower refused or left waiting past
 // the leader's deadline plus the request timeout, looks for any other leader until its own
 // deadline plus the request timeout, then gives up (the caller steps on local gradients).
@@ -93,13 +95,19 @@ private:
     std::optional<FormedGroup> lead(long epoch, const std::vector<JoinRequest> &followers);
     // Joins `leader` and waits for its BEGIN; a DISBAND naming a leader to ask instead sets
     // *askInstead.
+    // `onAccepted` runs once the leader has accepted.
     std::optional<FormedGroup> follow(const Declaration &leader, long epoch, const std::string &schema, std::size_t expected,
                                       const std::atomic<bool> &stop, std::string *why,
-                                      std::optional<Declaration> *askInstead = nullptr);
+                                      std::optional<Declaration> *askInstead = nullptr,
+                                      const std::function<void()> &onAccepted = {});
+    std::optional<FormedGroup> mergeInto(const Declaration &target, long epoch, const std::string &schema,
+                                         const std::function<std::size_t()> &expectedPeers, const std::atomic<bool> &stop);
     struct SearchView;
     void refresh(SearchView &view, double now) const;
+    // `followers` given: a merge target, never one of them nor one known only from a suggestion.
     [[nodiscard]] std::optional<Declaration> pickLeader(SearchView &view, long epoch, const std::string &schema, double now,
-                                                        double deadline, bool anyOrder) const;
+                                                        double deadline, bool anyOrder,
+                                                        const std::vector<JoinRequest> *followers = nullptr) const;
     [[nodiscard]] bool readyToLead(const std::vector<JoinRequest> &followers,
                                    const std::function<std::size_t()> &expectedPeers, bool due) const;
 

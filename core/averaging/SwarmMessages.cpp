@@ -183,8 +183,8 @@ Declaration suggestedLeaderFromJson(const json &field, long epoch, const std::st
     d.peerId = text(field, "p", MaxIdBytes);
     d.publicKey = keyOf(field, d.peerId);
     d.serviceEndpoint = endpoint(field, "a");
-    if (d.serviceEndpoint.empty())
-        throw ProtocolError("the suggested leader has no service endpoint");
+    if (d.serviceEndpoint.rfind("tcp://", 0) != 0)
+        throw ProtocolError("the suggested leader has no TCP service endpoint");
     d.expiresAt = finite(field, "x");
     d.epoch = epoch;
     d.schema = schema;

@@ -87,7 +87,7 @@ struct Declaration {
 [[nodiscard]] Declaration parseDeclaration(const SignedRecord &record);
 // The leader a disbanding leader merges into, as its DISBAND's "l" field {p, k, a, x}: its
 // followers' views of the DHT may lack that declaration. Read back for the follower's own epoch and
-// schema; the key must derive to the peer id and the endpoint be a ZeroMQ one (ProtocolError).
+// schema; the key must derive to the peer id and the endpoint be a TCP one (ProtocolError).
 [[nodiscard]] nlohmann::json suggestedLeaderToJson(const Declaration &leader);
 [[nodiscard]] Declaration suggestedLeaderFromJson(const nlohmann::json &field, long epoch, const std::string &schema);
 

@@ -33,9 +33,10 @@ std::string hostBindProblem(const std::string &host)
     addrinfo hints{};
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_DGRAM;
+    hints.ai_flags = AI_NUMERICHOST; // ZeroMQ binds numeric addresses only
     addrinfo *found = nullptr;
     if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || !found)
-        return "--host " + host + " is not an IPv4 address; this machine has " + localAddresses();
+        return "--host " + host + " is not a numeric IPv4 address; this machine has " + localAddresses();
     sockaddr_in address{};
     std::memcpy(&address, found->ai_addr, sizeof address);
     ::freeaddrinfo(found);

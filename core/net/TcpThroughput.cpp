@@ -1,6 +1,7 @@
 #include "net/TcpThroughput.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -135,35 +136,11 @@ std::vector<TcpSendStats> tcpSendStatsTo(const std::vector<std::string> &endpoin
         if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &infoLen) != 0
             || infoLen < offsetof(tcp_info, tcpi_busy_time) + sizeof info.tcpi_busy_time)
             continue; // a kernel older than 4.10 has no busy time
+        if (const auto again = peerOf(fd); !again || !(*again == *peer))
+            continue; // closed and reused meanwhile by another thread
         out.push_back({info.tcpi_bytes_acked, static_cast<double>(info.tcpi_busy_time) * 1e-6, fd, textOf(*peer)});
     }
     return out;
-}
-
-void UploadMeter::sample()
-{
-    for (auto &now : tcpSendStatsTo(m_endpoints, m_localPort)) {
-        auto seen = std::find_if(m_seen.rbegin(), m_seen.rend(),
-                                 [&](const TcpSendStats &s) { return s.fd == now.fd && s.peer == now.peer; });
-        // Fewer bytes than last time: the descriptor now holds a new connection to the same peer.
-        if (seen == m_seen.rend() || now.bytesAcked < seen->bytesAcked)
-            m_seen.push_back(std::move(now));
-        else
-            *seen = std::move(now);
-    }
-}
-
-double UploadMeter::rate(std::uint64_t minBytes) const
-{
-    return uploadRate(m_seen, minBytes);
-}
-
-std::uint64_t UploadMeter::bytes() const
-{
-    std::uint64_t total = 0;
-    for (const auto &c : m_seen)
-        total += c.bytesAcked;
-    return total;
 }
 
 double uploadRate(const std::vector<TcpSendStats> &connections, std::uint64_t minBytes)
@@ -177,6 +154,47 @@ double uploadRate(const std::vector<TcpSendStats> &connections, std::uint64_t mi
     if (bytes < minBytes || busy < 0.02)
         return -1.0;
     return static_cast<double>(bytes) / busy;
+}
+
+namespace {
+
+double steadySeconds()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+UploadMeter::UploadMeter(std::vector<std::string> endpoints, std::uint16_t localPort)
+    : m_endpoints(std::move(endpoints)), m_localPort(localPort), m_last(tcpSendStatsTo(m_endpoints, m_localPort)),
+      m_lastSample(steadySeconds())
+{
+}
+
+void UploadMeter::sample()
+{
+    const double now = steadySeconds();
+    auto current = tcpSendStatsTo(m_endpoints, m_localPort);
+    double gained = 0.0;
+    for (const auto &c : current) {
+        const auto last = std::find_if(m_last.begin(), m_last.end(),
+                                       [&](const TcpSendStats &s) { return s.fd == c.fd && s.peer == c.peer; });
+        // Not seen before, or fewer bytes than last time (the descriptor now holds a new
+        // connection to the same peer): all it moved is new.
+        const bool same = last != m_last.end() && c.bytesAcked >= last->bytesAcked;
+        m_bytes += c.bytesAcked - (same ? last->bytesAcked : 0);
+        gained += std::max(0.0, c.busySeconds - (same ? last->busySeconds : 0.0));
+    }
+    m_busy += std::min(gained, now - m_lastSample);
+    m_last = std::move(current);
+    m_lastSample = now;
+}
+
+double UploadMeter::rate(std::uint64_t minBytes) const
+{
+    if (m_bytes < minBytes || m_busy < 0.02)
+        return -1.0;
+    return static_cast<double>(m_bytes) / m_busy;
 }
 
 } // namespace dedloc

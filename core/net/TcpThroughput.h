@@ -12,7 +12,7 @@
 //
 // Threads: any. The connections are found by scanning /proc/self/fd for TCP sockets whose peer is
 // one of the endpoints; a socket closed and its descriptor reused by another thread meanwhile is
-// checked again by its peer address before it is counted. Linux only; elsewhere nothing is found.
+// caught by reading its peer address again after its statistics. Linux only; elsewhere nothing is found.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,26 +36,30 @@ struct TcpSendStats {
 // when they moved too little to tell: under `minBytes` in all, or busy under 20 ms.
 [[nodiscard]] double uploadRate(const std::vector<TcpSendStats> &connections, std::uint64_t minBytes = 256 * 1024);
 
-// The upload of one exchange whose connections may close before it ends (a reducer's peers leave
-// once they have their results): sample() reads the connections now open and keeps each one's
-// latest figures, so a closed connection still counts with what it moved until its last sample.
+// The upload of one exchange (a round) over connections that open and close during it (a
+// reducer's peers close theirs as soon as they have their results). The constructor reads the
+// connections open then as a baseline: what they had moved before counts for nothing. Each
+// sample() adds what every connection moved since the last sample, and to the busy time the time
+// the connections gained busy in that interval, summed but at most the interval: connections busy
+// at the same time share the uplink, connections busy one after the other (a reducer's parts,
+// then its results) add up. So a connection closed after a sample keeps what it had moved.
 // Threads: one at a time.
 class UploadMeter final {
 public:
-    UploadMeter(std::vector<std::string> endpoints, std::uint16_t localPort)
-        : m_endpoints(std::move(endpoints)), m_localPort(localPort)
-    {
-    }
+    UploadMeter(std::vector<std::string> endpoints, std::uint16_t localPort);
     void sample();
-    // uploadRate() over every connection seen; -1 when too little moved to tell.
+    // Bytes moved over the busy time, bytes/s; -1 when too little moved to tell (as uploadRate).
     [[nodiscard]] double rate(std::uint64_t minBytes = 256 * 1024) const;
-    // Bytes acknowledged over every connection seen.
-    [[nodiscard]] std::uint64_t bytes() const;
+    // Bytes acknowledged since the baseline.
+    [[nodiscard]] std::uint64_t bytes() const { return m_bytes; }
 
 private:
     std::vector<std::string> m_endpoints;
     std::uint16_t m_localPort;
-    std::vector<TcpSendStats> m_seen; // latest per (fd, peer); a reused pair adds a new entry
+    std::vector<TcpSendStats> m_last; // the connections open at the last sample
+    std::uint64_t m_bytes = 0;
+    double m_busy = 0.0;
+    double m_lastSample = 0.0; // steady-clock seconds
 };
 
 } // namespace dedloc

@@ -21,8 +21,11 @@ void GroupSearch::start(long epoch, std::function<std::size_t()> expectedPeers)
     drop();
     m_epoch = epoch;
     m_cancel = false;
+    m_formed = false;
     m_result = std::async(std::launch::async, [this, epoch, expected = std::move(expectedPeers)] {
-        return m_matchmaker.formGroup(epoch, m_schema, expected, m_cancel, &m_why);
+        auto group = m_matchmaker.formGroup(epoch, m_schema, expected, m_cancel, &m_why);
+        m_formed = group.has_value();
+        return group;
     });
 }
 

@@ -45,6 +45,8 @@ public:
     [[nodiscard]] bool active() const { return m_result.valid(); }
     // Whether the running search has ended (with or without a group): wait() returns at once.
     [[nodiscard]] bool ended() const;
+    // Whether the running search has ended with a group (its members wait for this peer).
+    [[nodiscard]] bool formed() const { return ended() && m_formed.load(); }
     [[nodiscard]] long epoch() const { return m_epoch; } // -1: none running
     // Waits for the result, asking `giveUp` every 50 ms; once it says yes the search is cancelled
     // and *gaveUp set. Returns the group, or nothing with the reason in why(). Ends the search.
@@ -57,6 +59,7 @@ private:
     std::string m_schema;
     std::future<std::optional<FormedGroup>> m_result;
     std::atomic<bool> m_cancel{false};
+    std::atomic<bool> m_formed{false}; // set by the search thread before it returns a group
     long m_epoch = -1;
     std::string m_why; // written by the search thread, read after its future is ready
 };

@@ -86,6 +86,9 @@ void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport
     const double measured = report.uploadBytesPerSecond * 8e-6;
     const bool first = uploadMbit <= 0;
     uploadMbit = first ? measured : 0.5 * uploadMbit + 0.5 * measured;
+    // A cap lowered since the last rounds bounds what the next one can send at once.
+    const double capMbit = upload.rate() * 8e-6;
+    uploadMbit = capMbit > 0 ? std::min(uploadMbit, capMbit) : uploadMbit;
     matchmaker->setBandwidth(uploadMbit);
     if (first)
         log::info("swarm", "measured upload: " + std::to_string(static_cast<int>(std::lround(uploadMbit))) + " Mbit/s (now this peer's bandwidth for shard sizes)");
