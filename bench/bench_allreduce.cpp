@@ -12,8 +12,10 @@
 // --netns-mbit R (root only): every member runs in its own network namespace, linked to a
 // bridge in a "switch" namespace by a veth pair whose two ends are each limited to R Mbit/s with
 // `tc tbf` (the member's upload and download), as a home link would be; members bind
-// 10.213.0.<rank+1>. The namespaces are removed on exit (and stale ones from an interrupted run
-// on start). Implies --link-mbit R for the bound.
+// 10.213.0.<rank+1>. The namespaces are removed on exit, also after SIGINT or SIGTERM (and stale
+// ones from a killed run on start). Implies --link-mbit R for the bound.
+// SIGINT/SIGTERM: the coordinator stops its members (SIGTERM), removes their temporary
+// directory and the namespaces, and exits with 128 + the signal.
 // --curve: our members' links use CurveZMQ as in the swarm (net/DataPlaneSecurity.h, open run);
 // members learn it from DEDLOC_BENCH_CURVE=1 in their environment. gloo is unaffected.
 #include "net/DataPlaneSecurity.h"
@@ -29,6 +31,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -52,6 +55,50 @@ using namespace dedloc;
 using dedloc::test::NetnsLinks;
 
 namespace {
+
+// Set by SIGINT/SIGTERM in the coordinator; the measurements end and the normal cleanup runs.
+volatile std::sig_atomic_t g_stopSignal = 0;
+
+void onStopSignal(int signal)
+{
+    g_stopSignal = signal;
+}
+
+void installStopSignals()
+{
+    struct sigaction action {};
+    action.sa_handler = onStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+// Reaps every member; after a stop signal, stops the ones still running first. Returns whether
+// each exited with 0 and no stop signal came.
+bool waitForMembers(std::vector<pid_t> members)
+{
+    bool ok = true, stopped = false;
+    while (!members.empty()) {
+        if (g_stopSignal != 0 && !stopped) {
+            for (const pid_t pid : members)
+                ::kill(pid, SIGTERM);
+            stopped = true;
+        }
+        for (auto it = members.begin(); it != members.end();) {
+            int status = 0;
+            const pid_t r = ::waitpid(*it, &status, WNOHANG);
+            if (r == 0 || (r < 0 && errno == EINTR)) {
+                ++it;
+                continue;
+            }
+            ok = ok && r == *it && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            it = members.erase(it);
+        }
+        if (!members.empty())
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return ok && !stopped;
+}
 
 void writeFile(const fs::path &p, const std::string &text)
 {
@@ -191,12 +238,8 @@ double measure(const std::string &self, const std::string &impl, int n, long ele
         if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0)
             children.push_back(pid);
     }
-    bool ok = children.size() == static_cast<std::size_t>(n);
-    for (pid_t pid : children) {
-        int status = 0;
-        waitpid(pid, &status, 0);
-        ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    }
+    const bool allStarted = children.size() == static_cast<std::size_t>(n);
+    const bool ok = waitForMembers(children) && allStarted;
     std::vector<double> slowest(static_cast<std::size_t>(rounds), 0.0);
     for (int r = 0; ok && r < n; ++r) {
         std::istringstream in(readFile(dir / ("result." + std::to_string(r))));
@@ -346,8 +389,8 @@ Options parseOptions(int argc, char **argv)
     return o;
 }
 
-// --netns-mbit: the namespaces for the largest N; Ctrl-C still removes them (the destructor runs
-// on a normal return only). Null, with the reason printed, when they cannot be made.
+// --netns-mbit: the namespaces for the largest N, removed by the destructor (main returns after a
+// stop signal too). Null, with the reason printed, when they cannot be made.
 std::unique_ptr<NetnsLinks> makeLinks(const Options &o)
 {
     std::string why;
@@ -356,12 +399,7 @@ std::unique_ptr<NetnsLinks> makeLinks(const Options &o)
         return nullptr;
     }
     try {
-        auto links = std::make_unique<NetnsLinks>("dlbench", *std::max_element(o.ns.begin(), o.ns.end()), o.netnsMbit);
-        std::signal(SIGINT, [](int) {
-            NetnsLinks::removeAll("dlbench");
-            std::_Exit(130);
-        });
-        return links;
+        return std::make_unique<NetnsLinks>("dlbench", *std::max_element(o.ns.begin(), o.ns.end()), o.netnsMbit);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
         return nullptr;
@@ -415,11 +453,14 @@ int main(int argc, char **argv)
         std::fputs(kUsage, stdout);
         return 0;
     }
+    installStopSignals(); // the coordinator only: members keep the default dispositions
     std::unique_ptr<NetnsLinks> links;
     std::string host = o.host;
     if (o.netnsMbit > 0) {
         if (!(links = makeLinks(o)))
             return 2;
+        if (g_stopSignal != 0) // came while the links were made
+            return 128 + g_stopSignal;
         o.linkMbit = o.netnsMbit;
         host = "10.213.0.x (one namespace per member)";
     }
@@ -434,7 +475,13 @@ int main(int argc, char **argv)
     for (const int n : o.ns) {
         std::vector<std::pair<std::string, double>> results;
         for (const auto &impl : o.impls)
-            results.emplace_back(impl, measure(self, impl, n, o.elements, o.rounds, o.host, links.get()));
+            if (g_stopSignal == 0)
+                results.emplace_back(impl, measure(self, impl, n, o.elements, o.rounds, o.host, links.get()));
+        if (g_stopSignal != 0) {
+            std::fprintf(stderr, "bench_allreduce: stopped by signal %d%s\n", static_cast<int>(g_stopSignal),
+                         links ? "; removing the network namespaces" : "");
+            return 128 + g_stopSignal; // `links` removes the namespaces
+        }
         printRows(o, n, results);
     }
     return 0;

@@ -92,5 +92,12 @@ refused "--host $foreign is not an address of this machine; this machine has 127
 # An address it has passes that check (the refusal that follows is another option's).
 refused "$swarmBad" --headless --host 127.0.0.1 --min-peers 0
 refused "$swarmBad" --headless --host 0.0.0.0 --client-mode --min-peers 0
+# 0.0.0.0 is nobody's address: a reachable peer, which advertises what it binds, cannot bind it
+# (the peer would refuse it too, after the model loads). Client mode or --announce may.
+refused "--host 0.0.0.0 cannot be advertised to other peers" --headless --host 0.0.0.0
+refused "--host 0.0.0.0 cannot be advertised to other peers" --headless --host 0.0.0.0 --role monitor
+# A local swarm's monitor gets its --host and is never in client mode.
+refused "--host 0.0.0.0 cannot be advertised to other peers" --headless --host 0.0.0.0 --client-mode --local-swarm 2
+refused "$swarmBad" --headless --host 0.0.0.0 --announce 203.0.113.7:40000 --min-peers 0
 
 echo "PASS: dedloc --help/--version, and its refusals of bad options before anything starts"

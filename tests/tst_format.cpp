@@ -65,6 +65,12 @@ class TestFormat final : public QObject {
         QCOMPARE(stateExplanation(s), QString("the corpus is missing; reinstall the run"));
         s.stateDetail.clear();
         QVERIFY(stateExplanation(s).contains("Resume tries again"));
+        // A trainer waiting for --min-peers says so.
+        s.state = PeerState::Connecting;
+        QCOMPARE(stateExplanation(s), QString("Looking for the swarm..."));
+        s.stateDetail = "waiting for 3 peers, 1 here";
+        QCOMPARE(stateExplanation(s), QString("Looking for the swarm: waiting for 3 peers, 1 here."));
+        s.stateDetail.clear();
         // Training says whether others can connect to this machine, and why it is believed.
         s.state = PeerState::Training;
         s.deviceName = "cpu (2 threads)";

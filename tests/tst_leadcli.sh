@@ -74,4 +74,7 @@ expect 2 "give the host alone" -- "$lead" serve --data-dir "$tmp/serve" --announ
 expect 2 "--announce 40000" -- "$lead" serve --data-dir "$tmp/serve" --announce 40000
 expect 2 "--all-reduce-port takes" -- "$lead" serve --data-dir "$tmp/serve" --all-reduce-port 70000
 expect 2 "--average-state-every takes" -- "$lead" serve --data-dir "$tmp/serve" --average-state-every -1
+# --no-port-mapping: listed, and taken (the refusal that follows is another option's).
+expect 0 "  --no-port-mapping" -- "$lead" serve --help
+expect 2 "--all-reduce-port takes" -- "$lead" serve --data-dir "$tmp/serve" --no-port-mapping --all-reduce-port 70000
 echo "PASS: dedloc-lead keygen/sign/verify/rotate-key/issue-token/evaluate/export, serve options and their refusals"

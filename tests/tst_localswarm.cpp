@@ -1,7 +1,8 @@
 // `dedloc --local-swarm 2 --headless` (app/dedloc/LocalSwarm.h), the README's main job, as a user
 // runs it in a terminal: started in its own process group, then Ctrl-C, i.e. SIGINT to the
 // whole foreground group. Every peer must stop once, cleanly: exit 0, no "second interrupt",
-// and each trainer's newest checkpoint is the last step it reported.
+// and each trainer's newest checkpoint is the last step it reported. Also: the swarm options the
+// launcher passes on to its trainers (their command lines), and a trainer's wait for --min-peers.
 #include "SwarmHarness.h"
 #include "train/Checkpoint.h"
 
@@ -11,6 +12,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -31,6 +33,38 @@ std::vector<nlohmann::json> steps(const std::filesystem::path &file)
             out.push_back(std::move(j));
     }
     return out;
+}
+
+// The command lines of the running processes whose parent is `parent` (from /proc).
+std::vector<QStringList> childCommandLines(qint64 parent)
+{
+    std::vector<QStringList> out;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator("/proc", ec)) {
+        std::string stat;
+        std::getline(std::ifstream(e.path() / "stat"), stat);
+        const auto close = stat.rfind(')'); // "pid (comm) state ppid ..."; comm may hold spaces
+        if (close == std::string::npos || close + 2 >= stat.size())
+            continue;
+        std::istringstream rest(stat.substr(close + 2));
+        char state = 0;
+        qint64 ppid = -1;
+        if (!(rest >> state >> ppid) || ppid != parent)
+            continue;
+        std::ifstream cmdline(e.path() / "cmdline", std::ios::binary);
+        QStringList args;
+        for (std::string arg; std::getline(cmdline, arg, '\0');)
+            args << QString::fromStdString(arg);
+        out.push_back(args);
+    }
+    return out;
+}
+
+// The value after the last `option` in `args` (a repeated option's last value is the one taken).
+QString lastValue(const QStringList &args, const QString &option)
+{
+    const auto i = args.lastIndexOf(option);
+    return i >= 0 && i + 1 < args.size() ? args[i + 1] : QString();
 }
 
 } // namespace
@@ -88,6 +122,55 @@ private Q_SLOTS:
             for (const auto &e : std::filesystem::directory_iterator(dir))
                 QVERIFY2(e.path().filename().string().find(".tmp") == std::string::npos, e.path().c_str());
         }
+    }
+
+    // --min-peers, --threads and --bandwidth reach the trainers the launcher starts. With one
+    // trainer and --min-peers 2 nobody else comes: the trainer waits, computes nothing, and its
+    // status line says what it waits for.
+    void trainersGetTheSwarmOptionsAndShowTheirWait()
+    {
+        QTemporaryDir tmp;
+        const std::filesystem::path root = tmp.path().toStdString();
+        std::filesystem::create_directories(root / "run");
+        const auto manifest = writeSignedTinyRun(root / "run", 32);
+        const auto data = root / "data", metrics = root / "metrics";
+        QProcess swarm;
+        swarm.setProcessChannelMode(QProcess::MergedChannels);
+        swarm.setChildProcessModifier([] { ::setpgid(0, 0); });
+        swarm.start(QStringLiteral(DEDLOC_APP),
+                    {QStringLiteral("--local-swarm"), QStringLiteral("1"), QStringLiteral("--headless"),
+                     QStringLiteral("--manifest"), QString::fromStdString(manifest.string()), QStringLiteral("--data-dir"),
+                     QString::fromStdString(data.string()), QStringLiteral("--dht-port"), QString::number(freeUdpPort()),
+                     QStringLiteral("--metrics-dir"), QString::fromStdString(metrics.string()),
+                     QStringLiteral("--status-interval"), QStringLiteral("1"), QStringLiteral("--min-peers"), QStringLiteral("2"),
+                     QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--bandwidth"), QStringLiteral("42")});
+        QVERIFY(swarm.waitForStarted(10000));
+        QString output;
+        const QString waiting = QStringLiteral("[trainer-1] Connecting (waiting for 2 peers, 1 here) | step 0");
+        auto saysItWaits = [&] {
+            swarm.waitForReadyRead(100);
+            output += QString::fromLocal8Bit(swarm.readAll());
+            return output.contains(waiting);
+        };
+        QVERIFY2(SwarmHarness::waitFor(saysItWaits, 120), qPrintable(output.right(3000)));
+
+        QStringList trainer;
+        for (const auto &args : childCommandLines(swarm.processId()))
+            if (lastValue(args, QStringLiteral("--role")) == QLatin1String("trainer"))
+                trainer = args;
+        QVERIFY2(!trainer.isEmpty(), "no trainer among the launcher's children");
+        QCOMPARE(lastValue(trainer, QStringLiteral("--min-peers")), QStringLiteral("2"));
+        QCOMPARE(lastValue(trainer, QStringLiteral("--threads")), QStringLiteral("2"));
+        QCOMPARE(lastValue(trainer, QStringLiteral("--bandwidth")), QStringLiteral("42"));
+        QVERIFY(steps(metrics / "trainer-1.jsonl").empty()); // nothing computed, no step taken
+
+        QCOMPARE(::kill(-static_cast<pid_t>(swarm.processId()), SIGINT), 0); // Ctrl-C
+        QVERIFY(SwarmHarness::waitFor([&] {
+            swarm.waitForFinished(100);
+            return swarm.state() == QProcess::NotRunning;
+        }, 90));
+        output += QString::fromLocal8Bit(swarm.readAll());
+        QVERIFY2(swarm.exitStatus() == QProcess::NormalExit && swarm.exitCode() == 0, qPrintable(output.right(3000)));
     }
 };
 

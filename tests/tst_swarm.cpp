@@ -275,6 +275,8 @@ private Q_SLOTS:
 
     // (e) A client-mode trainer and an auxiliary peer: the client reduces no shard, the
     // auxiliary reduces one with weight 0 (sends no gradient), and the trainers stay identical.
+    // (The trainer and the auxiliary reduce equal shards in the first step; later the leader
+    // sizes them by the rates they measured, and one may fall under the minimum.)
     void clientModeAndAuxiliaryPeers()
     {
         const auto d = dir("e");
@@ -293,12 +295,12 @@ private Q_SLOTS:
             QCOMPARE(st.at(step).value("group_size", 0), 3);
             QCOMPARE(sc.at(step).value("params_sha", std::string()), st.at(step).value("params_sha", std::string()));
             QCOMPARE(sc.at(step).value("shard_elements", -1L), 0L);
-            QVERIFY(st.at(step).value("shard_elements", 0L) > 0);
+            QVERIFY(step > 1 || st.at(step).value("shard_elements", 0L) > 0);
         }
         const auto rounds = aux.events("round");
         QVERIFY2(rounds.size() >= 4, qPrintable(aux.logText()));
         for (const auto &r : rounds) {
-            QVERIFY(r.value("shard_elements", 0L) > 0);
+            QVERIFY(r.value("step", 0L) > 1 || r.value("shard_elements", 0L) > 0);
             QVERIFY(r.value("complete", false));
             // The trainers' samples of that step, none of its own (the batch is about the
             // target: the step fires on the extrapolated count, the last micro-batches are cut

@@ -80,7 +80,8 @@ QString stateExplanation(const PeerSnapshot &s)
     case PeerState::Idle:
         return QStringLiteral("Not joined yet.");
     case PeerState::Connecting:
-        return QStringLiteral("Looking for the swarm...");
+        return detail.isEmpty() ? QStringLiteral("Looking for the swarm...")
+                                : QStringLiteral("Looking for the swarm: %1.").arg(detail);
     case PeerState::Syncing:
         return QStringLiteral("Downloading the latest model state from another peer.");
     case PeerState::Training: {

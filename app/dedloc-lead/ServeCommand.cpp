@@ -96,6 +96,9 @@ int parse(const QStringList &args, ServeConfig &c)
                               "Advertise HOST (the public address, e.g. a cloud machine's elastic IP in front of "
                               "the private --host) for the service and all-reduce sockets, with the same ports.",
                               "host");
+    const auto noPortMapping = opt("no-port-mapping",
+                                   "Never ask the router for port mappings (UPnP-IGD, NAT-PMP). By default a --host on "
+                                   "a private LAN address asks for the service, all-reduce and DHT ports, unless --announce.");
     const auto noReduce = opt("no-reduce",
                               "Do not take part in averaging rounds. By default the monitor reduces a shard with "
                               "weight 0 and leads groups, so that volunteers behind NAT (client mode) can average.");
@@ -128,7 +131,7 @@ int parse(const QStringList &args, ServeConfig &c)
     const auto evaluationTask =
         opt("evaluation-task", "Task directory for --evaluate-every (default: the run's; the bundled run ships one).",
             "dir");
-    p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, servicePort, allReducePort, announce, noReduce,
+    p.addOptions({manifest, leadKey, allowUnsigned, dataDir, host, dhtPort, servicePort, allReducePort, announce, noPortMapping, noReduce,
                   averageStateEvery, metricsDir, metricsOut, keep, stateEvery,
                   statusHost, statusPort, noStatus, statusInterval, progressPeriod, duration, name, threads, fresh,
                   evaluateEvery, evaluationTask});
@@ -188,6 +191,7 @@ int parse(const QStringList &args, ServeConfig &c)
     w.allReducePort = static_cast<std::uint16_t>(integer(allReducePort, 0, 65535));
     if (!ok)
         return bad("--all-reduce-port takes a TCP port number from 0 (any) to 65535");
+    w.mapPorts = !p.isSet(noPortMapping);
     w.monitorReduces = !p.isSet(noReduce);
     if (p.isSet(announce)) {
         w.announce = p.value(announce).toStdString();

@@ -38,7 +38,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto manifest = option("manifest", "Run manifest to join (default: the bundled run).", "file");
     const auto dataDir = option("data-dir", "Identity and checkpoints (default: ~/.local/share/dedloc).", "dir");
     const auto metricsOut = option("metrics-out", "Append one JSON line per step to this file.", "file");
-    const auto threads = option("threads", "Torch CPU threads (default: all cores).", "n", "0");
+    const auto threads = option("threads", "Torch CPU threads (default: all cores; with --local-swarm: per peer, default 1).", "n", "0");
     const auto cpu = option("cpu", "Train on the CPU even if a GPU is present.");
     const auto duration = option("duration", "Stop after this many seconds.", "seconds", "0");
     const auto steps = option("steps", "Stop at this global step (default: the schedule's total).", "n", "0");
@@ -206,6 +206,12 @@ int CommandLine::parse(const QStringList &arguments)
             w.servicePort = static_cast<std::uint16_t>(forwarded + 1);
         }
     }
+    // Refused here rather than when the peer starts, after the model has loaded. A local swarm
+    // passes --host to its monitor, which is never in client mode.
+    auto advertised = w;
+    advertised.clientMode = w.clientMode && !p.isSet(localSwarmOpt);
+    if (const auto problem = dedloc::advertisingProblem(advertised); !problem.empty())
+        return bad(problem.c_str());
     w.monitorReduces = p.isSet(reduce);
     if (w.monitorReduces && w.role != dedloc::PeerRole::Monitor)
         return bad("--reduce is for a monitor (an auxiliary peer always reduces; a trainer reduces when reachable)");
@@ -247,8 +253,10 @@ int CommandLine::parse(const QStringList &arguments)
         localSwarm.host = p.value(host);
         localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string())
                                  << QStringLiteral("--host") << localSwarm.host;
+        if (p.isSet(threads))
+            localSwarm.threads = s.threads;
         for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt,
-                              &evaluateEvery})
+                              &evaluateEvery, &minPeers, &bandwidth})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst() << p.value(*o);
         for (const auto *o : {&cpu, &fresh, &hashParameters, &allowUnsignedOpt, &noPortMapping})

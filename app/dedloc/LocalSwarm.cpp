@@ -21,7 +21,7 @@ std::unique_ptr<QProcess> LocalSwarm::startPeer(const QString &name, QStringList
     const QString dir = QDir(m_options.dataDir).filePath(QStringLiteral("local-swarm/") + name);
     QDir().mkpath(dir);
     arguments << QStringLiteral("--headless") << QStringLiteral("--name") << name << QStringLiteral("--data-dir") << dir
-              << QStringLiteral("--threads") << QStringLiteral("1");
+              << QStringLiteral("--threads") << QString::number(m_options.threads);
     if (!m_options.metricsDir.isEmpty())
         arguments << QStringLiteral("--metrics-out") << QDir(m_options.metricsDir).filePath(name + QStringLiteral(".jsonl"));
     arguments << m_options.peerArguments;

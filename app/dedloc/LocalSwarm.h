@@ -22,7 +22,8 @@ struct LocalSwarmOptions {
     QString host = QStringLiteral("127.0.0.1"); // every peer binds and advertises it (--host)
     QString dataDir;
     QString metricsDir;        // empty: no metrics files
-    QStringList peerArguments; // passed to every peer (manifest, duration, threads, ...)
+    int threads = 1;           // --threads of every peer (0: all cores)
+    QStringList peerArguments; // passed to every peer (manifest, duration, --min-peers, ...)
 };
 
 class LocalSwarm final {

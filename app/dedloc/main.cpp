@@ -150,7 +150,7 @@ int main(int argc, char *argv[])
         QDir().mkpath(dir);
         swarm.dataDir = dir.toStdString();
         swarm.name = "trainer-1";
-        swarm.threads = 1;
+        swarm.threads = cli.localSwarm.threads;
         swarm.dhtPort = 0; // the monitor holds the swarm's well-known port
         swarm.bootstrap = {local->bootstrap().toStdString()};
         if (!cli.localSwarm.metricsDir.isEmpty())

@@ -13,6 +13,17 @@
 
 namespace dedloc {
 
+std::string advertisingProblem(const SwarmOptions &options)
+{
+    const bool reachable = !options.clientMode;
+    if (!options.announce.empty() && !reachable)
+        return "--announce has no use in client mode: a client-mode peer accepts no connections";
+    if (reachable && options.announce.empty() && (options.host == "0.0.0.0" || options.host == "*"))
+        return "--host " + options.host + " cannot be advertised to other peers: give an address of this machine "
+               "that they can reach (0.0.0.0 is fine in client mode, which binds no socket but the DHT's)";
+    return {};
+}
+
 void SwarmPeer::Impl::setUp()
 {
     setState(PeerState::Connecting);
@@ -53,11 +64,8 @@ void SwarmPeer::Impl::setUp()
         tracker = ProgressTracker(trackerOptions);
     }
 
-    if (!opt.announce.empty() && !reachable())
-        throw Error("--announce has no use in client mode: a client-mode peer accepts no connections");
-    if (reachable() && opt.announce.empty() && (opt.host == "0.0.0.0" || opt.host == "*"))
-        throw Error("--host " + opt.host + " cannot be advertised to other peers: give an address of this machine "
-                    "that they can reach (0.0.0.0 is fine in client mode, which binds no socket but the DHT's)");
+    if (const auto problem = advertisingProblem(opt); !problem.empty())
+        throw Error(problem);
     dht = std::make_unique<DhtNode>(*identity, opt.dhtPort, opt.host);
     dhtPort = dht->port();
     for (const auto &b : opt.bootstrap)
@@ -65,7 +73,11 @@ void SwarmPeer::Impl::setUp()
     for (const auto &b : manifest->bootstrapPeers)
         dht->bootstrap(b);
     if ((!opt.bootstrap.empty() || !manifest->bootstrapPeers.empty()) && !dht->waitForNodes(1, 10.0))
-        log::warning("swarm", "no DHT node answered within 10 s; training alone until the swarm is reachable");
+        log::warning("swarm", "no DHT node answered within 10 s; "
+                                  + std::string(opt.role != PeerRole::Trainer ? "alone"
+                                                : opt.minPeers > 1 ? "waiting for " + std::to_string(opt.minPeers) + " peers"
+                                                                   : "training alone")
+                                  + " until the swarm is reachable");
     const std::string allReducePort = opt.allReducePort ? std::to_string(opt.allReducePort) : "*";
     const std::string servicePort = opt.servicePort ? std::to_string(opt.servicePort) : "*";
     if (reachable()) {

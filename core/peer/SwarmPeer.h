@@ -106,6 +106,12 @@ struct SwarmOptions {
     std::filesystem::path accessTokenFile;    // empty: <data dir>/runs/<run id>/access.token
 };
 
+// Why other peers could not reach this one at the addresses `options` would advertise, or ""
+// when they could: a reachable peer (not in client mode) without `announce` advertises what it
+// binds, and 0.0.0.0 is nobody's address; `announce` has no use in client mode. SwarmPeer
+// refuses such options when it starts (PeerState::Error); a command line checks them earlier.
+[[nodiscard]] std::string advertisingProblem(const SwarmOptions &options);
+
 class SwarmPeer final : public PeerControl {
 public:
     explicit SwarmPeer(SwarmOptions options);

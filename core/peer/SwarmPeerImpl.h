@@ -103,7 +103,7 @@ struct SwarmPeer::Impl {
     // group at that epoch or later has ended, as a volunteer pressing Pause just then.
     long faultPauseEpoch = std::getenv("DEDLOC_FAULT_PAUSE_IN_GROUP") ? std::atol(std::getenv("DEDLOC_FAULT_PAUSE_IN_GROUP")) : -1;
     // DEDLOC_FAULT_TIME_UP_IN_GROUP=<epoch>: the peer's time limit is reached as soon as its
-    // search for a group at that epoch or later has ended, as a --duration ending just then.
+    // search for a group at that epoch or later has formed one, as a --duration ending just then.
     long faultTimeUpEpoch = std::getenv("DEDLOC_FAULT_TIME_UP_IN_GROUP") ? std::atol(std::getenv("DEDLOC_FAULT_TIME_UP_IN_GROUP")) : -1;
     bool faultTimeUp = false; // set once by that fault (worker thread)
 
@@ -120,14 +120,16 @@ struct SwarmPeer::Impl {
 
     void setState(PeerState state, const std::string &detail = {})
     {
-        update([&](PeerSnapshot &s) {
-            // A pause shows until resume(), whatever the worker finishes meanwhile.
-            if (pausedFlag.load() && (state == PeerState::Training || state == PeerState::Averaging
-                                      || state == PeerState::Syncing))
-                return;
-            s.state = state;
-            s.stateDetail = detail;
-        });
+        std::lock_guard lock(mutex);
+        // A pause shows until resume(), whatever the worker finishes meanwhile.
+        if (pausedFlag.load() && (state == PeerState::Training || state == PeerState::Averaging
+                                  || state == PeerState::Syncing || state == PeerState::Connecting))
+            return;
+        if (snap.state == state && snap.stateDetail == detail)
+            return; // nothing new: consumers skip by sequence
+        snap.state = state;
+        snap.stateDetail = detail;
+        ++snap.sequence;
     }
 
     bool timeUp() const

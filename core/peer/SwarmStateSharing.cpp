@@ -79,8 +79,18 @@ void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport
     for (const auto &o : report.offences)
         bans->strike(group.info.members[o.member].peerId, "round " + group.info.groupId + ": " + o.reason, unixNow(),
                      o.messages);
-    if (report.uploadBytesPerSecond <= 0)
+    if (report.uploadBytesPerSecond <= 0) {
+        // A member that sent nothing (no shard, no gradients: an auxiliary the last rates left
+        // without a shard) learnt nothing about its link: it goes back to its declared rate, so
+        // that a later leader gives it a share to measure again instead of none for good.
+        const bool sentNothing = group.myIndex < report.shardSizes.size() && report.shardSizes[group.myIndex] == 0
+                                 && group.info.members[group.myIndex].weight == 0.0;
+        if (sentNothing && uploadMbit > 0) {
+            uploadMbit = -1.0;
+            matchmaker->setBandwidth(opt.bandwidth);
+        }
         return;
+    }
     // Mbit/s, the unit of --bandwidth; half of each new measurement (rounds vary with the others'
     // links and the machine's load).
     const double measured = report.uploadBytesPerSecond * 8e-6;

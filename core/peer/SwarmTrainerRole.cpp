@@ -33,13 +33,14 @@ void SwarmPeer::Impl::runTrainer()
     double lastSyncAttempt = -1e9;
     bool wasPaused = false;
     bool minPeersSeen = false;
+    std::string lastWaiting; // the last "waiting for N peers" logged
     setState(PeerState::Training);
     // At the time limit a peer that is looking for (or has found) the group of its epoch stays
     // until that step: its group would otherwise wait out the round's timeouts for it. The step
     // comes about one matchmaking time after the search began; the grace bounds a late one.
     double graceUntil = -1.0;
     const auto staysForItsGroup = [&] {
-        if (!search.active() || search.epoch() != trainer->step())
+        if (!search.active() || search.epoch() != trainer->step() || (search.ended() && !search.formed()))
             return false;
         if (graceUntil < 0) {
             graceUntil = unixNow() + 2.0 * opt.matchmaking.window + opt.matchmaking.requestTimeout;
@@ -80,6 +81,8 @@ void SwarmPeer::Impl::runTrainer()
         expected = expectedPeers(trainer->step());
         if (decision == StepDecision::Resync) {
             search.drop();
+            if (timeUp())
+                break; // the swarm stepped without this peer: nothing to finish, no download
             long global;
             {
                 std::lock_guard lock(mutex);
@@ -98,10 +101,21 @@ void SwarmPeer::Impl::runTrainer()
             // Neither compute nor step before the peers this run asks for are here: samples
             // computed alone would make up the whole batch before the others arrive. Once they
             // were, training goes on if some leave (or drop out of this peer's view of the DHT).
+            // The wait shows as Connecting: "waiting for 3 peers, 1 here" (this one included).
             if (expected < opt.minPeers) {
+                const std::string waiting =
+                    "waiting for " + std::to_string(opt.minPeers) + " peers, " + std::to_string(expected) + " here";
+                if (waiting != lastWaiting)
+                    log::info("swarm", waiting + " (--min-peers): nothing is computed before they are");
+                lastWaiting = waiting;
+                setState(PeerState::Connecting, waiting);
                 sleepFor(0.05);
                 continue;
             }
+            if (!lastWaiting.empty())
+                log::info("swarm", std::to_string(expected) + " peers here (--min-peers " + std::to_string(opt.minPeers)
+                                       + "): training");
+            setState(PeerState::Training);
             minPeersSeen = true;
         }
         const bool alone = expected <= 1;
@@ -113,7 +127,7 @@ void SwarmPeer::Impl::runTrainer()
             pausedFlag = true;
             continue;
         }
-        if (faultTimeUpEpoch >= 0 && trainer->step() >= faultTimeUpEpoch && search.ended()) {
+        if (faultTimeUpEpoch >= 0 && trainer->step() >= faultTimeUpEpoch && search.formed()) {
             log::warning("swarm", "FAULT: time limit with the group search ended (DEDLOC_FAULT_TIME_UP_IN_GROUP)");
             faultTimeUpEpoch = -1;
             faultTimeUp = true;
