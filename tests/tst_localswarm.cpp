@@ -67,6 +67,25 @@ QString lastValue(const QStringList &args, const QString &option)
     return i >= 0 && i + 1 < args.size() ? args[i + 1] : QString();
 }
 
+// `dedloc --local-swarm N --headless` on a fresh tiny run in `root` (its own process group, as a
+// terminal's foreground job), its metrics in root/metrics, with `extra` options. Returns the
+// run manifest.
+std::filesystem::path startLocalSwarm(QProcess &swarm, const std::filesystem::path &root, int trainers, const QStringList &extra)
+{
+    std::filesystem::create_directories(root / "run");
+    const auto manifest = writeSignedTinyRun(root / "run", 32);
+    swarm.setProcessChannelMode(QProcess::MergedChannels);
+    swarm.setChildProcessModifier([] { ::setpgid(0, 0); });
+    swarm.start(QStringLiteral(DEDLOC_APP),
+                QStringList{QStringLiteral("--local-swarm"), QString::number(trainers), QStringLiteral("--headless"),
+                            QStringLiteral("--manifest"), QString::fromStdString(manifest.string()),
+                            QStringLiteral("--data-dir"), QString::fromStdString((root / "data").string()),
+                            QStringLiteral("--dht-port"), QString::number(freeUdpPort()), QStringLiteral("--metrics-dir"),
+                            QString::fromStdString((root / "metrics").string())}
+                    + extra);
+    return manifest;
+}
+
 } // namespace
 
 class TestLocalSwarm final : public QObject {
@@ -77,18 +96,9 @@ private Q_SLOTS:
     {
         QTemporaryDir tmp;
         const std::filesystem::path root = tmp.path().toStdString();
-        std::filesystem::create_directories(root / "run");
-        const auto manifest = writeSignedTinyRun(root / "run", 32);
         const auto data = root / "data", metrics = root / "metrics";
         QProcess swarm;
-        swarm.setProcessChannelMode(QProcess::MergedChannels);
-        swarm.setChildProcessModifier([] { ::setpgid(0, 0); }); // a terminal's foreground group
-        swarm.start(QStringLiteral(DEDLOC_APP),
-                    {QStringLiteral("--local-swarm"), QStringLiteral("2"), QStringLiteral("--headless"),
-                     QStringLiteral("--manifest"), QString::fromStdString(manifest.string()), QStringLiteral("--data-dir"),
-                     QString::fromStdString(data.string()), QStringLiteral("--dht-port"), QString::number(freeUdpPort()),
-                     QStringLiteral("--metrics-dir"), QString::fromStdString(metrics.string()),
-                     QStringLiteral("--status-interval"), QStringLiteral("0")});
+        const auto manifest = startLocalSwarm(swarm, root, 2, {QStringLiteral("--status-interval"), QStringLiteral("0")});
         QVERIFY(swarm.waitForStarted(10000));
         QString output;
         auto enoughSteps = [&] {
@@ -131,19 +141,12 @@ private Q_SLOTS:
     {
         QTemporaryDir tmp;
         const std::filesystem::path root = tmp.path().toStdString();
-        std::filesystem::create_directories(root / "run");
-        const auto manifest = writeSignedTinyRun(root / "run", 32);
-        const auto data = root / "data", metrics = root / "metrics";
+        const auto metrics = root / "metrics";
         QProcess swarm;
-        swarm.setProcessChannelMode(QProcess::MergedChannels);
-        swarm.setChildProcessModifier([] { ::setpgid(0, 0); });
-        swarm.start(QStringLiteral(DEDLOC_APP),
-                    {QStringLiteral("--local-swarm"), QStringLiteral("1"), QStringLiteral("--headless"),
-                     QStringLiteral("--manifest"), QString::fromStdString(manifest.string()), QStringLiteral("--data-dir"),
-                     QString::fromStdString(data.string()), QStringLiteral("--dht-port"), QString::number(freeUdpPort()),
-                     QStringLiteral("--metrics-dir"), QString::fromStdString(metrics.string()),
-                     QStringLiteral("--status-interval"), QStringLiteral("1"), QStringLiteral("--min-peers"), QStringLiteral("2"),
-                     QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--bandwidth"), QStringLiteral("42")});
+        startLocalSwarm(swarm, root, 1,
+                        {QStringLiteral("--status-interval"), QStringLiteral("1"), QStringLiteral("--min-peers"),
+                         QStringLiteral("2"), QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--bandwidth"),
+                         QStringLiteral("42")});
         QVERIFY(swarm.waitForStarted(10000));
         QString output;
         const QString waiting = QStringLiteral("[trainer-1] Connecting (waiting for 2 peers, 1 here) | step 0");
