@@ -96,6 +96,7 @@ struct SwarmPeer::Impl {
     long sessionStepsStart = 0;
     long long swarmSamplesSeen = 0, mySamplesSeen = 0;
     double uploadMbit = -1.0; // measured in rounds (afterRound); < 0 none yet
+    static constexpr double MaxMeasuredMbit = 200.0; // measured rates above it count as equal
     // Fault injection for tests (tst_swarm): DEDLOC_FAULT_STALL_ROUND=<epoch> makes this peer
     // freeze inside its first round at that epoch or later, as a peer that hangs mid-round.
     long faultStallEpoch = std::getenv("DEDLOC_FAULT_STALL_ROUND") ? std::atol(std::getenv("DEDLOC_FAULT_STALL_ROUND")) : -1;

@@ -93,7 +93,10 @@ void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport
     }
     // Mbit/s, the unit of --bandwidth; half of each new measurement (rounds vary with the others'
     // links and the machine's load).
-    const double measured = report.uploadBytesPerSecond * 8e-6;
+    // Above MaxMeasuredMbit a round is bound by the machines' CPUs, not the link: peers of one
+    // machine measured 290-1560 Mbit/s on loopback, and shares sized by such figures handed one
+    // of them the whole vector to reduce. Rates above it count as equal.
+    const double measured = std::min(report.uploadBytesPerSecond * 8e-6, MaxMeasuredMbit);
     const bool first = uploadMbit <= 0;
     uploadMbit = first ? measured : 0.5 * uploadMbit + 0.5 * measured;
     // A cap lowered since the last rounds bounds what the next one can send at once.
