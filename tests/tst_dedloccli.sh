@@ -98,6 +98,13 @@ refused "--host 0.0.0.0 cannot be advertised to other peers" --headless --host 0
 refused "--host 0.0.0.0 cannot be advertised to other peers" --headless --host 0.0.0.0 --role monitor
 # A local swarm's monitor gets its --host and is never in client mode.
 refused "--host 0.0.0.0 cannot be advertised to other peers" --headless --host 0.0.0.0 --client-mode --local-swarm 2
+# A peer bound to loopback (the default --host) cannot join a bootstrap node on another machine;
+# a bootstrap node on this machine passes that check (the refusal that follows is another's).
+refused "--bootstrap 203.0.113.5:31340 is another machine, but this peer listens on 127.0.0.1 (--host)" \
+  --headless --bootstrap 203.0.113.5:31340
+refused "--bootstrap swarm.example.org:31340 is another machine" --headless --bootstrap swarm.example.org:31340 --host 127.0.0.1
+refused "$swarmBad" --headless --bootstrap 127.0.0.1:31340 --min-peers 0
+refused "$swarmBad" --headless --bootstrap localhost:31340 --min-peers 0
 refused "$swarmBad" --headless --host 0.0.0.0 --announce 203.0.113.7:40000 --min-peers 0
 
 echo "PASS: dedloc --help/--version, and its refusals of bad options before anything starts"

@@ -13,8 +13,27 @@
 
 namespace dedloc {
 
+namespace {
+
+bool isLoopbackHost(std::string host)
+{
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+} // namespace
+
 std::string advertisingProblem(const SwarmOptions &options)
 {
+    // A DHT node bound to loopback can send nothing to another machine: a bootstrap node there
+    // would never answer, and the peer would wait alone.
+    if (isLoopbackHost(options.host))
+        for (const auto &b : options.bootstrap)
+            if (const auto colon = b.rfind(':'); !isLoopbackHost(b.substr(0, colon)))
+                return "--bootstrap " + b + " is another machine, but this peer listens on " + options.host
+                       + " (--host), which no other machine reaches: give this machine's LAN address with --host "
+                         "(or --host 0.0.0.0 --client-mode)";
     const bool reachable = !options.clientMode;
     if (!options.announce.empty() && !reachable)
         return "--announce has no use in client mode: a client-mode peer accepts no connections";

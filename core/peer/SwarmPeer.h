@@ -108,7 +108,8 @@ struct SwarmOptions {
 
 // Why other peers could not reach this one at the addresses `options` would advertise, or ""
 // when they could: a reachable peer (not in client mode) without `announce` advertises what it
-// binds, and 0.0.0.0 is nobody's address; `announce` has no use in client mode. SwarmPeer
+// binds, and 0.0.0.0 is nobody's address; `announce` has no use in client mode; a peer bound to
+// loopback (127.x, the default) cannot join a bootstrap node on another machine. SwarmPeer
 // refuses such options when it starts (PeerState::Error); a command line checks them earlier.
 [[nodiscard]] std::string advertisingProblem(const SwarmOptions &options);
 
