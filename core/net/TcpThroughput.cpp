@@ -143,19 +143,6 @@ std::vector<TcpSendStats> tcpSendStatsTo(const std::vector<std::string> &endpoin
     return out;
 }
 
-double uploadRate(const std::vector<TcpSendStats> &connections, std::uint64_t minBytes)
-{
-    std::uint64_t bytes = 0;
-    double busy = 0.0;
-    for (const auto &c : connections) {
-        bytes += c.bytesAcked;
-        busy = std::max(busy, c.busySeconds);
-    }
-    if (bytes < minBytes || busy < 0.02)
-        return -1.0;
-    return static_cast<double>(bytes) / busy;
-}
-
 namespace {
 
 double steadySeconds()

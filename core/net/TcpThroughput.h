@@ -5,8 +5,8 @@
 //
 // A connection's goodput is bytes_acked / busy_time, where busy_time counts the microseconds it
 // had data unacknowledged or waiting (sending, limited by the receive window or the send buffer),
-// and not the time the application gave it nothing. Connections that were busy at the same time
-// share the uplink, so the upload rate over several of them is sum(bytes_acked) / max(busy_time).
+// and not the time the application gave it nothing. Over several connections UploadMeter (below)
+// adds up the time any of them was busy.
 // This is what a speed test measures, on the round's own traffic: the slowest of this peer's
 // uplink, the path and the receivers' downlinks, not a declared figure.
 //
@@ -32,10 +32,6 @@ struct TcpSendStats {
 [[nodiscard]] std::vector<TcpSendStats> tcpSendStatsTo(const std::vector<std::string> &endpoints,
                                                        std::uint16_t localPort = 0);
 
-// Connections' combined upload rate in bytes/s (sum of bytes over the longest busy time), or -1
-// when they moved too little to tell: under `minBytes` in all, or busy under 20 ms.
-[[nodiscard]] double uploadRate(const std::vector<TcpSendStats> &connections, std::uint64_t minBytes = 256 * 1024);
-
 // The upload of one exchange (a round) over connections that open and close during it (a
 // reducer's peers close theirs as soon as they have their results). The constructor reads the
 // connections open then as a baseline: what they had moved before counts for nothing. Each
@@ -48,7 +44,8 @@ class UploadMeter final {
 public:
     UploadMeter(std::vector<std::string> endpoints, std::uint16_t localPort);
     void sample();
-    // Bytes moved over the busy time, bytes/s; -1 when too little moved to tell (as uploadRate).
+    // Bytes moved over the busy time, bytes/s; -1 when too little moved to tell: under
+    // `minBytes`, or busy under 20 ms.
     [[nodiscard]] double rate(std::uint64_t minBytes = 256 * 1024) const;
     // Bytes acknowledged since the baseline.
     [[nodiscard]] std::uint64_t bytes() const { return m_bytes; }

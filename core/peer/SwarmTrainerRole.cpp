@@ -128,7 +128,7 @@ void SwarmPeer::Impl::runTrainer()
             continue;
         }
         if (faultTimeUpEpoch >= 0 && trainer->step() >= faultTimeUpEpoch && search.formed()) {
-            log::warning("swarm", "FAULT: time limit with the group search ended (DEDLOC_FAULT_TIME_UP_IN_GROUP)");
+            log::warning("swarm", "FAULT: time limit with a group formed (DEDLOC_FAULT_TIME_UP_IN_GROUP)");
             faultTimeUpEpoch = -1;
             faultTimeUp = true;
             continue;
