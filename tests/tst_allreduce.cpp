@@ -155,6 +155,36 @@ private Q_SLOTS:
         QVERIFY(bitwiseEqual(s.values[0], s.values[2]));
     }
 
+    // A member that sends weight 0 (paused, training nothing, or taking a copied state) puts no
+    // values on the wire: its PARTs carry an empty payload, which reducers take as zeros, and it
+    // still receives every RESULT. Member 2 reduces a shard: all it uploads is that shard's
+    // results to the two others; member 0 uploads its values to two reducers and its results.
+    void weightlessMemberSendsNoValuesAndReceivesTheAverage()
+    {
+        Swarm s({true, true, true}, {1.0, 3.0, 1.0}, 30011);
+        const auto expected = s.expectedAverage({0, 1}); // member 2 sends weight 0
+        TokenBucket buckets[3];
+        std::vector<AllReduceOptions> o(3);
+        for (std::size_t i = 0; i < 3; ++i)
+            o[i].upload = &buckets[i];
+        o[2].myWeight = 0.0;
+        std::vector<std::thread> threads;
+        for (std::size_t i = 0; i < 3; ++i)
+            threads.emplace_back(
+                [&, i] { s.reports[i] = s.endpoints[i]->run("group-1", s.members, i, s.values[i], o[i]); });
+        for (auto &t : threads)
+            t.join();
+        const auto shard = [&](std::size_t j) { return static_cast<std::uint64_t>(s.reports[0].shardSizes[j]) * 4; };
+        QCOMPARE(buckets[2].bytesTaken(), 2 * shard(2));
+        QCOMPARE(buckets[0].bytesTaken(), shard(1) + shard(2) + 2 * shard(0));
+        for (std::size_t i = 0; i < 3; ++i) {
+            QVERIFY(s.reports[i].complete);
+            QCOMPARE(s.reports[i].minShardWeight, 4.0);
+            QVERIFY(closeTo(s.values[i], expected, 0, expected.size()));
+        }
+        QVERIFY(bitwiseEqual(s.values[0], s.values[2]));
+    }
+
     void compressedRoundStaysIdenticalAcrossMembers_data()
     {
         QTest::addColumn<int>("codec");

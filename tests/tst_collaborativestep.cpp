@@ -119,7 +119,7 @@ private Q_SLOTS:
         QVERIFY2(d < 1e-6, qPrintable(QString::number(d)));
     }
 
-    // A member whose gradient is not finite sends zeros with weight 0: the other's average is its
+    // A member whose gradient is not finite sends weight 0 (no values): the other's average is its
     // own gradient (through the fp16 codec), nobody throws, and the batch is the finite member's.
     void nonFiniteGradientContributesNothing()
     {

@@ -117,6 +117,7 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.maxWeight = options.maxWeight;
     round.values = values;
     round.upload = options.upload;
+    round.capture = options.capture;
     return round;
 }
 

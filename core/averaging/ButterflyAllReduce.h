@@ -38,6 +38,7 @@
 //
 // Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
 // time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
+#include "averaging/AveragedUpdate.h"
 #include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
 #include "net/TokenBucket.h"
@@ -80,6 +81,11 @@ struct AllReduceOptions {
     // 8 messages, so TCP flow control slows the reducers to the cap; PARTs arriving on the
     // ROUTER are paced as they are read (ZeroMQ may buffer them). nullptr or rate 0: no cap.
     TokenBucket *download = nullptr;
+    // When set, every averaged piece this member applies (each RESULT it receives and each part
+    // of its own shard it reduces) is appended here as encoded on the wire, so that the round's
+    // average can be kept as an update others replay (averaging/AveragedUpdate.h). Filled on the
+    // calling thread; must outlive run().
+    std::vector<EncodedPiece> *capture = nullptr;
 };
 
 // A member whose messages broke the protocol in this round (see above).

@@ -85,8 +85,9 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
     auto &slot = ps.values[h.sender];
     if (!slot.empty())
         throw ProtocolError("duplicate PART " + std::to_string(h.part));
-    std::vector<float> piece(h.count);
-    decode(h.codec, {frames[2].data<std::uint8_t>(), frames[2].size()}, piece);
+    std::vector<float> piece(h.count); // zeros: what an empty payload of weight 0 stands for
+    if (frames[2].size() != 0 || h.weight != 0.0)
+        decode(h.codec, {frames[2].data<std::uint8_t>(), frames[2].size()}, piece);
     for (float x : piece)
         if (!std::isfinite(x))
             throw ProtocolError("PART carries a non-finite value");
@@ -182,6 +183,9 @@ void PartReducer::reducePart(std::size_t p)
     // Apply exactly what the others receive, so that every member ends bitwise equal.
     decode(round.codec, {payload.data<std::uint8_t>(), payload.size()},
            round.values.subspan(round.shardOffsets[round.me] + piece.offset, piece.count));
+    if (round.capture)
+        round.capture->push_back({round.shardOffsets[round.me] + piece.offset, piece.count,
+                                  {payload.data<std::uint8_t>(), payload.data<std::uint8_t>() + payload.size()}});
     sendResult(p, payload, shardWeight);
     for (auto &v : ps.values)
         std::vector<float>().swap(v);

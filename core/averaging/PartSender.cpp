@@ -142,10 +142,14 @@ bool PartSender::sendPart(std::size_t j)
                         piece.count,
                         round.myWeight,
                         round.codec};
-    // Encode straight into the message: one copy less per part.
-    zmq::message_t payload(encodedBytes(round.codec, piece.count));
-    encodeInto(round.codec, round.values.subspan(round.shardOffsets[j] + piece.offset, piece.count),
-               {payload.data<std::uint8_t>(), payload.size()});
+    // Encode straight into the message: one copy less per part. A sender of weight 0 counts for
+    // nothing in the average: its PARTs carry no values (an empty payload, taken as zeros), and
+    // only let the reducer know where to send the result.
+    const bool weightless = round.myWeight == 0.0;
+    zmq::message_t payload(weightless ? 0 : encodedBytes(round.codec, piece.count));
+    if (!weightless)
+        encodeInto(round.codec, round.values.subspan(round.shardOffsets[j] + piece.offset, piece.count),
+                   {payload.data<std::uint8_t>(), payload.size()});
     if (round.upload)
         round.upload->acquire(payload.size());
     const auto header = encodeShardHeader(h);
@@ -180,6 +184,9 @@ void PartSender::handleResult(std::size_t j, const std::vector<zmq::message_t> &
             throw ProtocolError("RESULT carries a non-finite value");
     std::copy(piece.begin(), piece.end(),
               m_round.values.begin() + static_cast<std::ptrdiff_t>(m_round.shardOffsets[j] + h.offset));
+    if (m_round.capture)
+        m_round.capture->push_back({m_round.shardOffsets[j] + h.offset, h.count,
+                                    {frames[1].data<std::uint8_t>(), frames[1].data<std::uint8_t>() + frames[1].size()}});
     m_resultSeen[j][h.part] = true;
     m_receivedBack[j] += h.count;
     m_lastProgress[j] = m_round.elapsed();

@@ -51,6 +51,7 @@ struct RoundContext {
     double maxWeight = 0.0;                      // per sender (AllReduceOptions::maxWeight); 0: no bound
     std::span<float> values;                     // averaged in place
     TokenBucket *upload = nullptr;               // upload cap on PART and RESULT payloads; null: none
+    std::vector<EncodedPiece> *capture = nullptr; // the averaged pieces applied (AllReduceOptions)
     const DataPlaneSecurity *security = nullptr; // null: plaintext links
     // Per member, the CURVE key its connections authenticate with (secured rounds only; all
     // zeros for a member whose identity key is invalid: it never matches a connection).

@@ -56,6 +56,7 @@ struct PeerService::Impl {
     std::map<std::string, long long> served;
     std::uint64_t snapshotCounter = 0;
     std::map<std::shared_ptr<const StateSnapshot>, std::string> snapshotIds;
+    UpdateArchive updates;
 
     std::atomic<bool> stop{false};
     std::thread thread;
@@ -155,6 +156,13 @@ struct PeerService::Impl {
                     return reply(routingId, "part", {{"i", id}, {"k", part}}, &data);
                 }
                 return reply(routingId, "refuse", {{"why", "snapshot is gone"}});
+            }
+            if (type == "update?" || type == "upart?") {
+                if (type == "update?" && m.value("run", std::string()) != runId)
+                    return reply(routingId, "refuse", {{"why", "unknown run"}});
+                const auto a = updates.answer(type, m);
+                zmq::message_t data(a.data.data(), a.data.size());
+                return reply(routingId, a.type, a.fields, a.type == "upart" ? &data : nullptr);
             }
             if (type == "ping")
                 return reply(routingId, "pong", nlohmann::json::object());
@@ -363,6 +371,18 @@ long PeerService::stateEpoch() const
 {
     std::lock_guard lock(d->mutex);
     return d->snapshots.empty() ? -1 : d->snapshots.back()->epoch;
+}
+
+void PeerService::addUpdate(std::shared_ptr<const AveragedUpdate> update)
+{
+    std::lock_guard lock(d->mutex);
+    d->updates.add(std::move(update));
+}
+
+void PeerService::clearUpdates()
+{
+    std::lock_guard lock(d->mutex);
+    d->updates.clear();
 }
 
 BanList &PeerService::bans() { return *d->banList; }

@@ -9,7 +9,7 @@
 // followers until `deadline`; the matchmaker then calls begin() (BEGIN to every follower) or
 // disband(). Joins for another epoch or schema, from banned peers, or when nothing is gathered
 // are refused at once, so a follower never waits on a peer that is not leading.
-// Donor side: setState() publishes a snapshot; the two newest are kept, and an older one stays
+// Donor side: setState() publishes a snapshot (and addUpdate() the averaged steps since); the two newest are kept, and an older one stays
 // pinned while a download reads it (a `state?` offered it or a `part?` asked for it within the
 // pin time, 30 s), at most two such, so that a download on a slow link gets one consistent
 // snapshot from start to end however many steps the donor takes meanwhile.
@@ -23,6 +23,7 @@
 // Errors: dedloc::Error if the ROUTER cannot bind.
 #include "averaging/BanList.h"
 #include "averaging/SwarmMessages.h"
+#include "averaging/UpdateArchive.h"
 
 #include <memory>
 #include <string>
@@ -76,6 +77,10 @@ public:
     // How long a snapshot stays pinned after a download's last request for it (seconds; 30).
     void setSnapshotPin(double seconds);
     [[nodiscard]] long stateEpoch() const;  // -1 without state
+    // The averaged updates served for replay (averaging/UpdateArchive.h): one chain of
+    // consecutive epochs; an update that does not follow the last starts a new one.
+    void addUpdate(std::shared_ptr<const AveragedUpdate> update);
+    void clearUpdates();
 
     [[nodiscard]] BanList &bans();
     // Messages answered so far, by type (for tests and the status panel).

@@ -232,8 +232,8 @@ json parseServiceMessage(std::span<const std::uint8_t> bytes)
     if (nonNegative(j, "v", 1000) != ServiceProtocolVersion)
         throw ProtocolError("service protocol version " + std::to_string(j.at("v").get<long>()) + " is not "
                             + std::to_string(ServiceProtocolVersion));
-    static const char *known[] = {"join",  "accept", "refuse", "begin", "disband", "state?", "state",
-                                  "part?", "part",   "reach?", "reach", "ping",    "pong"};
+    static const char *known[] = {"join",   "accept", "refuse",  "begin", "disband", "state?", "state", "part?", "part",
+                                  "update?", "update", "upart?", "upart", "reach?",  "reach",  "ping",  "pong"};
     const auto type = text(j, "t", 16);
     bool ok = false;
     for (const char *k : known)

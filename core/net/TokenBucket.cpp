@@ -73,6 +73,7 @@ void TokenBucket::refill(double now)
 double TokenBucket::reserve(std::size_t bytes)
 {
     std::lock_guard lock(m_mutex);
+    m_taken += bytes;
     if (m_rate <= 0.0)
         return 0.0;
     refill(m_clock());
@@ -85,6 +86,12 @@ void TokenBucket::acquire(std::size_t bytes)
     const double wait = reserve(bytes);
     if (wait > 0.0)
         std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+}
+
+std::uint64_t TokenBucket::bytesTaken() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_taken;
 }
 
 double TokenBucket::level()

@@ -13,6 +13,7 @@
 // on the calling thread without holding the mutex, so several senders share one cap.
 // Errors: a negative or non-finite rate or burst throws dedloc::Error.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 
@@ -37,6 +38,8 @@ class TokenBucket final {
     void acquire(std::size_t bytes);
     // Tokens available now (negative while in debt).
     [[nodiscard]] double level();
+    // Bytes reserved since construction, capped or not (what went through this bucket).
+    [[nodiscard]] std::uint64_t bytesTaken() const;
 
   private:
     void refill(double now);
@@ -47,6 +50,7 @@ class TokenBucket final {
     double m_burst = 0.0;
     double m_level = 0.0;
     double m_last = 0.0;
+    std::uint64_t m_taken = 0;
 };
 
 } // namespace dedloc

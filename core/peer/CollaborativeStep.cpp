@@ -83,12 +83,15 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
     options.myWeight = static_cast<double>(out.localSamples);
     if (!std::all_of(gradient.begin(), gradient.end(), [](float x) { return std::isfinite(x); })) {
         // As the solo trainer skips such a step: this peer's contribution is dropped (weight 0,
-        // zeros on the wire), the group still averages the others' gradients.
+        // no values on the wire), the group still averages the others' gradients.
         log::warning("swarm", "the local gradient is not finite (overflow?): this peer contributes nothing to this step");
         std::fill(gradient.begin(), gradient.end(), 0.0F);
         options.myWeight = 0.0;
         out.localSamples = 0;
     }
+    std::vector<EncodedPiece> captured;
+    options.capture = &captured;
+    const long epoch = trainer.step();
     try {
         out.report = allReduce.run(group->info.groupId, group->info.members, group->myIndex, gradient, options);
     } catch (const Error &e) {
@@ -101,6 +104,9 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
     out.batchSamples = out.report.groupWeight > 0 ? static_cast<long>(std::llround(out.report.groupWeight))
                                                   : out.localSamples;
     out.result = trainer.applyAveragedStep(gradient, out.batchSamples);
+    if (out.report.complete)
+        if (auto u = assembleUpdate(epoch, out.batchSamples, options.codec, gradient.size(), std::move(captured)))
+            out.update = std::make_shared<const AveragedUpdate>(std::move(*u));
     out.averaged = true;
     out.complete = out.report.complete;
     out.groupSize = group->info.members.size();

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <future>
 #include <optional>
 #include <string>
@@ -76,13 +77,16 @@ struct StepOutcome {
     std::int64_t shardElements = 0;// elements this peer reduced
     std::string status;            // "averaged with 2 peer(s)", "fell back to local gradients: ..."
     AllReduceReport report;        // of the averaging round (averaged steps only)
+    // A complete round's average as encoded on the wire, taken at the epoch before the step: what
+    // a peer holding this epoch's state replays to get the next (averaging/AveragedUpdate.h).
+    std::shared_ptr<const AveragedUpdate> update;
 };
 
 // Averages this peer's gradient in `group` and applies the step; without a group applies the
 // local gradient (`whyAlone` goes into the status). Returns nothing, and changes nothing, when
 // there is neither a group nor a local sample (a peer that just downloaded the state).
-// `contribute` false (a peer pausing in a group it has joined): it takes part with weight 0 and
-// zeros (its own samples are dropped), so the others need not wait for it, and applies the
+// `contribute` false (a peer pausing in a group it has joined): it takes part with weight 0, no
+// values on the wire (its own samples are dropped), so the others need not wait for it, and applies the
 // group's average like everyone; without a group it does nothing.
 [[nodiscard]] std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
                                                                 const std::optional<FormedGroup> &group,

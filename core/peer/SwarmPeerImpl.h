@@ -56,6 +56,13 @@ struct SwarmPeer::Impl {
     // Worker thread only: our parameters may differ from the swarm's (we ask our next group for a
     // state round, and our donor advert says so meanwhile).
     bool repairWanted = false;
+    // Worker thread only: our state is the swarm's at our epoch (a download from a donor whose
+    // state agrees, or a step that left it with the group's): updates of later epochs replay
+    // onto it (replayUpdates). False at start: our own initial or checkpointed state.
+    bool stateIsSwarms = false;
+    // Worker thread only: the last state round changed this trainer's state (it was not the
+    // group's already), so the step's update alone does not lead to it.
+    bool stateRoundChanged = false;
     std::atomic<bool> workerDone{false};
     std::atomic<int> exitCode{0};
     std::atomic<std::uint16_t> dhtPort{0};
@@ -180,6 +187,14 @@ struct SwarmPeer::Impl {
     // (with the reason in *why) when no donor delivered.
     // `consistentOnly`: never from a donor whose state may differ (DonorAdvert::mayDiffer).
     bool downloadAndLoadState(long minEpoch, std::string *why, bool consistentOnly = false);
+    // Behind the swarm (at `global`) with the swarm's state of our epoch: fetches the averaged
+    // updates of the epochs in between from donors that agree and applies them in order
+    // (averaging/UpdateDownload.h), at the cost of the compressed averages instead of the
+    // state; true if it got at least one (the caller then looks again where the swarm is).
+    bool replayUpdates(long global);
+    // After a step: keeps its update for others to replay when our state is the group's result
+    // of it, else ends the chain the service offers.
+    void keepUpdate(const std::shared_ptr<const AveragedUpdate> &update, bool stateIsTheUpdates);
     void afterStateChange();
     // After a round: strikes every member whose messages in it the link proved invalid, and
     // takes the upload rate this peer measured in it as its bandwidth (uploadMbit, matchmaker).

@@ -4,6 +4,9 @@
 #include "peer/SwarmPeerImpl.h"
 
 #include "averaging/StateDownload.h"
+#include "averaging/StateRoundPlan.h"
+#include "averaging/UpdateDownload.h"
+#include "net/WireMessage.h"
 #include "util/Error.h"
 #include "util/Log.h"
 
@@ -37,6 +40,9 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         if (!s)
             continue;
         trainer->loadStateFlat(s->values, s->epoch);
+        stateIsSwarms = !mayDiffer;
+        if (service)
+            service->clearUpdates(); // our state now comes from elsewhere: no chain leads to it
         if (matchmaker)
             setRepair(mayDiffer);
         afterStateChange();
@@ -127,26 +133,26 @@ bool SwarmPeer::Impl::averageStateNow(long epoch) const
 
 bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
 {
-    // Parameters and LAMB statistics, equal weights (every trainer holds one copy). Every member
-    // sends in a state round, so that the ones that do not train receive the result too. A
-    // trainer that asked for repair sends with weight 0 and so takes the state of the trainers
-    // that did not, if there is one; when all did, all count alike.
+    // Parameters and LAMB statistics: the mean of the trainers' copies, or in a repair a copy of
+    // one fresh trainer's state (averaging/StateRoundPlan.h). Every member is a sender (weight 1
+    // in the list), so that every member receives the result; the plan's weight 0 sends no values.
     const auto &listed = group.info.members;
-    const bool freshTrainer = std::any_of(listed.begin(), listed.end(), [](const GroupMember &m) {
-        return m.weight > 0.0 && !m.repair;
-    });
+    const bool trains = opt.role == PeerRole::Trainer;
+    const auto plan = planStateRound(listed, group.myIndex, trains);
     // Without a fresh trainer the result is the swarm's state only if the group is the swarm.
+    const bool freshTrainer = plan.freshTrainer;
     const bool wholeSwarm = listed.size() >= expectedPeers(epoch);
     auto members = listed;
     for (auto &m : members)
         m.weight = 1.0;
-    const bool trains = opt.role == PeerRole::Trainer;
     auto state = trains ? trainer->stateFlat() : std::vector<float>(static_cast<std::size_t>(trainer->stateElements()));
     auto o = roundOptions();
     o.codec = Compression::None; // state is averaged exactly: equal states stay equal
     o.maxWeight = 1.0;           // every member sends weight 1 or 0 here
-    if (!trains || (listed[group.myIndex].repair && freshTrainer))
-        o.myWeight = 0.0;
+    o.myWeight = plan.myWeight;
+    if (plan.source && *plan.source == group.myIndex)
+        log::info("swarm", "the state round of group " + group.info.groupId + " copies this peer's state to "
+                               + std::to_string(listed.size() - 1) + " peer(s)");
     AllReduceReport report;
     try {
         report = allReduce->run(group.info.groupId + "/state", members, group.myIndex, state, o);
@@ -160,6 +166,7 @@ bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
     const bool everyShard = report.complete && report.minShardWeight > 0 && std::isfinite(report.minShardWeight);
     const bool swarmState = everyShard && (freshTrainer || wholeSwarm);
     if (trains && everyShard) {
+        stateRoundChanged = state != trainer->stateFlat();
         trainer->loadStateFlat(state, trainer->step());
     } else if (!trains && swarmState) {
         trainer->loadStateFlat(state, epoch + 1);
@@ -170,6 +177,67 @@ bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
     log::info("swarm", "averaged parameters and optimizer state with " + std::to_string(group.info.members.size())
                            + " peers" + (everyShard ? "" : " (incomplete: kept its own)"));
     return swarmState;
+}
+
+void SwarmPeer::Impl::keepUpdate(const std::shared_ptr<const AveragedUpdate> &update, bool stateIsTheUpdates)
+{
+    if (!service)
+        return;
+    if (update && stateIsTheUpdates)
+        service->addUpdate(update);
+    else if (!stateIsTheUpdates)
+        service->clearUpdates();
+}
+
+bool SwarmPeer::Impl::replayUpdates(long global)
+{
+    if (!stateIsSwarms || repairWanted || trainer->step() >= global)
+        return false;
+    auto donors = usableDonors();
+    std::erase_if(donors, [](const DonorAdvert &d) { return d.mayDiffer; });
+    const long from = trainer->step();
+    setState(PeerState::Syncing, "replaying the averaged steps since epoch " + std::to_string(from));
+    syncingFlag = true; // published at once: no leader waits for us meanwhile
+    setMyRecord(0, 0.0);
+    int tried = 0;
+    for (const auto &donor : rankDonors(std::move(donors), from + 1)) {
+        if (stopFlag.load() || trainer->step() > from || tried++ >= 3)
+            break;
+        if (access.security && !access.security->admission(donor.publicKey).empty())
+            continue;
+        UpdateFetcher fetcher(donor, manifest->runId, static_cast<std::uint64_t>(trainer->parameterCount()),
+                              opt.progressPeriod * 4.0 + 5.0, stopFlag, access.security);
+        while (!stopFlag.load() && trainer->step() < global) {
+            auto u = fetcher.fetch(trainer->step());
+            if (!u)
+                break;
+            std::vector<float> gradient;
+            try {
+                gradient = decodeUpdate(*u);
+            } catch (const ProtocolError &e) {
+                bans->strike(donor.peerId, std::string("update: ") + e.what(), unixNow());
+                break;
+            }
+            (void)trainer->applyAveragedStep(gradient, u->batchSamples);
+            keepUpdate(std::make_shared<const AveragedUpdate>(std::move(*u)), true);
+            std::lock_guard lock(mutex);
+            global = std::max(global, tracker.global(unixNow(), trainer->step()).globalEpoch);
+        }
+        if (fetcher.invalid())
+            bans->strike(donor.peerId, "update download: " + fetcher.why(), unixNow());
+        if (trainer->step() == from)
+            log::info("state", "donor " + donor.peerId.substr(0, 8) + " gave no update of epoch " + std::to_string(from)
+                                   + ": " + fetcher.why());
+    }
+    syncingFlag = false;
+    setMyRecord(0, emaSamplesPerSecond);
+    if (trainer->step() == from)
+        return false;
+    afterStateChange();
+    log::info("state", "replayed the averaged steps of epochs " + std::to_string(from) + "-"
+                           + std::to_string(trainer->step() - 1) + " (instead of downloading the state): now at epoch "
+                           + std::to_string(trainer->step()));
+    return true;
 }
 
 } // namespace dedloc

@@ -93,7 +93,7 @@ void SwarmPeer::Impl::runTrainer()
                 continue;
             }
             lastSyncAttempt = now;
-            if (syncState(global))
+            if (replayUpdates(global) || syncState(global))
                 setState(PeerState::Training);
             continue;
         }
@@ -262,6 +262,7 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
     bool diverged = (!outcome->averaged && !alone) || (outcome->averaged && outcome->report.receivedFraction < 1.0)
                     || repairWanted;
     bool stateRound = false;
+    stateRoundChanged = false;
     if (group) {
         afterRound(*group, outcome->report);
         stateRound = averageStateNow(epoch) || group->info.stateRound();
@@ -271,8 +272,10 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
         log::warning("swarm", outcome->status);
     }
     setRepair(diverged);
+    keepUpdate(outcome->update, !diverged && !stateRoundChanged);
     if (diverged && repairByDownload())
         setRepair(false);
+    stateIsSwarms = !repairWanted;
     {
         std::lock_guard lock(mutex);
         swarmSamplesSeen += outcome->batchSamples;

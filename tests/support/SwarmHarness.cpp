@@ -23,11 +23,12 @@ namespace dedloc::test {
 
 namespace {
 
-ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool closed, long validationEvery = 1000)
+ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool closed, long validationEvery = 1000,
+                   Compression codec = Compression::None)
 {
     auto m = tinyRun(dir);
     m.training.targetBatchSize = targetBatchSize;
-    m.compression = Compression::None;
+    m.compression = codec;
     m.training.validationEveryNSteps = validationEvery;
     m.training.checkpointEveryNSteps = 1000;
     m.closed = closed;
@@ -41,9 +42,10 @@ ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool 
 
 } // namespace
 
-std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize, long validationEvery)
+std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize, long validationEvery,
+                                         Compression codec)
 {
-    return writeRun(dir, targetBatchSize, false, validationEvery).manifest;
+    return writeRun(dir, targetBatchSize, false, validationEvery, codec).manifest;
 }
 
 ClosedRun writeSignedClosedTinyRun(const std::filesystem::path &dir, long targetBatchSize)

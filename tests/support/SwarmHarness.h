@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compress/Compression.h"
 #include "security/Minisign.h"
 
 #include <filesystem>
@@ -25,7 +26,8 @@ namespace dedloc::test {
 // to <dir>/manifest.json and signed with a throw-away lead key (lead.pub beside it: peers pin it
 // on first join). Returns the manifest path.
 [[nodiscard]] std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32,
-                                                       long validationEvery = 1000);
+                                                       long validationEvery = 1000,
+                                                       Compression codec = Compression::None);
 
 // The same run marked "access": "closed" (only peers with an access token take part); keeps the
 // lead's secret key so that the test can issue tokens.

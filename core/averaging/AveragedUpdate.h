@@ -1,0 +1,56 @@
+#pragma once
+// An averaged step as the group's members applied it, kept so that a peer that is behind can
+// replay it instead of downloading the whole state (docs/PROTOCOL.md "State sharing").
+//
+// After a complete gradient round every member holds the same averaged gradient: each element
+// is the decoding of one encoded piece, a RESULT from another reducer or the member's own
+// reduced part (averaging/PartReducer.h applies exactly what it sends). Those encodings, kept as
+// they were on the wire, are the update: decoding them gives the averaged gradient bit for bit,
+// and Trainer::applyAveragedStep of it on the state of `epoch` gives the state of epoch + 1 that
+// every member of the group holds. A compressed round's update is as small as its results (the
+// tiny run: about 1.3 MB at 8 bits a value against 15 MB of state).
+//
+// Shapes: `pieces` are (offset, count) ranges of the gradient, sorted, tiling [0, elements)
+// without gaps or overlaps; `bytes` is their encodings in that order, encodedBytes(codec, count)
+// each. Threads: plain values. Errors: ProtocolError for an update whose pieces
+// do not tile or whose bytes do not match them (net/WireMessage.h).
+#include "compress/Compression.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace dedloc {
+
+// One encoded piece of a round's averaged values, as captured during the round.
+struct EncodedPiece {
+    std::uint64_t offset = 0; // first element in the whole vector
+    std::uint64_t count = 0;
+    std::vector<std::uint8_t> bytes; // encodedBytes(codec, count)
+};
+
+struct AveragedUpdate {
+    long epoch = 0;          // the step was taken at this epoch: applying it gives epoch + 1
+    long batchSamples = 0;   // the global batch the step was applied for
+    Compression codec = Compression::None;
+    std::uint64_t elements = 0;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces; // (offset, count)
+    std::vector<std::uint8_t> bytes;
+};
+
+// The update of a round from its captured pieces (any order); nothing when they do not cover
+// every element exactly once (an incomplete round: some shard kept local values).
+[[nodiscard]] std::optional<AveragedUpdate> assembleUpdate(long epoch, long batchSamples, Compression codec,
+                                                           std::uint64_t elements, std::vector<EncodedPiece> pieces);
+
+// Throws ProtocolError unless the pieces tile [0, elements) and `bytes` is their encodings'
+// total size. Checks only the layout, before anything is decoded or allocated.
+void checkUpdateLayout(const AveragedUpdate &update);
+
+// The averaged gradient (update.elements floats); throws ProtocolError for a bad layout or a
+// non-finite value.
+[[nodiscard]] std::vector<float> decodeUpdate(const AveragedUpdate &update);
+
+} // namespace dedloc
