@@ -73,12 +73,14 @@ refused "the port must be a number from 1 to 65534" --headless --announce 203.0.
 refused "--announce and --client-mode exclude each other" --headless --announce 203.0.113.7:40000 --client-mode
 refused "--announce is for one peer" --headless --announce 203.0.113.7:40000 --local-swarm 2
 
-# Numbers of the swarm options: --min-peers a whole number of at least 1, --bandwidth a number.
+# Numbers of the swarm options: --min-peers a whole number of at least 1, --bandwidth above 0.
 swarmBad="a swarm option has a bad value"
 refused "$swarmBad: numbers are wanted, with --min-peers a whole number of at least 1" --headless --min-peers -2
 refused "$swarmBad: numbers are wanted, with --min-peers a whole number of at least 1" --headless --min-peers 2.7
 refused "$swarmBad: numbers are wanted, with --min-peers a whole number of at least 1" --headless --min-peers 0
 refused "$swarmBad: numbers are wanted" --headless --bandwidth fast
+refused "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout above 0" --headless --bandwidth -5
+refused "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout above 0" --headless --bandwidth 0
 refused "$swarmBad: numbers are wanted" --headless --matchmaking-time 0
 refused "--reducer-timeout at least --sender-timeout" --headless --sender-timeout 20 --reducer-timeout 10
 

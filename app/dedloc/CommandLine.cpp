@@ -232,9 +232,10 @@ int CommandLine::parse(const QStringList &arguments)
     screenshotAfter = number(screenshotAfterOpt);
     if (!ok || w.microBatchSize < 0 || w.progressPeriod <= 0 || w.matchmaking.window <= 0 || w.averageStateEvery < 0
         || w.evaluateEvery < 0 || w.senderTimeout <= 0 || w.reducerTimeout < w.senderTimeout || statusInterval < 0
-        || screenshotAfter < 0 || minPeersValue < 1 || minPeersValue != std::floor(minPeersValue))
+        || screenshotAfter < 0 || minPeersValue < 1 || minPeersValue != std::floor(minPeersValue)
+        || (p.isSet(bandwidth) && !(w.bandwidth > 0)))
         return bad("a swarm option has a bad value: numbers are wanted, with --min-peers a whole number of at least 1, "
-                   "--progress-period, --matchmaking-time and --sender-timeout above 0, --reducer-timeout at least "
+                   "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout above 0, --reducer-timeout at least "
                    "--sender-timeout, and --micro-batch, --average-state-every, --evaluate-every and --status-interval "
                    "not negative");
     w.swarmMetricsOut = p.value(swarmMetrics).toStdString();

@@ -3,6 +3,7 @@
 #include "net/DataPlaneSecurity.h"
 #include "averaging/ServiceClient.h"
 #include "util/Clock.h"
+#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <sodium.h>
@@ -130,28 +131,64 @@ bool DonorDownload::fetchPart(const StateInfo &info, std::uint32_t k, StateSnaps
     return true;
 }
 
+// What a download has so far: the parts before `next` of the snapshot with this digest. Another
+// donor offering the same digest (and layout) goes on from `next` instead of from the start.
+struct PartialState {
+    StateSnapshot state;
+    std::string digest;
+    std::uint64_t partElements = 0;
+    std::uint32_t next = 0;
+
+    [[nodiscard]] bool continues(const StateInfo &info) const
+    {
+        return next > 0 && !digest.empty() && info.digest == digest && info.epoch == state.epoch
+               && info.partElements == partElements && info.elements == state.values.size();
+    }
+};
+
+// The assembled state holds only finite values and, when the donor gave a digest, matches it.
+bool checkAssembled(DonorDownload &d, const PartialState &p)
+{
+    if (!std::all_of(p.state.values.begin(), p.state.values.end(), [](float x) { return std::isfinite(x); }))
+        d.why = "state holds non-finite values";
+    else if (!p.digest.empty() && sha256Hex(p.state.values.data(), p.state.values.size() * sizeof(float)) != p.digest)
+        d.why = "state does not match the digest its donor gave";
+    else
+        return true;
+    d.invalid = true;
+    return false;
+}
+
 std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
                                           std::uint64_t expectedElements, const StateDownloadOptions &options,
                                           const std::atomic<bool> &stop, std::string &why, bool &invalid,
-                                          const std::shared_ptr<const DataPlaneSecurity> &security)
+                                          const std::shared_ptr<const DataPlaneSecurity> &security, PartialState &partial)
 {
     ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
     DonorDownload d{client, options, stop, {}, false};
     std::optional<StateSnapshot> result;
     if (const auto info = d.askState(runId, minEpoch, expectedElements)) {
-        StateSnapshot s;
-        s.epoch = info->epoch;
-        s.values.resize(info->elements);
-        bool complete = true;
-        for (std::uint32_t k = 0; k < info->parts && complete; ++k)
-            complete = stop.load() ? (d.why = "stopped", false) : d.fetchPart(*info, k, s);
-        if (complete && !std::all_of(s.values.begin(), s.values.end(), [](float x) { return std::isfinite(x); })) {
-            d.why = "state holds non-finite values";
-            d.invalid = true;
-            complete = false;
+        if (partial.continues(*info)) {
+            log::info("state", "resuming the download of epoch " + std::to_string(info->epoch) + " at part "
+                                   + std::to_string(partial.next) + " of " + std::to_string(info->parts) + " from "
+                                   + donor.peerId.substr(0, 8) + " (the same state)");
+        } else {
+            partial = PartialState{{info->epoch, std::vector<float>(info->elements)}, info->digest, info->partElements, 0};
         }
+        while (partial.next < info->parts) {
+            if (stop.load()) {
+                d.why = "stopped";
+                break;
+            }
+            if (!d.fetchPart(*info, partial.next, partial.state))
+                break;
+            ++partial.next;
+        }
+        const bool complete = partial.next == info->parts;
+        if (complete && checkAssembled(d, partial))
+            result = std::move(partial.state);
         if (complete)
-            result = std::move(s);
+            partial = {};
     }
     why = d.why;
     invalid = d.invalid;
@@ -168,6 +205,7 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
 {
     std::string last = "no state donor at epoch " + std::to_string(minEpoch) + " or later";
     int tried = 0;
+    PartialState partial; // parts fetched from donors that failed, for the next with the same state
     for (const auto &donor : rankedDonors) {
         if (stop.load() || tried++ >= options.maxDonors)
             break;
@@ -186,7 +224,8 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
             continue;
         }
         bool invalid = false;
-        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, reason, invalid, security)) {
+        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, reason, invalid, security,
+                                  partial)) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + donor.peerId.substr(0, 8));
             return s;

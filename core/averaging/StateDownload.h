@@ -8,7 +8,10 @@
 // snapshot's epoch and layout, then each "part?" returns at most partElements fp32 values.
 // The layout is checked against `expectedElements` before anything is allocated, and a
 // download times out on lack of progress (`partTimeout` per part), not on total time. A donor
-// that fails is skipped and the next one tried.
+// that fails is skipped and the next one tried; when the next offers the same snapshot digest
+// (SHA-256 of the values, StateInfo::digest: the same state), the download goes on from the part
+// where the last one stopped instead of from the start, and the assembled state is checked
+// against the digest (a mismatch is the donor's offence).
 // Security: the download runs over CURVE to the key that signed the donor's advert; in a closed
 // run donors whose access token this peer has not verified are skipped.
 //

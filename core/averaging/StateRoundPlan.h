@@ -11,7 +11,10 @@
 //   sends weight 0 (PARTs without values, averaging/PartSender.h) and takes the source's state.
 //   The repaired member pays only its downlink, the others' uplinks nothing, and the result is
 //   the source's state bit for bit (a weighted mean with one weight).
-// - Repair with no such trainer (every trainer asked): all trainers count alike, as periodic.
+// - Repair with no such trainer (every trainer asked, e.g. after a reducer died mid-round and
+//   each kept its own values for that shard): a copy as well, from the trainer with the largest
+//   bandwidth. Any one of the differing states will do to make the group agree, and a copy costs
+//   the slow uplinks nothing where a mean would make each upload its whole state.
 //
 // Every member computes the same plan from the leader's BEGIN (the member list, in its order).
 // Threads: pure functions.
@@ -24,7 +27,7 @@
 namespace dedloc {
 
 struct StateRoundPlan {
-    std::optional<std::size_t> source; // a copy round: the member whose state everyone takes
+    std::optional<std::size_t> source; // a repair round: the member whose state everyone takes
     bool freshTrainer = false;         // a listed trainer (weight > 0) did not ask for repair
     double myWeight = 0.0;             // this member's weight in the round: 1 or 0
 };

@@ -345,7 +345,10 @@ GroupInfo groupFromJson(const json &j)
 
 json stateInfoToJson(const StateInfo &s)
 {
-    return json{{"i", s.snapshotId}, {"e", s.epoch}, {"n", s.elements}, {"k", s.parts}, {"q", s.partElements}};
+    json j{{"i", s.snapshotId}, {"e", s.epoch}, {"n", s.elements}, {"k", s.parts}, {"q", s.partElements}};
+    if (!s.digest.empty())
+        j["h"] = s.digest;
+    return j;
 }
 
 StateInfo stateInfoFromJson(const json &j, std::uint64_t expectedElements)
@@ -361,6 +364,11 @@ StateInfo stateInfoFromJson(const json &j, std::uint64_t expectedElements)
                             + std::to_string(expectedElements));
     if (s.partElements == 0 || s.parts != (s.elements + s.partElements - 1) / s.partElements)
         throw ProtocolError("state part layout is inconsistent");
+    if (j.contains("h")) {
+        s.digest = text(j, "h", 64);
+        if (s.digest.size() != 64 || s.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
+            throw ProtocolError("state digest is not 64 hex digits");
+    }
     return s;
 }
 

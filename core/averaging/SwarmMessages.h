@@ -157,6 +157,10 @@ struct StateInfo {
     std::uint64_t elements = 0;
     std::uint32_t parts = 0;
     std::uint64_t partElements = 0;
+    // SHA-256 of the snapshot's values (their fp32 bytes), 64 hex digits; "" when not given. Two
+    // donors offering the same digest hold the same state: a download resumes across them, and
+    // checks what it assembled against it.
+    std::string digest;
 };
 
 [[nodiscard]] std::vector<std::uint8_t> encodeServiceMessage(const std::string &type, const nlohmann::json &fields);
