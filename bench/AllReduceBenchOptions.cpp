@@ -58,6 +58,16 @@ Exit status: 0 after the table, 2 for a bad command line or missing --netns-mbit
 support.
 )";
 
+long wholeNumber(const std::string &option, const std::string &text, long least, long most)
+{
+    long value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc{} || end != text.data() + text.size() || value < least || value > most)
+        throw UsageError(option + " takes a whole number from " + std::to_string(least) + " to " +
+                         std::to_string(most) + ", not '" + text + "'");
+    return value;
+}
+
 namespace {
 
 const std::vector<std::string> kImpls = {"ours-none", "ours-fp16", "ours-8bit", "gloo", "gloo-fp16"};
@@ -71,16 +81,6 @@ std::vector<std::string> splitList(const std::string &text, char separator = ','
     for (std::string item; std::getline(in, item, separator);)
         items.push_back(item);
     return items;
-}
-
-long wholeNumber(const std::string &option, const std::string &text, long least, long most)
-{
-    long value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc{} || end != text.data() + text.size() || value < least || value > most)
-        throw UsageError(option + " takes a whole number from " + std::to_string(least) + " to " +
-                         std::to_string(most) + ", not '" + text + "'");
-    return value;
 }
 
 double rate(const std::string &option, const std::string &text)

@@ -22,6 +22,9 @@ struct BenchOptions {
     bool curve = false, help = false;
 };
 
+// `text` as a whole number in [least, most]; UsageError naming `option` otherwise.
+[[nodiscard]] long wholeNumber(const std::string &option, const std::string &text, long least, long most);
+
 // Throws UsageError for a malformed command line or options that do not go together.
 [[nodiscard]] BenchOptions parseOptions(int argc, char **argv);
 

@@ -3,7 +3,7 @@
 // EmulatedInternet), as a volunteer does when it joins (averaging/StateDownload.h over the
 // donor's averaging/PeerService.h). The joiner's link is DOWN/UP Mbit/s (tc tbf); the donor's is
 // a server's, 1000/1000, so the joiner's downlink is the bottleneck. Prints each repetition's
-// time, the median, and "vs bound" = median / (S * 4 bytes * 8 / DOWN). `--help`: kUsage.
+// time, the median, and "vs bound" = median / (S * 4 bytes * 8 / DOWN). `--help`: kStateUsage.
 //
 // Three processes of this executable: the coordinator (builds the internet, spawns the others,
 // removes everything on exit, also after SIGINT or SIGTERM), the donor (--donor, in the public
@@ -11,6 +11,7 @@
 // temporary directory: the donor writes its service endpoint, the joiner its times, the
 // coordinator "done" once the joiner has finished, which ends the donor. Plaintext links (the
 // swarm's are CurveZMQ; at these rates the wire, not the cipher, bounds a download).
+#include "AllReduceBenchOptions.h" // UsageError, wholeNumber
 #include "BenchFiles.h"
 #include "BenchProcesses.h"
 #include "EmulatedInternet.h" // tests/support
@@ -37,7 +38,7 @@ using namespace dedloc::bench;
 
 namespace {
 
-constexpr const char *kUsage = R"(usage: bench_statedownload [options]   (root only)
+constexpr const char *kStateUsage = R"(usage: bench_statedownload [options]   (root only)
 
 Times downloadState (core/averaging/StateDownload.h) of a whole training state of S floats
 on an emulated internet (tests/support/EmulatedInternet): the donor, a PeerService holding
@@ -131,20 +132,6 @@ int joinerMain(const fs::path &dir, long floats, int repeats)
 
 // --- the coordinator ---------------------------------------------------------------------------
 
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-long wholeNumber(const std::string &option, const std::string &text, long least, long most)
-{
-    long value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc{} || end != text.data() + text.size() || value < least || value > most)
-        throw UsageError(option + " takes a whole number from " + std::to_string(least) + " to " +
-                         std::to_string(most) + ", not '" + text + "'");
-    return value;
-}
-
 // "DOWN/UP" in Mbit/s, both above 0.
 void setInternet(Options &o, const std::string &text)
 {
@@ -158,7 +145,7 @@ void setInternet(Options &o, const std::string &text)
         throw UsageError("--internet takes DOWN/UP in Mbit/s above 0, e.g. 10/2, not '" + text + "'");
 }
 
-Options parseOptions(int argc, char **argv)
+Options parseStateOptions(int argc, char **argv)
 {
     Options o;
     for (int i = 1; i < argc; ++i) {
@@ -278,13 +265,13 @@ int main(int argc, char **argv)
     }
     Options o;
     try {
-        o = parseOptions(argc, argv);
+        o = parseStateOptions(argc, argv);
     } catch (const UsageError &e) {
         std::fprintf(stderr, "bench_statedownload: %s\nTry 'bench_statedownload --help' for the options.\n", e.what());
         return 2;
     }
     if (o.help) {
-        std::fputs(kUsage, stdout);
+        std::fputs(kStateUsage, stdout);
         return 0;
     }
     return coordinatorMain(o);

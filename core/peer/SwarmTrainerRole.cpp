@@ -31,6 +31,7 @@ void SwarmPeer::Impl::runTrainer()
     GroupSearch search(*matchmaker, gradientSchema);
     long stepsSinceCheckpoint = 0;
     double lastSyncAttempt = -1e9;
+    double lastReplayFailed = -1e9;
     bool wasPaused = false;
     bool minPeersSeen = false;
     std::string lastWaiting; // the last "waiting for N peers" logged
@@ -88,12 +89,22 @@ void SwarmPeer::Impl::runTrainer()
                 std::lock_guard lock(mutex);
                 global = tracker.global(now, trainer->step()).globalEpoch;
             }
+            // Replaying an update takes its compressed average (about a second on a home
+            // downlink): at once, so that a peer that just fell one step behind is back early in
+            // the next epoch, not at its end. A failed replay, and downloads, wait 2 s between tries.
+            if (now - lastReplayFailed >= 2.0) {
+                if (replayUpdates(global)) {
+                    setState(PeerState::Training);
+                    continue;
+                }
+                lastReplayFailed = now;
+            }
             if (now - lastSyncAttempt < 2.0) {
                 sleepFor(0.2);
                 continue;
             }
             lastSyncAttempt = now;
-            if (replayUpdates(global) || syncState(global))
+            if (syncState(global))
                 setState(PeerState::Training);
             continue;
         }
