@@ -145,11 +145,12 @@ private Q_SLOTS:
         QProcess swarm;
         startLocalSwarm(swarm, root, 1,
                         {QStringLiteral("--status-interval"), QStringLiteral("1"), QStringLiteral("--min-peers"),
-                         QStringLiteral("2"), QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--bandwidth"),
-                         QStringLiteral("42")});
+                         QStringLiteral("3"), QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--bandwidth"),
+                         QStringLiteral("42"), QStringLiteral("--client-mode")});
         QVERIFY(swarm.waitForStarted(10000));
         QString output;
-        const QString waiting = QStringLiteral("[trainer-1] Connecting (waiting for 2 peers, 1 here) | step 0");
+        // The monitor reduces (--client-mode below), so it counts among the peers here.
+        const QString waiting = QStringLiteral("[trainer-1] Connecting (waiting for 3 peers, 2 here) | step 0");
         auto saysItWaits = [&] {
             swarm.waitForReadyRead(100);
             output += QString::fromLocal8Bit(swarm.readAll());
@@ -157,12 +158,14 @@ private Q_SLOTS:
         };
         QVERIFY2(SwarmHarness::waitFor(saysItWaits, 120), qPrintable(output.right(3000)));
 
-        QStringList trainer;
+        QStringList trainer, monitor;
         for (const auto &args : childCommandLines(swarm.processId()))
-            if (lastValue(args, QStringLiteral("--role")) == QLatin1String("trainer"))
-                trainer = args;
-        QVERIFY2(!trainer.isEmpty(), "no trainer among the launcher's children");
-        QCOMPARE(lastValue(trainer, QStringLiteral("--min-peers")), QStringLiteral("2"));
+            (lastValue(args, QStringLiteral("--role")) == QLatin1String("trainer") ? trainer : monitor) = args;
+        QVERIFY2(!trainer.isEmpty() && !monitor.isEmpty(), "no trainer or no monitor among the launcher's children");
+        // --client-mode: the trainers connect out only, and the monitor reduces for them.
+        QVERIFY(trainer.contains(QStringLiteral("--client-mode")) && !monitor.contains(QStringLiteral("--client-mode")));
+        QVERIFY(monitor.contains(QStringLiteral("--reduce")) && !trainer.contains(QStringLiteral("--reduce")));
+        QCOMPARE(lastValue(trainer, QStringLiteral("--min-peers")), QStringLiteral("3"));
         QCOMPARE(lastValue(trainer, QStringLiteral("--threads")), QStringLiteral("2"));
         QCOMPARE(lastValue(trainer, QStringLiteral("--bandwidth")), QStringLiteral("42"));
         QVERIFY(steps(metrics / "trainer-1.jsonl").empty()); // nothing computed, no step taken

@@ -55,7 +55,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto dataPort = option("port", "TCP port of this peer's all-reduce socket; its service socket (group joins, state downloads) uses port + 1. For a firewall rule or a port forward (default: any free ports).", "port");
     const auto announce = option("announce", "Reachable through a port forward on your router: advertise HOST (your public address or name) instead of --host, with PORT the router forwards to --port (PORT + 1 to --port + 1; default: the same ports). Binds every address (0.0.0.0) unless --host says otherwise.", "host[:port]");
     const auto noPortMapping = option("no-port-mapping", "Never ask the router for port mappings (UPnP-IGD, NAT-PMP); by default a peer on a LAN address asks, unless --announce or --client-mode.");
-    const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard).");
+    const auto clientMode = option("client-mode", "Behind NAT: connect out only (never leads, reduces no shard). With --local-swarm: its trainers do, and its monitor reduces for them.");
     const auto bandwidth = option("bandwidth", "Upload bandwidth in Mbit/s for shard sizes until the first averaging round measures it (default: unknown, the others' mean).", "mbit");
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
     const auto dataSeed = option("data-seed", "Data order seed (default: from the peer key).", "n", "0");
@@ -252,6 +252,7 @@ int CommandLine::parse(const QStringList &arguments)
         localSwarm.dataDir = QString::fromStdString(s.dataDir.string());
         localSwarm.metricsDir = p.value(metricsDir);
         localSwarm.host = p.value(host);
+        localSwarm.clientTrainers = w.clientMode;
         localSwarm.peerArguments << QStringLiteral("--manifest") << QString::fromStdString(s.manifest.string())
                                  << QStringLiteral("--host") << localSwarm.host;
         if (p.isSet(threads))

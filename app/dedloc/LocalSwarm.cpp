@@ -54,6 +54,8 @@ int LocalSwarm::start(int firstTrainerNumber)
     }
     QStringList monitorArgs{QStringLiteral("--role"), QStringLiteral("monitor"), QStringLiteral("--dht-port"),
                             QString::number(m_options.dhtPort)};
+    if (m_options.clientTrainers)
+        monitorArgs << QStringLiteral("--reduce");
     if (!m_options.metricsDir.isEmpty())
         monitorArgs << QStringLiteral("--swarm-metrics-out")
                     << QDir(m_options.metricsDir).filePath(QStringLiteral("swarm.jsonl"));
@@ -73,8 +75,10 @@ int LocalSwarm::start(int firstTrainerNumber)
         return 2;
     }
     for (int i = 0; i < m_options.trainers; ++i) {
-        auto p = startPeer(QStringLiteral("trainer-%1").arg(firstTrainerNumber + i),
-                           {QStringLiteral("--role"), QStringLiteral("trainer"), QStringLiteral("--bootstrap"), bootstrap()});
+        QStringList trainerArgs{QStringLiteral("--role"), QStringLiteral("trainer"), QStringLiteral("--bootstrap"), bootstrap()};
+        if (m_options.clientTrainers)
+            trainerArgs << QStringLiteral("--client-mode");
+        auto p = startPeer(QStringLiteral("trainer-%1").arg(firstTrainerNumber + i), trainerArgs);
         if (!p) {
             stopAll();
             return 1;

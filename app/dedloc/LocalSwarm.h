@@ -24,6 +24,9 @@ struct LocalSwarmOptions {
     QString metricsDir;        // empty: no metrics files
     int threads = 1;           // --threads of every peer (0: all cores)
     QStringList peerArguments; // passed to every peer (manifest, duration, --min-peers, ...)
+    // --client-mode: the trainers connect out only, as behind NAT; the monitor then reduces for
+    // them (--reduce), as `dedloc-lead serve` does.
+    bool clientTrainers = false;
 };
 
 class LocalSwarm final {
