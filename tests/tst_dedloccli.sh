@@ -53,6 +53,9 @@ unset DEDLOC_RUN_DIR
 
 refused "--threads, --duration and --steps take non-negative numbers" --headless --duration soon
 refused "--threads, --duration and --steps take non-negative numbers" --headless --duration -5
+refused "--threads, --duration and --steps take non-negative numbers" --headless --duration nan
+refused "--threads, --duration and --steps take non-negative numbers (--threads at most 1024)" --headless --threads 100000
+refused "--dht-port 0 with --local-swarm" --headless --local-swarm 2 --dht-port 0
 refused "--threads, --duration and --steps take non-negative numbers" --headless --steps many
 refused "--role must be trainer, auxiliary or monitor" --headless --role boss
 refused "--token: no such file: $tmp/missing.token" --headless --token "$tmp/missing.token"
@@ -79,6 +82,8 @@ refused "$swarmBad: numbers are wanted, with --min-peers a whole number of at le
 refused "$swarmBad: numbers are wanted, with --min-peers a whole number of at least 1" --headless --min-peers 2.7
 refused "$swarmBad: numbers are wanted, with --min-peers a whole number of at least 1" --headless --min-peers 0
 refused "$swarmBad: numbers are wanted" --headless --bandwidth fast
+refused "$swarmBad: numbers are wanted" --headless --bandwidth inf
+refused "$swarmBad: numbers are wanted" --headless --matchmaking-time inf
 refused "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout above 0" --headless --bandwidth -5
 refused "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout above 0" --headless --bandwidth 0
 refused "$swarmBad: numbers are wanted" --headless --matchmaking-time 0

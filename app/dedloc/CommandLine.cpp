@@ -12,6 +12,9 @@
 
 namespace {
 
+// Torch threads a peer may ask for: more only starves the machine (and Ctrl-C waits for them).
+constexpr double MaxThreads = 1024;
+
 QCommandLineOption option(const char *name, const char *help, const char *value = nullptr, const char *fallback = nullptr)
 {
     if (!value)
@@ -118,14 +121,15 @@ int CommandLine::parse(const QStringList &arguments)
     auto number = [&](const QCommandLineOption &o) {
         bool good = false;
         const double v = p.value(o).toDouble(&good);
-        ok = ok && good;
+        ok = ok && good && std::isfinite(v); // Qt reads "inf" and "nan" as numbers
         return v;
     };
-    s.threads = static_cast<int>(number(threads));
+    const double threadCount = number(threads);
+    s.threads = threadCount >= 0 && threadCount <= MaxThreads ? static_cast<int>(threadCount) : -1;
     s.durationSeconds = number(duration);
     s.maxSteps = static_cast<long>(number(steps));
     if (!ok || s.threads < 0 || s.durationSeconds < 0 || s.maxSteps < 0)
-        return bad("--threads, --duration and --steps take non-negative numbers");
+        return bad("--threads, --duration and --steps take non-negative numbers (--threads at most 1024)");
     s.allowCuda = !p.isSet(cpu);
     s.resume = !p.isSet(fresh);
     solo = p.isSet(soloOpt);
@@ -248,6 +252,8 @@ int CommandLine::parse(const QStringList &arguments)
         if (!ok || localSwarmTrainers < 1 || localSwarmTrainers > 16)
             return bad("--local-swarm takes a number of trainers from 1 to 16");
         localSwarm.trainers = localSwarmTrainers;
+        if (p.isSet(dhtPort) && port == 0)
+            return bad("--dht-port 0 with --local-swarm: its trainers need the monitor's port to find it; give a port number");
         localSwarm.dhtPort = static_cast<quint16>(p.isSet(dhtPort) ? port : 31340);
         localSwarm.dataDir = QString::fromStdString(s.dataDir.string());
         localSwarm.metricsDir = p.value(metricsDir);
