@@ -56,6 +56,9 @@ refused "--threads, --duration and --steps take non-negative numbers" --headless
 refused "--threads, --duration and --steps take non-negative numbers" --headless --duration nan
 refused "--threads, --duration and --steps take non-negative numbers (--threads at most 1024)" --headless --threads 100000
 refused "--dht-port 0 with --local-swarm" --headless --local-swarm 2 --dht-port 0
+for b in bad :31340 127.0.0.1 127.0.0.1:0 127.0.0.1:99999 127.0.0.1:port; do
+  refused "--bootstrap $b is not HOST:PORT" --headless --bootstrap "$b"
+done
 refused "--threads, --duration and --steps take non-negative numbers" --headless --steps many
 refused "--role must be trainer, auxiliary or monitor" --headless --role boss
 refused "--token: no such file: $tmp/missing.token" --headless --token "$tmp/missing.token"

@@ -162,8 +162,13 @@ int CommandLine::parse(const QStringList &arguments)
         w.role = dedloc::PeerRole::Monitor;
     else
         return bad("--role must be trainer, auxiliary or monitor");
-    for (const auto &b : p.values(bootstrap))
+    for (const auto &b : p.values(bootstrap)) {
+        const long bootstrapPort = dedloc::endpointPort(b.toStdString());
+        if (b.lastIndexOf(QLatin1Char(':')) < 1 || bootstrapPort < 1 || bootstrapPort > 65535)
+            return bad(("--bootstrap " + b.toStdString() + " is not HOST:PORT with a port from 1 to 65535 (e.g. "
+                        "192.168.1.11:31340)").c_str());
         w.bootstrap.push_back(b.toStdString());
+    }
     const double port = p.isSet(dhtPort) ? number(dhtPort) : 0;
     if (!ok || port < 0 || port > 65535)
         return bad("--dht-port takes a port number");

@@ -241,7 +241,9 @@ quint16 SwarmHarness::serveStatusPort(const SwarmPeerProcess &serve)
 SwarmPeerProcess &SwarmHarness::startPeer(const QString &name, const QStringList &extra)
 {
     auto args = commonArguments();
-    args << QStringLiteral("--bootstrap") << QStringLiteral("%1:%2").arg(m_bootstrapHost).arg(m_dhtPort) << extra;
+    if (m_dhtPort != 0) // no monitor started yet: the peer is the first of its swarm
+        args << QStringLiteral("--bootstrap") << QStringLiteral("%1:%2").arg(m_bootstrapHost).arg(m_dhtPort);
+    args << extra;
     return launch(name, args);
 }
 
