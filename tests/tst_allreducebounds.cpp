@@ -53,9 +53,10 @@ struct BoundedGroup {
     }
 
     // One round of the honest members 0 and 1 with the bound set; the rogue stops after it.
-    void run()
+    void run(AggregationSpec aggregation = {})
     {
         AllReduceOptions o;
+        o.aggregation = aggregation;
         o.partElements = PartElements;
         o.maxWeight = MaxWeight;
         o.senderTimeout = 1.0;
@@ -64,6 +65,24 @@ struct BoundedGroup {
         rogue.stop();
     }
 };
+
+// The rogue's PARTs carry its values scaled by `factor`, with its listed weight.
+std::vector<RoguePart> scaled(std::vector<RoguePart> parts, float factor)
+{
+    for (auto &p : parts)
+        for (float &x : p.values)
+            x *= factor;
+    return parts;
+}
+
+// The root-mean-square distance, over shards 0 and 1, of `values` from the honest members' mean.
+double errorAgainst(const std::vector<float> &values, const std::vector<double> &honest)
+{
+    double sum = 0.0;
+    for (std::size_t k = 0; k < 2 * ShardElements; ++k)
+        sum += (values[k] - honest[k]) * (values[k] - honest[k]);
+    return std::sqrt(sum / (2 * ShardElements));
+}
 
 bool unchanged(const std::vector<float> &values, const std::vector<float> &local, std::size_t begin)
 {
@@ -137,6 +156,41 @@ private Q_SLOTS:
             QVERIFY(unchanged(s.values[i], local[i], 2 * ShardElements));
         }
         QCOMPARE(g.rogue.resultWeights(), std::vector<double>(4, 6.0)); // 2 parts from each of 2 reducers
+    }
+
+    // The rogue sends its values x 1000 with its listed weight (2 of 6): valid PARTs, so the
+    // weighted mean takes them and lands about 333 x its values away from the honest mean. With
+    // CenteredClip the honest reducers move at most 2/6 of the clip radius towards it: shards 0
+    // and 1 end closer to the honest mean than the two honest members' values are to each other
+    // (unit normals: about 1.4 apart per element), and each reducer names the rogue an outlier.
+    void centeredClipBoundsAScaledSender()
+    {
+        for (const auto rule : {AggregationRule::Mean, AggregationRule::CenteredClip}) {
+            BoundedGroup g;
+            auto &s = g.swarm;
+            const auto honest = s.expectedAverage({0, 1});
+            const auto local = s.values;
+            g.rogue.start(scaled(g.roguePartsClaiming(2.0), 1000.0F), std::nullopt);
+            g.run({rule, 2.0});
+            for (std::size_t i : {0, 1}) {
+                const auto &r = s.reports[i];
+                const double error = errorAgainst(s.values[i], honest);
+                if (rule == AggregationRule::Mean) {
+                    QVERIFY2(error > 100.0, std::to_string(error).c_str());
+                    QVERIFY(r.offences.empty());
+                    continue;
+                }
+                const double honestSpread = errorAgainst(local[0], {local[1].begin(), local[1].end()});
+                qInfo("CenteredClip: RMS distance from the honest mean %.3f, between the honest members %.3f", error,
+                      honestSpread);
+                QVERIFY2(error < honestSpread, std::to_string(error).c_str());
+                QCOMPARE(r.offences.size(), std::size_t(1));
+                QCOMPARE(r.offences[0].member, std::size_t(2));
+                QVERIFY2(QString::fromStdString(r.offences[0].reason).contains(QStringLiteral("CenteredClip")),
+                         r.offences[0].reason.c_str());
+                QCOMPARE(r.myShardWeight, 6.0); // the rogue's samples still count toward the batch
+            }
+        }
     }
 };
 

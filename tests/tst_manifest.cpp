@@ -206,6 +206,10 @@ void TestManifest::rejectsInvalidField_data()
     set("access as bool", "/access", "true", "access: expected a string, got true");
     set("access empty", "/access", "\"\"", "access: expected \"open\" or \"closed\"");
 
+    set("aggregation rule unknown", "/aggregation", R"({"rule": "median"})",
+        "aggregation.rule: expected \"mean\" or \"centered-clip\", got \"median\"");
+    set("aggregation radius below 1", "/aggregation", R"({"rule": "centered-clip", "radius": 0.5})", "aggregation.radius:");
+    set("aggregation unknown field", "/aggregation", R"({"rule": "mean", "tau": 1})", "aggregation: unknown field \"tau\"");
     set("evaluation without task", "/evaluation", R"({"every_n_steps": 10})", "evaluation.task: missing");
     set("evaluation every 0", "/evaluation", R"({"task": "e", "every_n_steps": 0})", "evaluation.every_n_steps: expected a positive");
     set("evaluation unknown field", "/evaluation", R"({"task": "e", "every_n_steps": 5, "x": 3})", "evaluation: unknown field \"x\"");
@@ -271,6 +275,8 @@ void TestManifest::acceptsBoundaryValues_data()
     QTest::newRow("absolute corpus path") << "set" << "/corpus/files/0/path" << "\"/data/corpus.txt\""
                                           << "\"/data/corpus.txt\"";
     QTest::newRow("closed run") << "set" << "/access" << "\"closed\"" << "\"closed\"";
+    QTest::newRow("aggregation") << "set" << "/aggregation" << R"({"rule": "centered-clip", "radius": 1})"
+                                 << R"({"rule": "centered-clip", "radius": 1.0})";
     QTest::newRow("evaluation") << "set" << "/evaluation" << R"({"task": "eval/sib", "every_n_steps": 1})"
                                 << R"({"task": "eval/sib", "every_n_steps": 1})";
 }
@@ -288,6 +294,14 @@ void TestManifest::optionalSectionsDefault()
     QVERIFY(!json::parse(dedloc::toJson(open)).contains("access"));
     const auto closed = dedloc::parseRunManifest(edited(QStringLiteral("set"), QStringLiteral("/access"), QStringLiteral("\"closed\"")), {});
     QCOMPARE(closed.closed, true);
+    // Aggregation: absent, CenteredClip in an open run and the exact mean in a closed one; unwritten.
+    QVERIFY(open.aggregation().rule == dedloc::AggregationRule::CenteredClip);
+    QCOMPARE(open.aggregation().radius, 2.0);
+    QVERIFY(closed.aggregation().rule == dedloc::AggregationRule::Mean);
+    QVERIFY(!json::parse(dedloc::toJson(open)).contains("aggregation"));
+    const auto meanOpen = dedloc::parseRunManifest(
+        edited(QStringLiteral("set"), QStringLiteral("/aggregation"), QStringLiteral(R"({"rule": "mean"})")), {});
+    QVERIFY(meanOpen.aggregation().rule == dedloc::AggregationRule::Mean);
     const auto evaluated = dedloc::parseRunManifest(
         edited(QStringLiteral("set"), QStringLiteral("/evaluation"), QStringLiteral(R"({"task": "eval/sib", "every_n_steps": 50})")),
         "/runs/demo");

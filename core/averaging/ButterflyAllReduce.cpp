@@ -115,6 +115,7 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.partElements = options.partElements;
     round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
     round.maxWeight = options.maxWeight;
+    round.aggregation = options.aggregation;
     round.values = values;
     round.upload = options.upload;
     round.capture = options.capture;
@@ -387,6 +388,11 @@ AllReduceReport RoundRunner::finish()
                                       std::to_string(expected) + " averaged elements; the rest keep local values");
     }
     report.uploadBytesPerSecond = measuredUpload();
+    // An outlier's header named it, and in a secured round its connection's key proved it.
+    if (m_round.security && m_options.outliersOffend)
+        for (std::size_t i = 0; i < m_round.size(); ++i)
+            if (m_reducer.outliers()[i])
+                offence(i, "parts far from the other senders' (CenteredClip)");
     return std::move(m_report);
 }
 

@@ -39,6 +39,7 @@
 // Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
 // time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
 #include "averaging/AveragedUpdate.h"
+#include "run/RunManifest.h"
 #include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
 #include "net/TokenBucket.h"
@@ -72,6 +73,13 @@ struct AllReduceOptions {
     // make the weights infinite. The swarm passes twice the target batch size (an honest peer
     // stops computing when the swarm's samples reach the target).
     double maxWeight = 0.0;
+    // How this member's reducer combines the copies of each part (averaging/RobustAggregation.h):
+    // the weighted mean, or CenteredClip; a sender CenteredClip finds far from the others is an
+    // offence of that member (secured rounds, where the link proves who sent it).
+    AggregationSpec aggregation;
+    // Whether such an outlier is an offence. State rounds say no: an honest peer's parameters may
+    // lie far from the others' (it stepped alone), and that is what the round repairs.
+    bool outliersOffend = true;
     // Upload cap (the volunteer's setting): every PART and RESULT payload this member sends first takes
     // its size in tokens from this bucket (core/net/TokenBucket.h), sleeping when the bucket is
     // empty. nullptr: no cap. Shared by the rounds of a peer; must outlive run().

@@ -1,5 +1,6 @@
 #include "averaging/PartReducer.h"
 
+#include "averaging/RobustAggregation.h"
 #include "net/DataPlaneSecurity.h"
 #include "util/Log.h"
 
@@ -12,40 +13,10 @@
 
 namespace dedloc::allreduce {
 
-namespace {
-
-// Writes sum_j ws[j] xs[j][k] / sum_j ws[j] to out[k] for k < out.size(), summing in the order
-// given; returns the sum of the weights, or 0 when they were all 0 (then the plain mean).
-double weightedMean(const std::vector<const float *> &xs, std::vector<double> ws, std::span<float> out)
-{
-    double total = 0.0;
-    for (double w : ws)
-        total += w;
-    // Every sender with weight 0 (nobody accumulated anything): a plain mean, so that the
-    // members still end equal and nobody waits for a result that never comes.
-    const bool equalWeights = total <= 0.0;
-    if (equalWeights) {
-        std::fill(ws.begin(), ws.end(), 1.0);
-        total = static_cast<double>(ws.size());
-    }
-    for (double &w : ws)
-        w /= total;
-    const std::size_t m = xs.size();
-    for (std::size_t k = 0; k < out.size(); ++k) {
-        double acc = 0.0;
-        for (std::size_t j = 0; j < m; ++j)
-            acc += ws[j] * static_cast<double>(xs[j][k]);
-        out[k] = static_cast<float>(acc);
-    }
-    return equalWeights ? 0.0 : total;
-}
-
-} // namespace
-
 PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
     : m_round(round), m_router(router), m_parts(pieces(round.shard(round.me), round.partElements)),
       m_partStates(m_parts.size()), m_senders(round.size()),
-      m_expectedSender(round.size(), false), m_schema{round.groupId, static_cast<std::uint32_t>(round.size()),
+      m_expectedSender(round.size(), false), m_outliers(round.size(), false), m_schema{round.groupId, static_cast<std::uint32_t>(round.size()),
                                                       round.shard(round.me), round.partElements, round.codec},
       m_average(std::min<std::uint64_t>(round.shard(round.me), round.partElements))
 {
@@ -162,6 +133,7 @@ void PartReducer::reducePart(std::size_t p)
     const auto piece = m_parts[p];
     std::vector<const float *> xs;
     std::vector<double> ws;
+    std::vector<std::size_t> who;
     for (std::size_t i = 0; i < round.size(); ++i) { // member order: every reducer sums alike
         if (i == round.me && round.iSend()) {
             xs.push_back(round.values.data() + round.shardOffsets[round.me] + piece.offset);
@@ -169,13 +141,19 @@ void PartReducer::reducePart(std::size_t p)
         } else if (!ps.values[i].empty()) {
             xs.push_back(ps.values[i].data());
             ws.push_back(m_senders[i].weight);
+        } else {
+            continue;
         }
+        who.push_back(i);
     }
     ps.reduced = true;
     ++m_partsReduced;
     if (xs.empty())
         return; // nobody to average: the part keeps its local values
-    const double shardWeight = weightedMean(xs, std::move(ws), {m_average.data(), piece.count});
+    std::vector<SenderFit> fits;
+    const double shardWeight = aggregateParts(round.aggregation, xs, std::move(ws), {m_average.data(), piece.count},
+                                              &fits);
+    noteOutliers(p, who, fits);
     m_shardWeight = std::max(m_shardWeight, shardWeight);
     zmq::message_t payload(encodedBytes(round.codec, piece.count));
     encodeInto(round.codec, std::span<const float>(m_average.data(), piece.count),
@@ -189,6 +167,19 @@ void PartReducer::reducePart(std::size_t p)
     sendResult(p, payload, shardWeight);
     for (auto &v : ps.values)
         std::vector<float>().swap(v);
+}
+
+void PartReducer::noteOutliers(std::size_t p, const std::vector<std::size_t> &who, const std::vector<SenderFit> &fits)
+{
+    for (std::size_t j = 0; j < who.size(); ++j) {
+        const auto i = who[j];
+        if (!fits[j].outlier || i == m_round.me || m_outliers[i])
+            continue;
+        m_outliers[i] = true;
+        log::warning("allreduce", "group " + m_round.groupId + ": member " + std::to_string(i) + "'s part "
+                                      + std::to_string(p) + " lies far from the others' (counted at "
+                                      + std::to_string(fits[j].clip) + " of its weight)");
+    }
 }
 
 // Sends part p's encoded average to every sender that delivered a PART, through the ROUTER.

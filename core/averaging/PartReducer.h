@@ -21,6 +21,7 @@
 // dedloc::Error from the codec) for a PART it refuses; a PART for a part already reduced is
 // dropped with a debug line.
 #include "averaging/PartSender.h"
+#include "averaging/RobustAggregation.h"
 #include "net/WireMessage.h"
 
 #include <cstdint>
@@ -57,6 +58,8 @@ class PartReducer final {
     [[nodiscard]] const std::vector<std::uint32_t> &excludedSenders() const { return m_excluded; }
     // The largest sum of weights averaged into a part of this shard (samples; 0 for plain means).
     [[nodiscard]] double shardWeight() const { return m_shardWeight; }
+    // Per member: whether any of its parts was an outlier (averaging/RobustAggregation.h).
+    [[nodiscard]] const std::vector<bool> &outliers() const { return m_outliers; }
     // Seconds into the round when finishShard() ran (0 if it did not).
     [[nodiscard]] double reducedAt() const { return m_reducedAt; }
 
@@ -80,6 +83,8 @@ class PartReducer final {
     // Whether every sender still expected has delivered part p.
     [[nodiscard]] bool partReady(std::size_t p) const;
     void reducePart(std::size_t p);
+    // Records and logs the outliers among the senders `who` (member indices) of part p.
+    void noteOutliers(std::size_t p, const std::vector<std::size_t> &who, const std::vector<SenderFit> &fits);
     void exclude(std::size_t sender);
     void sendResult(std::size_t p, zmq::message_t &payload, double shardWeight);
 
@@ -89,6 +94,7 @@ class PartReducer final {
     std::vector<PartState> m_partStates;
     std::vector<SenderState> m_senders; // per member
     std::vector<bool> m_expectedSender; // per member
+    std::vector<bool> m_outliers;       // per member
     std::uint32_t m_expectedCount = 0;
     std::size_t m_partsReduced = 0;
     ShardSchema m_schema;         // what a PART for this shard must match

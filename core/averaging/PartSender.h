@@ -49,6 +49,7 @@ struct RoundContext {
     std::size_t partElements = 1;                // elements per message, > 0
     double myWeight = 0.0;                       // the weight in this member's PART headers (samples)
     double maxWeight = 0.0;                      // per sender (AllReduceOptions::maxWeight); 0: no bound
+    AggregationSpec aggregation;                 // how a part's copies combine (AllReduceOptions)
     std::span<float> values;                     // averaged in place
     TokenBucket *upload = nullptr;               // upload cap on PART and RESULT payloads; null: none
     std::vector<EncodedPiece> *capture = nullptr; // the averaged pieces applied (AllReduceOptions)

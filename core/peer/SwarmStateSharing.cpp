@@ -119,6 +119,7 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     o.codec = manifest->compression;
     // An honest sender stops computing when the swarm's samples reach the target batch.
     o.maxWeight = 2.0 * manifest->training.targetBatchSize;
+    o.aggregation = manifest->aggregation();
     o.senderTimeout = opt.senderTimeout;
     o.reducerTimeout = opt.reducerTimeout;
     o.upload = &upload;
@@ -149,6 +150,7 @@ bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
     auto o = roundOptions();
     o.codec = Compression::None; // state is averaged exactly: equal states stay equal
     o.maxWeight = 1.0;           // every member sends weight 1 or 0 here
+    o.outliersOffend = false;    // a diverged honest peer is what the round repairs
     o.myWeight = plan.myWeight;
     if (plan.source && *plan.source == group.myIndex)
         log::info("swarm", "the state round of group " + group.info.groupId + " copies this peer's state to "

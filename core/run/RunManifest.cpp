@@ -84,6 +84,25 @@ Compression parseCompression(const std::string &name, const std::string &path)
     fail(path, "unknown compression \"" + name + "\" (expected one of " + compressionChoices() + ")");
 }
 
+const char *aggregationRuleName(AggregationRule rule)
+{
+    return rule == AggregationRule::CenteredClip ? "centered-clip" : "mean";
+}
+
+AggregationSpec parseAggregation(const JsonObjectReader &root)
+{
+    const JsonObjectReader r = root.object("aggregation", {"rule", "radius"});
+    AggregationSpec spec;
+    const std::string rule = r.string("rule");
+    if (rule == "centered-clip")
+        spec.rule = AggregationRule::CenteredClip;
+    else if (rule != "mean")
+        r.fail("rule", "expected \"mean\" or \"centered-clip\", got " + jsonExcerpt(rule));
+    if (r.has("radius"))
+        spec.radius = r.numberIn("radius", 1.0, false, 1000.0, false);
+    return spec;
+}
+
 // nlohmann keeps the last of duplicate keys silently; two peers reading the "same" manifest with
 // different parsers could then disagree, so a duplicate is an error.
 json parseStrictJson(const std::string &text)
@@ -135,6 +154,15 @@ std::filesystem::path RunManifest::resolve(const std::string &relative) const
     return baseDir / p;
 }
 
+AggregationSpec RunManifest::aggregation() const
+{
+    if (aggregationField)
+        return *aggregationField;
+    AggregationSpec spec;
+    spec.rule = closed ? AggregationRule::Mean : AggregationRule::CenteredClip;
+    return spec;
+}
+
 RunManifest parseRunManifest(const std::string &json, const std::filesystem::path &baseDir)
 {
     const auto doc = parseStrictJson(json);
@@ -149,7 +177,7 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     const JsonObjectReader root(doc,
                                 {"format_version", "run_id", "name", "lead", "description", "model", "tokenizer",
                                  "corpus", "training", "optimizer", "schedule", "compression", "bootstrap_peers",
-                                 "access", "evaluation"},
+                                 "access", "evaluation", "aggregation"},
                                 fail);
     RunManifest m;
     m.baseDir = baseDir;
@@ -268,6 +296,8 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
         m.evaluation.task = r.nonEmptyString("task");
         m.evaluation.everyNSteps = r.integer("every_n_steps", 1);
     }
+    if (root.has("aggregation"))
+        m.aggregationField = parseAggregation(root);
     return m;
 }
 
@@ -340,6 +370,9 @@ std::string toJson(const RunManifest &m)
         out["access"] = "closed";
     if (!m.evaluation.task.empty())
         out["evaluation"] = {{"task", m.evaluation.task}, {"every_n_steps", m.evaluation.everyNSteps}};
+    if (m.aggregationField)
+        out["aggregation"] = {{"rule", aggregationRuleName(m.aggregationField->rule)},
+                              {"radius", m.aggregationField->radius}};
     return out.dump(2);
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,19 @@ struct EvaluationSpec {
                                  // last evaluated one; >= 1 when `task` is set
 };
 
+// How each reducer combines the senders' parts of its shard (averaging/RobustAggregation.h).
+enum class AggregationRule {
+    Mean,         // the weighted mean: exactly DeDLOC's global-batch gradient
+    CenteredClip, // BTARD's CenteredClip (Gorbunov et al. 2021, arXiv 2106.11257, Algorithm 2)
+};
+
+struct AggregationSpec {
+    AggregationRule rule = AggregationRule::Mean;
+    // CenteredClip's radius, as a multiple of the median distance of the senders' parts from
+    // their coordinate-wise median (scale-free: gradients shrink as training goes on). >= 1.
+    double radius = 2.0;
+};
+
 struct RunManifest {
     int formatVersion = 1;
     std::string runId;           // [A-Za-z0-9._-]{1,64}; DHT keys derive from it
@@ -81,6 +95,12 @@ struct RunManifest {
     // Optional; absent or "open": anyone may join (links are encrypted either way).
     bool closed = false;
     EvaluationSpec evaluation;
+    // "aggregation": {"rule": "mean" | "centered-clip", "radius": r}. Optional; absent: `mean`
+    // for closed runs (every peer is admitted by the lead) and `centered-clip` for open ones
+    // (aggregation() resolves it).
+    std::optional<AggregationSpec> aggregationField;
+
+    [[nodiscard]] AggregationSpec aggregation() const;
 
     // Directory the relative paths resolve against (not part of the JSON).
     std::filesystem::path baseDir;
