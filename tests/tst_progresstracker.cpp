@@ -96,8 +96,11 @@ private Q_SLOTS:
         QCOMPARE(t.global(1.0, 3).globalEpoch, 3L);
         QCOMPARE(t.global(1.0, 2).globalEpoch, 3L);
         QCOMPARE(t.global(1.0, 9).globalEpoch, 9L); // the client itself
-        QCOMPARE(t.global(1.0).globalEpoch, 9L);    // an auxiliary's view
+        // An auxiliary's view: the client's 9 is more than one above anybody else's epoch.
+        QCOMPARE(t.global(1.0).globalEpoch, 3L);
         QCOMPARE(t.global(1.0).clientPeers, 1);
+        t.update(rec("client2", 8, 10, 1.0, 0.0, true), 0.0);
+        QCOMPARE(t.global(1.0).globalEpoch, 9L);
         ProgressTracker onlyClients(options(1000));
         onlyClients.update(rec("c1", 4, 10, 1.0, 0.0, true), 0.0);
         onlyClients.update(rec("c2", 5, 10, 1.0, 0.0, true), 0.0);
@@ -123,6 +126,34 @@ private Q_SLOTS:
         // A monitor whose state is ahead of a trainer is a donor: that trainer resyncs.
         t.update(rec("monitor", 5, 0, 0.0, 1.0, false, PeerRole::Monitor), 1.0);
         QCOMPARE(int(t.decide(2, 1.0)), int(StepDecision::Resync));
+    }
+
+    // One stranger claims epoch 10^12: no other record comes within one epoch of it, so neither a
+    // trainer (at 40, beside two at 40 and a monitor at 35) nor an auxiliary nor a joiner at 0
+    // believes it; the honest trainer does not resync. A trainer one epoch ahead is believed
+    // (the swarm stepped), and so is a lone peer: with one other peer there is nobody to compare.
+    void anUncorroboratedEpochIsIgnored()
+    {
+        auto opts = options(1000);
+        opts.selfId = "self";
+        ProgressTracker t(opts);
+        t.update(rec("self", 40, 10, 1.0, 0.0), 0.0);
+        t.update(rec("a", 40, 10, 1.0, 0.0), 0.0);
+        t.update(rec("b", 40, 10, 1.0, 0.0), 0.0);
+        t.update(rec("monitor", 35, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
+        t.update(rec("liar", 1'000'000'000'000L, 10, 1.0, 0.0), 0.0);
+        QCOMPARE(t.global(1.0, 40).globalEpoch, 40L);
+        QCOMPARE(int(t.decide(40, 1.0)), int(StepDecision::Accumulate));
+        QCOMPARE(t.global(1.0).globalEpoch, 40L);
+        QCOMPARE(t.global(1.0, 0).globalEpoch, 40L);
+        t.update(rec("a", 41, 0, 1.0, 0.5), 0.5);
+        QCOMPARE(int(t.decide(40, 1.0)), int(StepDecision::Resync));
+        QCOMPARE(t.global(1.0, 40).globalEpoch, 41L);
+
+        ProgressTracker alone(opts);
+        alone.update(rec("self", 0, 0, 0.0, 0.0), 0.0);
+        alone.update(rec("donor", 57, 10, 1.0, 0.0), 0.0);
+        QCOMPARE(alone.global(1.0, 0).globalEpoch, 57L); // a joiner and the only other peer
     }
 
     void newestRecordWinsAndStaleOrBadOnesAreRefused()

@@ -10,7 +10,6 @@
 #include <QTest>
 
 #include <nlohmann/json.hpp>
-
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -201,6 +200,7 @@ private Q_SLOTS:
         QVERIFY(rankDonors(donors, 13).empty());
         QVERIFY(rankDonors({}, 0).empty());
         QCOMPARE(rankDonors(donors, 0).size(), donors.size());
+        QCOMPARE(rankDonors(donors, 7, 9).front().peerId, std::string("b")); // d's 12: beyond the swarm
     }
 
     // Equal epochs come in random order, so simultaneous joiners spread over the donors.

@@ -24,6 +24,19 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
 
 void ProgressTracker::remove(const std::string &peerId) { m_records.erase(peerId); }
 
+bool ProgressTracker::corroborated(const ProgressRecord &c, double now) const
+{
+    long support = -1;
+    int others = 0;
+    for (const auto &[id, r] : m_records) {
+        if (r.expiresAt <= now || id == c.peerId)
+            continue;
+        support = std::max(support, r.epoch);
+        others += id == m_options.selfId ? 0 : 1;
+    }
+    return others == 0 || c.epoch <= support + 1;
+}
+
 GlobalProgress ProgressTracker::global(double now, long localEpoch) const
 {
     GlobalProgress g;
@@ -33,10 +46,11 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
             continue;
         ++g.peers;
         g.clientPeers += r.clientMode ? 1 : 0;
-        if (r.role == PeerRole::Trainer)
-            trainersMax = std::max(trainersMax, r.epoch);
-        if (!r.clientMode && r.role != PeerRole::Auxiliary)
-            donorsMax = std::max(donorsMax, r.epoch);
+        const bool trainer = r.role == PeerRole::Trainer, donor = !r.clientMode && r.role != PeerRole::Auxiliary;
+        if (id == m_options.selfId || !(localEpoch == NotTraining ? trainer : donor) || !corroborated(r, now))
+            continue;
+        trainersMax = std::max(trainersMax, trainer ? r.epoch : 0L);
+        donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);
     }
     g.globalEpoch = localEpoch == NotTraining ? trainersMax : donorsMax;
     for (const auto &[id, r] : m_records) {

@@ -10,6 +10,12 @@
 //     could never succeed; auxiliaries hold no state of their own). Seen by a peer that does
 //     not train (an auxiliary or a monitor, localEpoch = NotTraining): the highest epoch of the
 //     live trainers, client-mode ones included, i.e. where the training happens;
+//     in both views an epoch claim counts only when another peer corroborates it: a claim more
+//     than one above every other live record's epoch (this peer's own included) is ignored, so
+//     one stranger announcing epoch 10^12 cannot make every peer resync forever. The swarm steps
+//     one epoch at a time, so an honest claim is at most one above some other peer's (a monitor's
+//     epoch is that of its last state and may lag; the trainers' corroborate each other). A
+//     claimant that is the only other live peer has nobody to be compared with and counts;
 //   - samples accumulated toward the target at the global epoch: each peer at the global epoch
 //     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
 //     throughput since its report (a peer at an older epoch counts 0: it must resync first);
@@ -38,6 +44,7 @@ struct TrackerOptions {
     double minReportedFraction = 0.5;  // guard, see above
     double allowedClockSkew = 3.0;     // seconds (hivemind default)
     double matchmakingTime = 5.0;      // start looking for a group this long before the ETA
+    std::string selfId;                // this peer's own record corroborates others, never needs to
 };
 
 struct GlobalProgress {
@@ -88,6 +95,9 @@ public:
     [[nodiscard]] bool shouldStartMatchmaking(long localEpoch, double now) const;
 
 private:
+    // Whether record r's epoch is corroborated at `now` (see the global epoch above).
+    [[nodiscard]] bool corroborated(const ProgressRecord &r, double now) const;
+
     TrackerOptions m_options;
     std::map<std::string, ProgressRecord> m_records;
 };

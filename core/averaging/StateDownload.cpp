@@ -30,9 +30,9 @@ std::vector<DonorAdvert> fetchDonors(DhtNode &dht, const std::string &runId, con
     return out;
 }
 
-std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch)
+std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch, long maxEpoch)
 {
-    std::erase_if(donors, [&](const DonorAdvert &d) { return d.epoch < minEpoch; });
+    std::erase_if(donors, [&](const DonorAdvert &d) { return d.epoch < minEpoch || d.epoch > maxEpoch; });
     // Shuffle first (Fisher-Yates with libsodium's generator), then a stable sort by epoch keeps
     // the random order among equal epochs.
     for (std::size_t i = donors.size(); i > 1; --i)
@@ -93,6 +93,10 @@ std::optional<StateInfo> DonorDownload::askState(const std::string &runId, long 
     }
     if (info.epoch < minEpoch) {
         why = "donor's state is at epoch " + std::to_string(info.epoch) + ", behind " + std::to_string(minEpoch);
+        return std::nullopt;
+    }
+    if (info.epoch > options.maxEpoch) {
+        why = "donor claims epoch " + std::to_string(info.epoch) + ", beyond the swarm's " + std::to_string(options.maxEpoch);
         return std::nullopt;
     }
     return info;

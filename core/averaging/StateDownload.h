@@ -21,6 +21,7 @@
 #include "averaging/PeerService.h"
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,14 +34,19 @@ class DataPlaneSecurity;
 struct StateDownloadOptions {
     double partTimeout = 10.0;   // seconds without progress before a donor is given up
     int maxDonors = 3;           // donors tried before giving up
+    // The highest epoch believed (the swarm's corroborated epoch plus a margin for the steps it
+    // takes meanwhile): a donor advertising or answering a later one is skipped, so that one
+    // stranger's claim of a far epoch cannot make itself the first donor everyone asks.
+    long maxEpoch = std::numeric_limits<long>::max();
 };
 
 // Donor adverts from the DHT, newest per peer, excluding `selfPeerId`.
 [[nodiscard]] std::vector<DonorAdvert> fetchDonors(DhtNode &dht, const std::string &runId,
                                                    const std::string &selfPeerId);
 
-// The order in which to try donors: epoch >= minEpoch, highest first, ties shuffled.
-[[nodiscard]] std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch);
+// The order in which to try donors: minEpoch <= epoch <= maxEpoch, highest first, ties shuffled.
+[[nodiscard]] std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch,
+                                                  long maxEpoch = std::numeric_limits<long>::max());
 
 // `security` null: plaintext (unit tests only). `bans` (may be null): banned donors are skipped,
 // and a donor whose answer is invalid (another layout, a part of the wrong size, non-finite

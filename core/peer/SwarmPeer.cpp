@@ -78,6 +78,7 @@ void SwarmPeer::Impl::setUp()
     TrackerOptions trackerOptions;
     trackerOptions.targetBatchSize = manifest->training.targetBatchSize;
     trackerOptions.matchmakingTime = opt.matchmaking.window;
+    trackerOptions.selfId = identity->peerId();
     {
         std::lock_guard lock(mutex);
         tracker = ProgressTracker(trackerOptions);

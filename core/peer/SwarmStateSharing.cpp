@@ -15,6 +15,12 @@
 
 namespace dedloc {
 
+namespace {
+// How far past the swarm's (corroborated) epoch a donor may be: the steps the swarm may take
+// between reading the progress records and asking the donor.
+constexpr long MaxEpochLead = 2;
+} // namespace
+
 std::vector<DonorAdvert> SwarmPeer::Impl::usableDonors()
 {
     auto donors = fetchDonors(*dht, manifest->runId, identity->peerId());
@@ -34,8 +40,10 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         std::vector<DonorAdvert> donors;
         std::copy_if(all.begin(), all.end(), std::back_inserter(donors),
                      [&](const DonorAdvert &d) { return d.mayDiffer == mayDiffer; });
-        auto s = downloadState(rankDonors(std::move(donors), minEpoch), manifest->runId, minEpoch,
-                               static_cast<std::uint64_t>(trainer->stateElements()), {}, stopFlag, why, access.security,
+        StateDownloadOptions o;
+        o.maxEpoch = minEpoch + MaxEpochLead;
+        auto s = downloadState(rankDonors(std::move(donors), minEpoch, o.maxEpoch), manifest->runId, minEpoch,
+                               static_cast<std::uint64_t>(trainer->stateElements()), o, stopFlag, why, access.security,
                                bans.get());
         if (!s)
             continue;
@@ -202,7 +210,7 @@ bool SwarmPeer::Impl::replayUpdates(long global)
     syncingFlag = true; // published at once: no leader waits for us meanwhile
     setMyRecord(0, 0.0);
     int tried = 0;
-    for (const auto &donor : rankDonors(std::move(donors), from + 1)) {
+    for (const auto &donor : rankDonors(std::move(donors), from + 1, global + MaxEpochLead)) {
         if (stopFlag.load() || trainer->step() > from || tried++ >= 3)
             break;
         if (access.security && !access.security->admission(donor.publicKey).empty())
