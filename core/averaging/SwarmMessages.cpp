@@ -2,6 +2,7 @@
 
 #include "security/AccessToken.h"
 #include "util/Hash.h"
+#include "util/JsonReader.h"
 
 #include <nlohmann/json.hpp>
 
@@ -226,7 +227,7 @@ json parseServiceMessage(std::span<const std::uint8_t> bytes)
     if (bytes.size() > MaxServiceHeaderBytes)
         throw ProtocolError("service header of " + std::to_string(bytes.size()) + " bytes exceeds "
                             + std::to_string(MaxServiceHeaderBytes));
-    auto j = json::from_cbor(bytes.begin(), bytes.end(), true, false);
+    auto j = parseCbor(bytes);
     if (j.is_discarded() || !j.is_object())
         throw ProtocolError("service header is not a CBOR map");
     if (nonNegative(j, "v", 1000) != ServiceProtocolVersion)

@@ -3,6 +3,7 @@
 #include "util/Error.h"
 #include "util/Log.h"
 #include "util/Clock.h"
+#include "util/JsonReader.h"
 
 #include <nlohmann/json.hpp>
 #include <opendht.h>
@@ -37,11 +38,13 @@ std::string signedBytes(const nlohmann::json &recordWithoutSignature)
     return {bytes.begin(), bytes.end()};
 }
 
-std::optional<SignedRecord> verifyRecord(const std::string &key, const std::vector<std::uint8_t> &bytes, double now,
-                                         double skew)
+} // namespace
+
+std::optional<SignedRecord> verifySignedRecord(const std::string &key, std::span<const std::uint8_t> bytes, double now,
+                                               double skew)
 {
     try {
-        auto j = nlohmann::json::from_cbor(bytes);
+        auto j = parseCbor(bytes);
         if (!j.is_object() || j.size() != 7)
             return std::nullopt;
         if (j.at("k").get<std::string>() != key)
@@ -69,8 +72,6 @@ std::optional<SignedRecord> verifyRecord(const std::string &key, const std::vect
         return std::nullopt;
     }
 }
-
-} // namespace
 
 std::string runKey(const std::string &runId, const std::string &kind) { return "dedloc/" + runId + "/" + kind; }
 
@@ -217,7 +218,7 @@ std::vector<SignedRecord> DhtNode::fetch(const std::string &key, double timeout,
     std::map<std::string, SignedRecord> newest;
     std::size_t refused = 0;
     for (const auto &bytes : *raw) {
-        auto r = verifyRecord(key, bytes, now, allowedClockSkew);
+        auto r = verifySignedRecord(key, bytes, now, allowedClockSkew);
         if (!r) {
             ++refused;
             continue;

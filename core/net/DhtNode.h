@@ -22,6 +22,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,14 @@ struct SignedRecord {
     double expiresAt = 0.0;
     std::string payload;
 };
+
+// A DHT value's bytes as fetch() decodes them: a CBOR map {k, p, q, t, e, d, s} stored under
+// `key`, signed by the Ed25519 key p over the CBOR of the map without s, not expired at `now` and
+// at most `skew` seconds in the future. nullopt for anything else (malformed, nested too deep,
+// forged, replayed under another key); never throws.
+[[nodiscard]] std::optional<SignedRecord> verifySignedRecord(const std::string &key,
+                                                             std::span<const std::uint8_t> bytes, double now,
+                                                             double skew);
 
 // "dedloc/<run id>/<kind>", e.g. kind "progress", "matchmaking", "donors", "metrics".
 [[nodiscard]] std::string runKey(const std::string &runId, const std::string &kind);

@@ -49,12 +49,9 @@ ShardHeader parseShardHeader(std::span<const std::uint8_t> bytes, const ShardSch
 {
     if (bytes.size() > MaxShardHeaderBytes)
         throw ProtocolError("header of " + std::to_string(bytes.size()) + " bytes is oversized");
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::from_cbor(bytes.begin(), bytes.end());
-    } catch (const nlohmann::json::exception &e) {
-        throw ProtocolError(std::string("header is not valid CBOR: ") + e.what());
-    }
+    const auto j = parseCbor(bytes);
+    if (j.is_discarded())
+        throw ProtocolError("header is not valid CBOR (or nests too deep)");
     if (!j.is_object())
         throw ProtocolError("header is not a map");
     // The version before the field set: another version may have other fields.

@@ -70,6 +70,8 @@ AccessToken decode(std::string_view token, std::string &bodyOut, std::array<unsi
     if (token.substr(0, Prefix.size()) != Prefix)
         throw Error("not a dedloc access token (it must start with \"dlt1.\")");
     token.remove_prefix(Prefix.size());
+    if (token.empty()) // nothing to decode (and libsodium must not get an empty buffer's null pointer)
+        throw Error("access token is truncated (0 bytes)");
     std::vector<unsigned char> raw(token.size());
     std::size_t size = 0;
     const char *end = nullptr;

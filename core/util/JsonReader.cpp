@@ -12,6 +12,52 @@ namespace dedloc {
 
 namespace {
 
+// nlohmann's DOM builder behind a depth count: refusing a map or array that opens too deep
+// stops the reader before it recurses further.
+class DepthLimitedSax {
+  public:
+    DepthLimitedSax(nlohmann::json &result, std::size_t maxDepth) : m_dom(result, false), m_maxDepth(maxDepth) {}
+    using Json = nlohmann::json;
+    bool null() { return m_dom.null(); }
+    bool boolean(bool v) { return m_dom.boolean(v); }
+    bool number_integer(Json::number_integer_t v) { return m_dom.number_integer(v); }
+    bool number_unsigned(Json::number_unsigned_t v) { return m_dom.number_unsigned(v); }
+    bool number_float(Json::number_float_t v, const Json::string_t &s) { return m_dom.number_float(v, s); }
+    bool string(Json::string_t &v) { return m_dom.string(v); }
+    bool binary(Json::binary_t &v) { return m_dom.binary(v); }
+    bool start_object(std::size_t n) { return ++m_depth <= m_maxDepth && m_dom.start_object(n); }
+    bool key(Json::string_t &v) { return m_dom.key(v); }
+    bool end_object() { --m_depth; return m_dom.end_object(); }
+    bool start_array(std::size_t n) { return ++m_depth <= m_maxDepth && m_dom.start_array(n); }
+    bool end_array() { --m_depth; return m_dom.end_array(); }
+    bool parse_error(std::size_t at, const std::string &token, const nlohmann::detail::exception &e)
+    {
+        return m_dom.parse_error(at, token, e);
+    }
+
+  private:
+    nlohmann::detail::json_sax_dom_parser<Json> m_dom;
+    std::size_t m_maxDepth;
+    std::size_t m_depth = 0;
+};
+
+} // namespace
+
+nlohmann::json parseCbor(std::span<const std::uint8_t> bytes, std::size_t maxDepth)
+{
+    nlohmann::json result;
+    DepthLimitedSax sax(result, maxDepth);
+    try {
+        if (nlohmann::json::sax_parse(bytes.begin(), bytes.end(), &sax, nlohmann::json::input_format_t::cbor))
+            return result;
+    } catch (const nlohmann::json::exception &) {
+        // The DOM builder throws for a declared size beyond max_size() whatever it was told.
+    }
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
+namespace {
+
 using nlohmann::json;
 
 // Shortest form that round-trips: "0.5", "1", "1e-06".
@@ -26,7 +72,8 @@ std::string numberText(double value)
 
 std::string jsonExcerpt(const json &value)
 {
-    std::string text = value.dump();
+    // A CBOR text string may hold any bytes: invalid UTF-8 shows as U+FFFD instead of throwing.
+    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
     constexpr std::size_t kMax = 40;
     if (text.size() > kMax) {
         // Cut before a UTF-8 continuation byte, never inside a character.

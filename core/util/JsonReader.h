@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,13 @@ using JsonFailure = std::function<void(const std::string &path, const std::strin
 // 5, "text", [1,2], {"a":1}, or its first 40 bytes (less, to end on a whole UTF-8 character)
 // and "...".
 [[nodiscard]] std::string jsonExcerpt(const nlohmann::json &value);
+
+// CBOR (RFC 8949) into json, as nlohmann::json::from_cbor reads it (strict: no bytes after the
+// item; tags refused), except that maps and arrays nested deeper than `maxDepth` are refused:
+// from_cbor recurses once per level, so a peer's message of a few KiB of nested arrays would
+// overflow the reading thread's stack. Returns a discarded json (is_discarded()) for malformed
+// or too deeply nested bytes; never throws a parse error.
+[[nodiscard]] nlohmann::json parseCbor(std::span<const std::uint8_t> bytes, std::size_t maxDepth = 32);
 
 class JsonObjectReader final {
   public:

@@ -1,0 +1,33 @@
+// The JSON payloads of signed DHT records (averaging/SwarmMessages.h): progress records,
+// matchmaking declarations and donor adverts. The record around it already verified (the
+// signer's id and key are fixed here); the payload is whatever its signer chose to sign.
+#include "FuzzFixtures.h"
+#include "FuzzTargets.h"
+
+#include "averaging/SwarmMessages.h"
+
+namespace dedloc::fuzz {
+
+int fuzzDhtPayload(const std::uint8_t *data, std::size_t size)
+{
+    SignedRecord record;
+    record.peerId = "0123456789abcdef0123456789abcdef";
+    record.time = Now;
+    record.expiresAt = Now + 60.0;
+    record.payload.assign(reinterpret_cast<const char *>(data), size);
+    try {
+        (void)parseProgress(record);
+    } catch (const ProtocolError &) {
+    }
+    try {
+        (void)parseDeclaration(record);
+    } catch (const ProtocolError &) {
+    }
+    try {
+        (void)parseDonorAdvert(record);
+    } catch (const ProtocolError &) {
+    }
+    return 0;
+}
+
+} // namespace dedloc::fuzz

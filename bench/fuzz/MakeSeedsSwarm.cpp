@@ -1,0 +1,111 @@
+// Seeds of the swarm's formats: data-plane headers, service messages, averaged updates, DHT
+// payloads and signed DHT records.
+#include "FuzzFixtures.h"
+#include "MakeSeeds.h"
+
+#include "averaging/SwarmMessages.h"
+#include "averaging/UpdateArchive.h"
+#include "net/DhtNode.h"
+#include "net/PeerIdentity.h"
+#include "util/Hash.h"
+
+#include <nlohmann/json.hpp>
+
+namespace dedloc::fuzz {
+
+namespace {
+
+using nlohmann::json;
+
+std::string hexKey(const PeerIdentity &id) { return toHex(id.publicKey().data(), id.publicKey().size()); }
+
+std::vector<Seed> shardHeaderSeeds()
+{
+    ShardHeader h{MessageType::Part, "fuzz-group", 1, 2, 1, 4, 250, 250, 16.0, Compression::Fp16};
+    ShardHeader r = h;
+    r.type = MessageType::Result;
+    r.weight = 48.0;
+    return {seedOf("ShardHeader", "part.cbor", encodeShardHeader(h)),
+            seedOf("ShardHeader", "result.cbor", encodeShardHeader(r))};
+}
+
+json groupMessage(const PeerIdentity &a, const PeerIdentity &b)
+{
+    GroupInfo g{"group-1", UpdateEpoch, {}};
+    g.members.push_back({a.peerId(), "tcp://127.0.0.1:5555", 100.0, 1.0, a.publicKey(), ShardShareTotal, false});
+    g.members.push_back({b.peerId(), "", 0.0, 1.0, b.publicKey(), 0, true});
+    return groupToJson(g);
+}
+
+std::vector<Seed> serviceSeeds()
+{
+    const auto a = PeerIdentity::generate(), b = PeerIdentity::generate();
+    JoinRequest join{RunId, UpdateEpoch, "schema", a.peerId(), "tcp://127.0.0.1:5555", 100.0, false, true, a.publicKey(), false, 3};
+    Declaration leader{b.peerId(), UpdateEpoch, "schema", "tcp://127.0.0.1:6000", Now + 10, false, b.publicKey()};
+    const StateInfo state{"snap-1", UpdateEpoch, ModelElements, 4, 250, std::string(64, 'a')};
+    const auto message = [](const char *name, const char *type, const json &fields) {
+        return seedOf("ServiceMessage", name, encodeServiceMessage(type, fields));
+    };
+    return {message("join.cbor", "join", joinToJson(join)),
+            message("begin.cbor", "begin", groupMessage(a, b)),
+            message("state.cbor", "state", stateInfoToJson(state)),
+            message("reach.cbor", "reach?", reachRequestToJson({a.peerId(), a.publicKey(), "tcp://10.0.0.1:7000"})),
+            message("disband.cbor", "disband", {{"why", "merging"}, {"l", suggestedLeaderToJson(leader)}}),
+            message("accept.cbor", "accept", {{"d", Now + 5}}),
+            message("refuse.cbor", "refuse", {{"why", "group is full"}}),
+            message("part.cbor", "part?", {{"i", "snap-1"}, {"k", 2}}),
+            message("ping.cbor", "ping", json::object())};
+}
+
+// The target's input: the header's length (2 bytes, little-endian), the header, the data.
+std::vector<std::uint8_t> updateInput(const char *type, const json &fields, std::size_t dataBytes)
+{
+    const auto cbor = encodeServiceMessage(type, fields);
+    std::vector<std::uint8_t> out{static_cast<std::uint8_t>(cbor.size() & 0xff), static_cast<std::uint8_t>(cbor.size() >> 8)};
+    out.insert(out.end(), cbor.begin(), cbor.end());
+    out.resize(out.size() + dataBytes, 0x3c);
+    return out;
+}
+
+std::vector<Seed> updateSeeds()
+{
+    std::vector<float> values(ModelElements, 0.25f);
+    std::vector<EncodedPiece> pieces{{0, 400, encode(Compression::Fp16, std::span(values).first(400))},
+                                     {400, 600, encode(Compression::Fp16, std::span(values).subspan(400))}};
+    const auto u = *assembleUpdate(UpdateEpoch, 64, Compression::Fp16, ModelElements, std::move(pieces));
+    return {seedOf("UpdateHeader", "update.bin", updateInput("update", updateHeaderToJson(u), u.bytes.size())),
+            seedOf("UpdateHeader", "update-request.bin", updateInput("update?", {{"run", RunId}, {"e", UpdateEpoch}}, 0)),
+            seedOf("UpdateHeader", "upart-request.bin", updateInput("upart?", {{"e", UpdateEpoch}, {"k", 0}}, 0))};
+}
+
+std::vector<Seed> dhtSeeds()
+{
+    ProgressRecord p;
+    p.epoch = UpdateEpoch;
+    p.samplesAccumulated = 40;
+    p.samplesPerSecond = 12.5;
+    p.accessToken = "dlt1.token";
+    p.syncing = true;
+    const Declaration d{"", UpdateEpoch, "schema", "tcp://127.0.0.1:6000", Now + 10, false, {}};
+    const DonorAdvert advert{"", "tcp://127.0.0.1:6001", UpdateEpoch, {}, true};
+    const auto identity = PeerIdentity::generate();
+    const DhtNode node(identity);
+    const auto record = node.encodeRecord(DhtKey, encodeProgress(p), 1796169600000ULL, Now, Now + 60);
+    return {seedOf("DhtPayload", "progress.json", encodeProgress(p)),
+            seedOf("DhtPayload", "declaration.json", encodeDeclaration(d)),
+            seedOf("DhtPayload", "donor.json", encodeDonorAdvert(advert)),
+            seedOf("DhtRecord", "progress.cbor", record)};
+}
+
+} // namespace
+
+std::vector<Seed> swarmSeeds()
+{
+    std::vector<Seed> out;
+    for (auto part : {shardHeaderSeeds(), serviceSeeds(), updateSeeds(), dhtSeeds()})
+        for (auto &s : part)
+            out.push_back(std::move(s));
+    return out;
+}
+
+} // namespace dedloc::fuzz
