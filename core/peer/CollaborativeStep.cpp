@@ -66,7 +66,8 @@ std::optional<FormedGroup> GroupSearch::wait(const std::function<bool()> &giveUp
 
 std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
                                                   const std::optional<FormedGroup> &group, const std::string &whyAlone,
-                                                  AllReduceOptions options, bool contribute)
+                                                  AllReduceOptions options, bool contribute,
+                                                  const GradientTamper &tamper)
 {
     StepOutcome out;
     out.localSamples = contribute ? trainer.accumulatedSamples() : 0;
@@ -89,6 +90,8 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
         options.myWeight = 0.0;
         out.localSamples = 0;
     }
+    if (tamper && options.myWeight > 0.0)
+        tamper(gradient);
     std::vector<EncodedPiece> captured;
     options.capture = &captured;
     const long epoch = trainer.step();

@@ -25,6 +25,7 @@
 #include <memory>
 #include <future>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace dedloc {
@@ -88,9 +89,14 @@ struct StepOutcome {
 // `contribute` false (a peer pausing in a group it has joined): it takes part with weight 0, no
 // values on the wire (its own samples are dropped), so the others need not wait for it, and applies the
 // group's average like everyone; without a group it does nothing.
+using GradientTamper = std::function<void(std::span<float>)>;
+
+// `tamper`, when set, rewrites this peer's mean gradient before it is sent: what a hostile peer
+// does (tests only, tests/support/HostilePeer.cpp; the apps never set one).
 [[nodiscard]] std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
                                                                 const std::optional<FormedGroup> &group,
                                                                 const std::string &whyAlone,
-                                                                AllReduceOptions options, bool contribute = true);
+                                                                AllReduceOptions options, bool contribute = true,
+                                                                const GradientTamper &tamper = {});
 
 } // namespace dedloc

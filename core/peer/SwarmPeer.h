@@ -32,8 +32,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -104,6 +106,9 @@ struct SwarmOptions {
     // Closed runs: the key that verified the manifest (security/RunTrust.h) signs the tokens.
     std::optional<minisign::PublicKey> leadKey;
     std::filesystem::path accessTokenFile;    // empty: <data dir>/runs/<run id>/access.token
+    // Tests only: rewrites this trainer's mean gradient before each round, as a hostile peer
+    // would (tests/support/HostilePeer.cpp). The apps never set it.
+    std::function<void(std::span<float>)> tamperGradient;
 };
 
 // Why other peers could not reach this one at the addresses `options` would advertise, or ""

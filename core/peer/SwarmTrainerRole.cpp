@@ -255,7 +255,8 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
     }
     if (!contribute)
         log::info("swarm", "pausing: taking part in group " + group->info.groupId + " with weight 0 first");
-    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, group, why, roundOptions(), contribute);
+    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, group, why, roundOptions(), contribute,
+                                                opt.tamperGradient);
     if (!outcome) {
         // Nothing computed here and nobody to average with (e.g. just after a state
         // download): no step; the tracker says Resync once the others have stepped. A group

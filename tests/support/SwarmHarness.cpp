@@ -238,13 +238,14 @@ quint16 SwarmHarness::serveStatusPort(const SwarmPeerProcess &serve)
     return static_cast<quint16>(log.mid(at + marker.size(), end - at - marker.size()).toUInt());
 }
 
-SwarmPeerProcess &SwarmHarness::startPeer(const QString &name, const QStringList &extra)
+SwarmPeerProcess &SwarmHarness::startPeer(const QString &name, const QStringList &extra,
+                                          const std::filesystem::path &program)
 {
     auto args = commonArguments();
     if (m_dhtPort != 0) // no monitor started yet: the peer is the first of its swarm
         args << QStringLiteral("--bootstrap") << QStringLiteral("%1:%2").arg(m_bootstrapHost).arg(m_dhtPort);
     args << extra;
-    return launch(name, args);
+    return launch(name, args, program);
 }
 
 std::vector<nlohmann::json> SwarmHarness::recordedLines() const

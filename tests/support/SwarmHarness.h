@@ -73,8 +73,10 @@ public:
     SwarmPeerProcess &startLeadServe(const std::filesystem::path &leadApp, const QStringList &extra = {});
     // The HTTP status port that `serve` announced in its log (0 until it did).
     [[nodiscard]] static quint16 serveStatusPort(const SwarmPeerProcess &serve);
-    // Starts a peer that bootstraps from the monitor. `extra` adds options (--role, ...).
-    SwarmPeerProcess &startPeer(const QString &name, const QStringList &extra = {});
+    // Starts a peer that bootstraps from the monitor. `extra` adds options (--role, ...);
+    // `program` replaces the dedloc executable (one that takes dedloc's options).
+    SwarmPeerProcess &startPeer(const QString &name, const QStringList &extra = {},
+                                const std::filesystem::path &program = {});
 
     // Polls `condition` every 100 ms for at most `seconds`; true if it held.
     static bool waitFor(const std::function<bool()> &condition, double seconds);

@@ -1,0 +1,84 @@
+// A hostile trainer in an open run, end to end: real `dedloc` processes on loopback train the
+// tiny run (open, so its reducers use CenteredClip, averaging/RobustAggregation.h) beside
+// tests/hostile's dedloc-hostile-peer, which sends its true gradient times -1000 (an ascent
+// direction, a thousand times the honest size). The honest trainers must keep identical, finite
+// parameters at every step, ban the hostile peer from their own reducers' verdicts (its parts are
+// outliers, an offence each round), and never ban each other.
+#include "SwarmHarness.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+
+using namespace dedloc;
+using namespace dedloc::test;
+
+class TestHostilePeer : public QObject {
+    Q_OBJECT
+
+  private:
+    QTemporaryDir m_tmp;
+    std::filesystem::path m_app = DEDLOC_APP;
+    std::filesystem::path m_hostile = DEDLOC_HOSTILE_PEER;
+
+    static std::string peerIdOf(const SwarmPeerProcess &p)
+    {
+        const auto steps = p.events();
+        return steps.empty() ? std::string() : steps.front().value("peer_id", std::string());
+    }
+
+  private Q_SLOTS:
+    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
+
+    void scaledSignFlippedGradientsAreClippedAndBanned()
+    {
+        const auto d = std::filesystem::path(m_tmp.path().toStdString());
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
+        auto &monitor = h.startMonitor();
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("8"), QStringLiteral("--min-peers"),
+                               QStringLiteral("4"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &p1 = h.startPeer(QStringLiteral("p1"), args);
+        auto &p2 = h.startPeer(QStringLiteral("p2"), args);
+        auto &p3 = h.startPeer(QStringLiteral("p3"), args);
+        auto &evil = h.startPeer(QStringLiteral("evil"),
+                                 QStringList(args) << QStringLiteral("--attack") << QStringLiteral("scale:-1000"),
+                                 m_hostile);
+        const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &evil, &monitor};
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 240), all);
+        const auto evilId = peerIdOf(evil);
+        QVERIFY(!evilId.empty());
+        SWARM_VERIFY(evil.logText().contains(QStringLiteral("sends tampered gradients")), all);
+
+        const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
+        for (long step = 1; step <= 8; ++step) {
+            SWARM_VERIFY(s1.count(step) && s2.count(step) && s3.count(step), all);
+            const auto sha = s1.at(step).value("params_sha", std::string());
+            QVERIFY(!sha.empty());
+            QCOMPARE(s2.at(step).value("params_sha", std::string()), sha);
+            QCOMPARE(s3.at(step).value("params_sha", std::string()), sha);
+            for (const auto *s : {&s1, &s2, &s3})
+                QVERIFY(std::isfinite(s->at(step).value("loss", NAN)));
+        }
+        // The steps descend: the honest trainers' losses at steps 7-8 are below those at 1-2 (with
+        // the mean, the hostile peer's ascent direction would dominate every step).
+        double early = 0.0, late = 0.0;
+        for (const auto *s : {&s1, &s2, &s3}) {
+            early += s->at(1).value("loss", 0.0) + s->at(2).value("loss", 0.0);
+            late += s->at(7).value("loss", 0.0) + s->at(8).value("loss", 0.0);
+        }
+        QVERIFY2(late < early, qPrintable(QStringLiteral("losses %1 -> %2").arg(early / 6).arg(late / 6)));
+        // Each honest trainer's own reducer found the hostile peer's parts far off and banned it;
+        // no honest trainer banned another.
+        for (const auto *p : {&p1, &p2, &p3}) {
+            const auto log = p->logText();
+            SWARM_VERIFY(log.contains(QString::fromStdString(evilId.substr(0, 16)) + QStringLiteral(" is banned")), all);
+            for (const auto *other : {&p1, &p2, &p3})
+                QVERIFY2(!log.contains(QString::fromStdString(peerIdOf(*other).substr(0, 16)) + QStringLiteral(" is banned")),
+                         qPrintable(p->name + QStringLiteral(" banned ") + other->name));
+        }
+    }
+};
+
+QTEST_MAIN(TestHostilePeer)
+#include "tst_hostilepeer.moc"
