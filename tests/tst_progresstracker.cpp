@@ -172,6 +172,10 @@ private Q_SLOTS:
         QVERIFY(!t.update(rec("e", 1, -5, 1.0, 50.0), 50.0));
         QVERIFY(!t.update(rec("f", 1, 5, std::nan(""), 50.0), 50.0));
         QVERIFY(!t.update(rec("", 1, 5, 1.0, 50.0), 50.0));
+        // Claims no honest peer makes: more than twice the target batch, a million samples/s.
+        QVERIFY(t.update(rec("g", 2, 2000, 1e6, 50.0), 50.0));
+        QVERIFY(!t.update(rec("h", 2, 2001, 1.0, 50.0), 50.0));
+        QVERIFY(!t.update(rec("i", 2, 5, 1.1e6, 50.0), 50.0));
     }
 
     void silentPeersExpire()

@@ -68,6 +68,26 @@ private Q_SLOTS:
         QCOMPARE(latest.at("bb").at("step").get<long>(), 1L);
     }
 
+    // A payload above the bound is skipped (its peer may still record smaller ones), and once
+    // MaxRecordedPeers peers are recorded a new one is skipped while the known ones go on.
+    void recordsAreBoundedInSizeAndPeers()
+    {
+        QTemporaryDir tmp;
+        SwarmMetricsRecorder recorder(fs::path(tmp.path().toStdString()) / "swarm.jsonl");
+        auto big = metrics("aa", 1, 9.0);
+        big.payload.insert(big.payload.size() - 1, ",\"pad\":\"" + std::string(MaxMetricsRecordBytes, 'x') + "\"");
+        QVERIFY(nlohmann::json::parse(big.payload).is_object());
+        QCOMPARE(recorder.record({big}), 0);
+        QCOMPARE(recorder.record({metrics("aa", 1, 9.0)}), 1);
+        std::vector<SignedRecord> crowd;
+        for (std::size_t i = 1; i < MaxRecordedPeers; ++i)
+            crowd.push_back(metrics("peer-" + std::to_string(i), 1, 1.0));
+        QCOMPARE(recorder.record(crowd), int(MaxRecordedPeers) - 1);
+        QCOMPARE(recorder.record({metrics("one-too-many", 1, 1.0)}), 0);
+        QCOMPARE(recorder.record({metrics("aa", 2, 8.0)}), 1);
+        QCOMPARE(recorder.stats().peers, MaxRecordedPeers);
+    }
+
     void aFullDiskIsReportedAndRetriedWithoutDuplicates()
     {
         if (!fs::exists("/dev/full"))

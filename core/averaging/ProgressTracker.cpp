@@ -13,6 +13,10 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
     if (r.peerId.empty() || r.epoch < 0 || r.samplesAccumulated < 0 || !std::isfinite(r.samplesPerSecond)
         || r.samplesPerSecond < 0 || !std::isfinite(r.time) || !std::isfinite(r.expiresAt))
         return false;
+    // An honest peer stops computing at the target batch, and no device computes a million
+    // samples a second: claims beyond either only serve to trigger steps on small batches.
+    if (r.samplesAccumulated > 2 * m_options.targetBatchSize || r.samplesPerSecond > MaxSamplesPerSecond)
+        return false;
     if (r.expiresAt <= now || r.time > now + m_options.allowedClockSkew)
         return false;
     auto it = m_records.find(r.peerId);

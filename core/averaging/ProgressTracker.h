@@ -39,6 +39,9 @@
 
 namespace dedloc {
 
+// A throughput claim above this (samples/s) is refused (see update()).
+inline constexpr double MaxSamplesPerSecond = 1e6;
+
 struct TrackerOptions {
     long targetBatchSize = 4096;       // samples per global step
     double minReportedFraction = 0.5;  // guard, see above
@@ -73,8 +76,9 @@ public:
     explicit ProgressTracker(TrackerOptions options);
 
     // Returns false (and keeps the stored one) when the record is older than the stored record of
-    // that peer, already expired, malformed (negative counts, non-finite numbers) or too far in
-    // the future.
+    // that peer, already expired, malformed (negative counts, non-finite numbers), too far in
+    // the future, or claims what no honest peer can: more than twice the target batch
+    // accumulated, or more than MaxSamplesPerSecond.
     bool update(const ProgressRecord &record, double now);
     void remove(const std::string &peerId);
 

@@ -33,6 +33,17 @@ int SwarmMetricsRecorder::record(const std::vector<SignedRecord> &records)
     const double now = unixNow();
     std::lock_guard lock(m_mutex);
     for (const auto &r : records) {
+        if (r.payload.size() > MaxMetricsRecordBytes) {
+            log::warning("monitor", "skipped a metrics record of " + r.peerId.substr(0, 8) + ": "
+                                        + std::to_string(r.payload.size()) + " bytes, above the bound of "
+                                        + std::to_string(MaxMetricsRecordBytes));
+            continue;
+        }
+        if (m_latest.size() >= MaxRecordedPeers && !m_latest.count(r.peerId) && !m_lastCsvStep.count(r.peerId)) {
+            log::warning("monitor", "skipped a metrics record of " + r.peerId.substr(0, 8) + ": already "
+                                        + std::to_string(MaxRecordedPeers) + " peers recorded");
+            continue;
+        }
         auto j = nlohmann::json::parse(r.payload, nullptr, false);
         if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
             log::warning("monitor", "skipped a metrics record of " + r.peerId.substr(0, 8) + ": not step metrics");

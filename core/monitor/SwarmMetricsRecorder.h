@@ -5,6 +5,9 @@
 // and, when a CSV file is given, as one CSV row of the fixed columns (monitor/MetricsCsv.h).
 // Lines are flushed one by one (`tail -f` works). Records whose payload is not a JSON object
 // with an integer "step" are skipped with a logged reason.
+// Bounds (any peer of an open run may publish metrics): a record's payload is at most
+// MaxMetricsRecordBytes (an honest step's metrics take well under 1 KiB) and at most
+// MaxRecordedPeers distinct peers are recorded; others are skipped with a logged reason.
 // A failed write (full disk) is logged, kept in stats().lastError, and that file tries the same
 // (peer, step) again at the next read while the DHT still holds it; the other file goes on.
 // Downstream evaluations (eval/DownstreamEvaluation.h) are recorded by recordEvaluation(): one
@@ -26,6 +29,9 @@
 #include <vector>
 
 namespace dedloc {
+
+inline constexpr std::size_t MaxMetricsRecordBytes = 4096;
+inline constexpr std::size_t MaxRecordedPeers = 4096;
 
 struct RecorderStats {
     long long rows = 0;          // (peer, step) rows recorded (JSON lines written)
