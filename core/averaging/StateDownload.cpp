@@ -199,6 +199,82 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
     return result;
 }
 
+
+// Asks the first maxDonors donors what they offer and returns the donors to try: first those
+// whose (epoch, digest) another asked donor offers too, highest epoch first (two peers vouch for
+// that state: one stranger serving finite garbage at a plausible epoch is not asked first),
+// then the others that offered a state, in rank order, then those not asked. A donor that
+// offered nothing (silent, refusing, behind) is left out, and one whose offer broke the
+// protocol is also struck. `asked` counts the donors asked in vain (they use up tries).
+std::vector<DonorAdvert> corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::string &runId, long minEpoch,
+                                          std::uint64_t expectedElements, const StateDownloadOptions &options,
+                                          const std::atomic<bool> &stop,
+                                          const std::shared_ptr<const DataPlaneSecurity> &security, BanList *bans,
+                                          std::string &last, int &asked)
+{
+    const std::size_t probed = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(options.maxDonors));
+    if (probed < 2)
+        return ranked;
+    std::vector<std::optional<StateInfo>> offers(probed);
+    for (std::size_t i = 0; i < probed && !stop.load(); ++i) {
+        ServiceClient client(ranked[i].serviceEndpoint, security, ranked[i].publicKey);
+        DonorDownload d{client, options, stop, {}, false};
+        offers[i] = d.askState(runId, minEpoch, expectedElements);
+        if (!offers[i]) {
+            last = "donor " + ranked[i].peerId.substr(0, 8) + ": " + d.why;
+            ++asked;
+        }
+        if (d.invalid && bans)
+            bans->strike(ranked[i].peerId, "state download: " + d.why, unixNow());
+    }
+    const auto confirmed = [&](std::size_t i) {
+        for (std::size_t j = 0; j < probed; ++j)
+            if (j != i && offers[i] && offers[j] && !offers[i]->digest.empty() && offers[j]->digest == offers[i]->digest
+                && offers[j]->epoch == offers[i]->epoch)
+                return true;
+        return false;
+    };
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < ranked.size(); ++i)
+        if (i >= probed || offers[i])
+            order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const bool ca = a < probed && confirmed(a), cb = b < probed && confirmed(b);
+        if (ca != cb)
+            return ca;
+        return ca && offers[a]->epoch > offers[b]->epoch;
+    });
+    std::vector<DonorAdvert> out;
+    for (const auto i : order)
+        out.push_back(ranked[i]);
+    if (!out.empty() && out.front().peerId != ranked.front().peerId)
+        log::info("state", "donor " + out.front().peerId.substr(0, 8) + " first: another donor offers the same state");
+    return out;
+}
+
+// The donors that may be asked: admitted to a closed run and not banned. `last` says why the
+// last one left out was.
+std::vector<DonorAdvert> askableDonors(const std::vector<DonorAdvert> &ranked,
+                                       const std::shared_ptr<const DataPlaneSecurity> &security, BanList *bans,
+                                       std::string &last)
+{
+    std::vector<DonorAdvert> out;
+    for (const auto &donor : ranked) {
+        if (security) {
+            if (const auto reason = security->admission(donor.publicKey); !reason.empty()) {
+                last = "donor " + donor.peerId.substr(0, 8) + " is not admitted to this closed run: " + reason;
+                continue;
+            }
+        }
+        if (bans && bans->isBanned(donor.peerId, unixNow())) {
+            last = "donor " + donor.peerId.substr(0, 8) + " is banned";
+            continue;
+        }
+        out.push_back(donor);
+    }
+    return out;
+}
+
 } // namespace
 
 std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &rankedDonors, const std::string &runId,
@@ -209,24 +285,13 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
 {
     std::string last = "no state donor at epoch " + std::to_string(minEpoch) + " or later";
     int tried = 0;
+    const auto donors = corroboratedFirst(askableDonors(rankedDonors, security, bans, last), runId, minEpoch,
+                                          expectedElements, options, stop, security, bans, last, tried);
     PartialState partial; // parts fetched from donors that failed, for the next with the same state
-    for (const auto &donor : rankedDonors) {
+    for (const auto &donor : donors) {
         if (stop.load() || tried++ >= options.maxDonors)
             break;
         std::string reason;
-        if (security) {
-            reason = security->admission(donor.publicKey);
-            if (!reason.empty()) {
-                last = "donor " + donor.peerId.substr(0, 8) + " is not admitted to this closed run: " + reason;
-                --tried;
-                continue;
-            }
-        }
-        if (bans && bans->isBanned(donor.peerId, unixNow())) {
-            last = "donor " + donor.peerId.substr(0, 8) + " is banned";
-            --tried;
-            continue;
-        }
         bool invalid = false;
         if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, reason, invalid, security,
                                   partial)) {

@@ -48,6 +48,10 @@ struct StateDownloadOptions {
 [[nodiscard]] std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch,
                                                   long maxEpoch = std::numeric_limits<long>::max());
 
+// Downloads from the first donor that serves a whole, valid state, in this order: the first
+// `maxDonors` donors are asked what they offer, and those whose (epoch, digest) another asked
+// donor offers too come first (two peers vouch for that state), then the rest as ranked; one
+// that offered nothing is not asked again.
 // `security` null: plaintext (unit tests only). `bans` (may be null): banned donors are skipped,
 // and a donor whose answer is invalid (another layout, a part of the wrong size, non-finite
 // values) gets a strike; one that is slow, refuses or is behind does not.
