@@ -261,6 +261,11 @@ private Q_SLOTS:
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return p1.lastStep() >= 3 && p2.lastStep() >= 3; }, 120), {&p1, &p2, &monitor});
         auto &late = h.startPeer(QStringLiteral("late"), args);
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return late.events().size() >= 2; }, 120), {&p1, &p2, &late, &monitor});
+        // The monitor (at epoch 0, keeping a state every 5 epochs) downloads one too, from
+        // donors 5 or more epochs past its own.
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return monitor.logText().contains(QStringLiteral("downloaded state of epoch")); },
+                                           120),
+                     {&p1, &p2, &late, &monitor});
         for (auto *p : {&late, &p1, &p2})
             p->stopGracefully();
         SWARM_VERIFY(late.logText().contains(QStringLiteral("downloaded state of epoch")), {&late});

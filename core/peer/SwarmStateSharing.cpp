@@ -34,6 +34,12 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
     // Donors whose state agrees with the swarm's first; then, unless repairing, the others (a
     // state that may differ still beats staying behind, and is repaired in the next group).
     const auto all = usableDonors();
+    long believed; // the swarm's corroborated epoch: a donor far beyond it is a stranger's claim
+    {
+        std::lock_guard lock(mutex);
+        const bool trains = opt.role == PeerRole::Trainer;
+        believed = tracker.global(unixNow(), trains ? trainer->step() : ProgressTracker::NotTraining).globalEpoch;
+    }
     for (const bool mayDiffer : {false, true}) {
         if (mayDiffer && consistentOnly)
             break;
@@ -41,7 +47,7 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         std::copy_if(all.begin(), all.end(), std::back_inserter(donors),
                      [&](const DonorAdvert &d) { return d.mayDiffer == mayDiffer; });
         StateDownloadOptions o;
-        o.maxEpoch = minEpoch + MaxEpochLead;
+        o.maxEpoch = std::max(minEpoch, believed) + MaxEpochLead;
         auto s = downloadState(rankDonors(std::move(donors), minEpoch, o.maxEpoch), manifest->runId, minEpoch,
                                static_cast<std::uint64_t>(trainer->stateElements()), o, stopFlag, why, access.security,
                                bans.get());

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""The report of a bench/chaos.sh soak, from its directory:
+
+  <name>.jsonl   each peer's metrics (docs/METRICS.md), appended to across restarts
+  <name>.log     each peer's log, likewise
+  swarm.jsonl    the monitor's record of every peer's steps
+  events.tsv     time, start|kill|exit|sigkill-at-stop, name, pid[, exit status]
+  rss.tsv        time, name, pid, seconds since that process started, VmRSS (KiB)
+
+  chaos_report.py SOAK_DIR --begin T --end T [--warmup S] [--hostile KIND|none]
+                  [--stall-limit S] [--rss-limit PERCENT]
+
+Exit status 1 when a judgment (PASS/FAIL line) fails."""
+import argparse
+import collections
+import json
+import math
+import os
+import re
+import statistics
+
+
+def read_jsonl(path):
+    """The JSON objects of a file and the count of lines that are not one (a SIGKILL mid-line)."""
+    rows, broken = [], 0
+    if not os.path.exists(path):
+        return rows, broken
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                broken += 1
+                continue
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows, broken
+
+
+def read_tsv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line.rstrip("\n").split("\t") for line in f if line.strip()]
+
+
+def finite(x):
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def trainer_stats(name, rows, broken, typical_norm):
+    steps = [r for r in rows if r.get("event") == "step"]
+    averaged = sum(1 for r in steps if r.get("averaged") is True)
+    non_finite = sum(1 for r in steps if "loss" in r and not finite(r["loss"]))
+    return {"name": name, "steps": len(steps), "averaged": averaged, "non_finite": non_finite,
+            "skipped": sum(1 for r in steps if r.get("applied") is False),
+            "big_grad": sum(1 for r in steps if finite(r.get("grad_norm")) and r["grad_norm"] > 10 * typical_norm),
+            "no_loss": sum(1 for r in steps if "loss" not in r),
+            "last_step": max((r.get("step", 0) for r in steps), default=0), "broken": broken,
+            "times": sorted(r["time"] for r in steps if finite(r.get("time"))),
+            "peer_id": next((r["peer_id"] for r in rows if r.get("peer_id")), "")}
+
+
+def print_trainers(stats):
+    print(f"{'trainer':<10} {'steps':>6} {'averaged':>9} {'non-finite':>10} {'skipped':>8} {'no loss':>8} "
+          f"{'big grad':>8} {'last step':>9} {'broken lines':>12}")
+    for s in stats:
+        frac = s["averaged"] / s["steps"] if s["steps"] else 0.0
+        print(f"{s['name']:<10} {s['steps']:>6} {frac:>9.3f} {s['non_finite']:>10} {s['skipped']:>8} "
+              f"{s['no_loss']:>8} {s['big_grad']:>8} {s['last_step']:>9} {s['broken']:>12}")
+    print("(averaged: fraction of its steps; no loss: steps without samples of its own; big grad: steps whose "
+          "grad_norm was over 10 x the median of all trainers')")
+
+
+def longest_stall(times, begin, end):
+    """Longest gap between consecutive step events (and from the last one to the end)."""
+    if not times:
+        return end - begin, begin, end
+    points = sorted(times) + [end]
+    gap, at = max((b - a, a) for a, b in zip(points, points[1:]))
+    return gap, at, at + gap
+
+
+def rss_growth(rows, warmup):
+    """Per process lifetime (name, pid): first sample at least `warmup` s after its start, last one."""
+    lives = collections.defaultdict(list)
+    for t, name, pid, age, kib in rows:
+        lives[(name, pid)].append((float(t), float(age), int(kib)))
+    out, short = [], 0
+    for (name, pid), samples in sorted(lives.items(), key=lambda kv: kv[1][0][0]):
+        warm = [s for s in samples if s[1] >= warmup]
+        if len(warm) < 2:
+            short += 1
+            continue
+        first, last = warm[0], warm[-1]
+        out.append((name, pid, samples[-1][1], first[2], last[2], 100.0 * (last[2] - first[2]) / first[2]))
+    return out, short
+
+
+def print_rss(lives, short, warmup):
+    print(f"RSS per process lifetime (first sample >= {warmup:.0f} s after its start vs its last sample; "
+          f"{short} lifetime(s) too short to tell):")
+    for name, pid, age, first, last, pct in lives:
+        print(f"  {name:<10} pid {pid:>7}  lived {age:>5.0f} s  {first / 1024:7.1f} -> {last / 1024:7.1f} MiB  "
+              f"{pct:+6.1f}%")
+
+
+def restarts(events, times_by_name, end):
+    """(name, restart time, seconds to its first step after it or None, seconds it lived)."""
+    starts = collections.defaultdict(list)
+    for row in events:
+        if row[1] == "start":
+            starts[row[2]].append(float(row[0]))
+    out = []
+    for name, ts in starts.items():
+        for i, t in enumerate(ts[1:], start=1):
+            until = ts[i + 1] if i + 1 < len(ts) else end
+            first = next((x for x in times_by_name.get(name, []) if t < x <= until), None)
+            out.append((name, t, None if first is None else first - t, until - t))
+    return sorted(out, key=lambda r: r[1])
+
+
+def print_restarts(rows, begin):
+    rejoined = [r[2] for r in rows if r[2] is not None]
+    print(f"restarts: {len(rows)}, stepped again before the next kill or the end: {len(rejoined)}"
+          + (f" (median {statistics.median(rejoined):.0f} s, max {max(rejoined):.0f} s after the restart)"
+             if rejoined else ""))
+    for name, t, took, lived in rows:
+        if took is None:
+            print(f"  {name} restarted at +{t - begin:.0f} s never stepped in the {lived:.0f} s it then ran")
+
+
+BANNED = re.compile(r"\b([0-9a-f]{16}) is banned for")
+
+
+def bans(soak, honest, ids):
+    """{honest name: set of names (or id prefixes) its log says it banned}."""
+    by_prefix = {pid[:16]: name for name, pid in ids.items() if pid}
+    out = {}
+    for name in honest:
+        path = os.path.join(soak, name + ".log")
+        text = open(path, encoding="utf-8", errors="replace").read() if os.path.exists(path) else ""
+        out[name] = {by_prefix.get(p, p) for p in BANNED.findall(text)}
+    return out
+
+
+def last_validation(rows):
+    vals = [(r.get("time", r.get("recorded_at", 0)), r.get("step"), r["val_loss"]) for r in rows if "val_loss" in r]
+    return (min(vals), max(vals)) if vals else (None, None)
+
+
+def judge(ok, text):
+    print(("PASS: " if ok else "FAIL: ") + text)
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("soak")
+    ap.add_argument("--begin", type=float, required=True)
+    ap.add_argument("--end", type=float, required=True)
+    ap.add_argument("--warmup", type=float, default=120)
+    ap.add_argument("--hostile", default="none")
+    ap.add_argument("--stall-limit", type=float, default=120)
+    ap.add_argument("--rss-limit", type=float, default=10)
+    a = ap.parse_args()
+    events = read_tsv(os.path.join(a.soak, "events.tsv"))
+    names = sorted({row[2] for row in events if row[1] == "start" and row[2] != "monitor"})
+    honest = [n for n in names if n != "hostile"]
+    rows = {n: read_jsonl(os.path.join(a.soak, n + ".jsonl")) for n in names}
+    norms = [r["grad_norm"] for n in names for r in rows[n][0] if r.get("event") == "step" and finite(r.get("grad_norm"))]
+    stats = {n: trainer_stats(n, *rows[n], statistics.median(norms) if norms else math.inf) for n in names}
+    swarm, swarm_broken = read_jsonl(os.path.join(a.soak, "swarm.jsonl"))
+
+    print(f"chaos soak {os.path.basename(a.soak)}: {(a.end - a.begin) / 60:.1f} min, hostile: {a.hostile}")
+    print_trainers([stats[n] for n in names])
+    total = sum(stats[n]["steps"] for n in honest)
+    averaged = sum(stats[n]["averaged"] for n in honest)
+    non_finite = sum(stats[n]["non_finite"] for n in honest)
+    print(f"honest total: {total} steps, {averaged / total if total else 0:.3f} averaged, {non_finite} non-finite "
+          f"losses, {sum(stats[n]['skipped'] for n in honest)} skipped by the non-finite guard")
+    print(f"swarm.jsonl: {len(swarm)} rows ({swarm_broken} broken), {len({r.get('peer_id') for r in swarm})} peers, "
+          f"global epoch {max((r.get('global_epoch', 0) for r in swarm), default=0)}")
+    times = sorted(t for n in honest for t in stats[n]["times"])
+    gap, at, until = longest_stall(times, a.begin, a.end)
+    print(f"longest stall between honest steps: {gap:.1f} s (+{at - a.begin:.0f} s to +{until - a.begin:.0f} s); "
+          f"first step at +{(times[0] - a.begin) if times else float('nan'):.0f} s")
+    honest_ids = {stats[n]["peer_id"] for n in honest}
+    first_val, last_val = last_validation([r for r in swarm if r.get("peer_id") in honest_ids] + [
+        r for n in honest for r in rows[n][0]])
+    if last_val:
+        print(f"val_loss: {first_val[2]:.4f} at step {first_val[1]} -> {last_val[2]:.4f} at step {last_val[1]} (last)")
+    else:
+        print("val_loss: none recorded")
+    lives, short = rss_growth(read_tsv(os.path.join(a.soak, "rss.tsv")), a.warmup)
+    print_rss(lives, short, a.warmup)
+    print_restarts(restarts(events, {n: stats[n]["times"] for n in names}, a.end), a.begin)
+    crashes = [row for row in events if row[1] == "exit"]
+    for row in crashes:
+        print(f"  {row[2]} (pid {row[3]}) exited by itself at +{float(row[0]) - a.begin:.0f} s, status {row[4]}")
+    banned = bans(a.soak, honest, {n: stats[n]["peer_id"] for n in names})
+    honest_bans = {n: sorted(b & set(honest)) for n, b in banned.items() if b & set(honest)}
+    if "hostile" in names:
+        print(f"honest peers that banned the hostile one: {sum('hostile' in b for b in banned.values())} of {len(honest)}")
+    for n, b in sorted(banned.items()):
+        print(f"  {n} banned: {', '.join(sorted(b)) or 'nobody'}")
+
+    worst = max(lives, key=lambda r: r[5], default=None)
+    ok = [judge(total > 0 and non_finite == 0, f"{non_finite} NaN or non-finite losses in {total} honest steps"),
+          judge(gap <= a.stall_limit, f"no stall over {a.stall_limit:.0f} s (longest {gap:.1f} s)"),
+          judge(worst is None or worst[5] < a.rss_limit,
+                f"RSS growth under {a.rss_limit:.0f}% (largest "
+                + (f"{worst[5]:+.1f}%, {worst[0]} pid {worst[1]})" if worst else "none measured)")),
+          judge(not honest_bans, "no honest peer banned another honest one"
+                + "".join(f"; {n} banned {', '.join(b)}" for n, b in honest_bans.items())),
+          judge(not crashes, f"no peer exited by itself ({len(crashes)} did)")]
+    return 0 if all(ok) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
