@@ -160,6 +160,29 @@ private Q_SLOTS:
     }
 
     // Concurrent strikers: every strike counts, and exactly one of them bans.
+    // The active bans go to JSON and back (a restart); ended bans, ends further away than a ban
+    // lasts, and malformed entries are not restored.
+    void activeBansSurviveARestart()
+    {
+        BanList before({1, 60.0, 300.0});
+        before.strike("evil", "test", 1000.0);
+        before.strike("old", "test", 500.0); // ended at 800
+        QCOMPARE(before.bansImposed(), std::uint64_t(2));
+        auto saved = before.toJson(1000.0);
+        QVERIFY2(saved == (nlohmann::json{{"evil", 1300.0}}), saved.dump().c_str());
+        saved["forever"] = 1e12;
+        saved["text"] = "soon";
+        saved["ended"] = 900.0;
+        BanList after({1, 60.0, 300.0});
+        QCOMPARE(after.restore(saved, 1100.0), 1);
+        QVERIFY(after.isBanned("evil", 1100.0));
+        QVERIFY(!after.isBanned("evil", 1300.0));
+        for (const char *who : {"forever", "text", "ended", "old"})
+            QVERIFY2(!after.isBanned(who, 1100.0), who);
+        QCOMPARE(after.bansImposed(), std::uint64_t(1));
+        QCOMPARE(after.restore(nlohmann::json::array(), 1100.0), 0);
+    }
+
     void concurrentStrikesBanExactlyOnce()
     {
         constexpr int Threads = 4, PerThread = 50;

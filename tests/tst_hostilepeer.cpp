@@ -10,6 +10,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <fstream>
 
 using namespace dedloc;
 using namespace dedloc::test;
@@ -68,6 +69,14 @@ class TestHostilePeer : public QObject {
             late += s->at(7).value("loss", 0.0) + s->at(8).value("loss", 0.0);
         }
         QVERIFY2(late < early, qPrintable(QStringLiteral("losses %1 -> %2").arg(early / 6).arg(late / 6)));
+        // Each honest trainer keeps its bans for a restart, beside its checkpoints.
+        for (const auto *p : {&p1, &p2, &p3}) {
+            std::string saved;
+            for (const auto &f : std::filesystem::recursive_directory_iterator(p->dataDir))
+                if (f.path().filename() == "bans.json")
+                    saved = nlohmann::json::parse(std::ifstream(f.path())).dump();
+            QVERIFY2(saved.find(evilId) != std::string::npos, qPrintable(p->name + QStringLiteral(": ") + QString::fromStdString(saved)));
+        }
         // Each honest trainer's own reducer found the hostile peer's parts far off and banned it;
         // no honest trainer banned another.
         for (const auto *p : {&p1, &p2, &p3}) {

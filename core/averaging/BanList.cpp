@@ -3,6 +3,7 @@
 #include "util/Log.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dedloc {
 
@@ -30,6 +31,7 @@ bool BanList::strike(const std::string &sender, const std::string &reason, doubl
         return false;
     e.bannedUntil = now + m_options.banSeconds;
     e.strikes = 0;
+    ++m_bansImposed;
     log::warning("ban", sender.substr(0, 16) + " is banned for " + std::to_string(static_cast<int>(m_options.banSeconds))
                             + " s");
     return true;
@@ -49,6 +51,43 @@ int BanList::strikes(const std::string &sender, double now) const
     if (it == m_entries.end() || now - it->second.firstStrike > m_options.window)
         return 0;
     return it->second.strikes;
+}
+
+std::uint64_t BanList::bansImposed() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_bansImposed;
+}
+
+nlohmann::json BanList::toJson(double now) const
+{
+    std::lock_guard lock(m_mutex);
+    auto out = nlohmann::json::object();
+    for (const auto &[sender, e] : m_entries)
+        if (e.bannedUntil > now)
+            out[sender] = e.bannedUntil;
+    return out;
+}
+
+int BanList::restore(const nlohmann::json &bans, double now)
+{
+    if (!bans.is_object())
+        return 0;
+    std::lock_guard lock(m_mutex);
+    int restored = 0;
+    for (const auto &[sender, until] : bans.items()) {
+        if (m_entries.size() > 10000) // the bound strike() keeps
+            break;
+        if (sender.empty() || sender.size() > 128 || !until.is_number())
+            continue;
+        const double end = until.get<double>();
+        if (!std::isfinite(end) || end <= now || end > now + m_options.banSeconds)
+            continue;
+        m_entries[sender].bannedUntil = end;
+        ++m_bansImposed;
+        ++restored;
+    }
+    return restored;
 }
 
 } // namespace dedloc

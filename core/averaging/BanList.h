@@ -4,7 +4,13 @@
 // sender (a peer id, or a connection id when the peer is unknown); `strikesToBan` strikes within
 // `window` seconds ban the sender for `banSeconds`. A banned sender's messages are dropped
 // unread, its join requests refused, and it is left out of groups.
+// Bans outlive a restart: toJson()/restore() carry the active ones (sender, Unix time the ban
+// ends) to a file the peer keeps beside its checkpoints, so a restarted volunteer does not admit
+// again a peer it banned a minute ago.
 // Times are seconds on the caller's clock (injected; tests use a fake). Thread-safe.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -26,6 +32,14 @@ public:
     bool strike(const std::string &sender, const std::string &reason, double now, int count = 1);
     [[nodiscard]] bool isBanned(const std::string &sender, double now) const;
     [[nodiscard]] int strikes(const std::string &sender, double now) const;
+    // Counts the bans imposed so far (restored ones included): a change means toJson() changed.
+    [[nodiscard]] std::uint64_t bansImposed() const;
+    // The bans still active at `now`: {"<sender>": <end, Unix seconds>, ...}.
+    [[nodiscard]] nlohmann::json toJson(double now) const;
+    // Restores what toJson() wrote; entries that are not a sender with a finite end, ended
+    // ones, and ends more than banSeconds after `now` (a file edited by hand) are skipped.
+    // Returns the number restored.
+    int restore(const nlohmann::json &bans, double now);
 
 private:
     struct Entry {
@@ -36,6 +50,7 @@ private:
     BanOptions m_options;
     mutable std::mutex m_mutex;
     std::map<std::string, Entry> m_entries;
+    std::uint64_t m_bansImposed = 0;
 };
 
 } // namespace dedloc

@@ -3,12 +3,45 @@
 // tracker, and keeps the snapshot's view of the swarm.
 #include "peer/SwarmPeerImpl.h"
 
+#include "util/AtomicFile.h"
+#include "util/Clock.h"
 #include "util/Log.h"
 
 #include <cmath>
 #include <future>
 
 namespace dedloc {
+
+void SwarmPeer::Impl::loadBans()
+{
+    const auto file = checkpointDir / "bans.json";
+    std::error_code ec;
+    if (!opt.resume || !std::filesystem::exists(file, ec))
+        return;
+    try {
+        const int restored = bans->restore(nlohmann::json::parse(readWholeFile(file)), unixNow());
+        bansSaved = bans->bansImposed();
+        if (restored > 0)
+            log::info("ban", std::to_string(restored) + " ban(s) restored from " + file.string());
+    } catch (const std::exception &e) {
+        log::warning("ban", "bans not restored from " + file.string() + ": " + e.what());
+    }
+}
+
+void SwarmPeer::Impl::saveBansIfChanged()
+{
+    const auto imposed = bans->bansImposed();
+    if (imposed == bansSaved)
+        return;
+    try {
+        std::filesystem::create_directories(checkpointDir); // made by the first checkpoint otherwise
+        writeFileAtomically(checkpointDir / "bans.json", bans->toJson(unixNow()).dump() + "\n");
+        bansSaved = imposed;
+    } catch (const std::exception &e) {
+        log::warning("ban", std::string("bans not saved (tried again at the next ban): ") + e.what());
+        bansSaved = imposed; // a full disk is not retried every progress period
+    }
+}
 
 void SwarmPeer::Impl::controlLoop()
 {
@@ -44,6 +77,7 @@ void SwarmPeer::Impl::controlLoop()
             recorder->record(records);
         }
         firstFetchDone = true;
+        saveBansIfChanged();
         ++round;
         sleepFor(opt.progressPeriod);
     }

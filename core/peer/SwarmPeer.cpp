@@ -60,6 +60,7 @@ void SwarmPeer::Impl::setUp()
     config.allowCuda = opt.allowCuda && opt.role == PeerRole::Trainer;
     config.microBatchSize = opt.microBatchSize;
     checkpointDir = runDataDir(opt.dataDir, manifest->runId);
+    loadBans();
     trainer = startTrainer(*manifest, *tokenizer, *identity, config, checkpointDir,
                            opt.resume && opt.role != PeerRole::Auxiliary, "swarm");
     const auto c = trainer->contribution();

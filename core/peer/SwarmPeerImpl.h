@@ -167,6 +167,12 @@ struct SwarmPeer::Impl {
     // --- control thread: progress records, metrics, the swarm view (SwarmControl.cpp)
     void controlLoop();
     void readProgress();
+    // The active bans, kept in <run data dir>/bans.json across restarts (averaging/BanList.h):
+    // loaded at start unless --fresh; saved by the control thread after each new ban and at the
+    // end. A file that cannot be read or written is logged and otherwise ignored.
+    void loadBans();
+    void saveBansIfChanged();
+    std::uint64_t bansSaved = 0;
     // Under `mutex`.
     void refreshSwarmView(double now);
     // Peers (this one included, banned ones not) that will average at `epoch`
