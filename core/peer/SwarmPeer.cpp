@@ -135,6 +135,11 @@ void SwarmPeer::Impl::setUp()
                            + std::to_string(dht->port())
                            + (reachable() ? ", service " + service->endpoint() + ", all-reduce " + allReduce->endpoint()
                                           : std::string(", client mode")));
+    const auto rule = manifest->aggregation();
+    log::info("swarm", rule.rule == AggregationRule::CenteredClip
+                           ? "gradients combine with CenteredClip (radius " + std::to_string(rule.radius)
+                                 + " x the median distance) in groups of 3 senders or more, the mean in smaller ones"
+                           : std::string("gradients combine with the exact mean (the run's aggregation rule)"));
     control = std::thread([this] { controlLoop(); });
     // Give the first progress read a moment, so that a joiner sees the swarm's epoch.
     for (int i = 0; i < 50 && !firstFetchDone.load() && !stopFlag.load(); ++i)
