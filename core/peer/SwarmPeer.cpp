@@ -136,8 +136,10 @@ void SwarmPeer::Impl::setUp()
                            + (reachable() ? ", service " + service->endpoint() + ", all-reduce " + allReduce->endpoint()
                                           : std::string(", client mode")));
     const auto rule = manifest->aggregation();
+    char radius[32];
+    std::snprintf(radius, sizeof radius, "%g", rule.radius);
     log::info("swarm", rule.rule == AggregationRule::CenteredClip
-                           ? "gradients combine with CenteredClip (radius " + std::to_string(rule.radius)
+                           ? std::string("gradients combine with CenteredClip (radius ") + radius
                                  + " x the median distance) in groups of 3 senders or more, the mean in smaller ones"
                            : std::string("gradients combine with the exact mean (the run's aggregation rule)"));
     control = std::thread([this] { controlLoop(); });
