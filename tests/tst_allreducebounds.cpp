@@ -158,6 +158,29 @@ private Q_SLOTS:
         QCOMPARE(g.rogue.resultWeights(), std::vector<double>(4, 6.0)); // 2 parts from each of 2 reducers
     }
 
+    // The rogue's first PART to each reducer has a header of a million nested CBOR arrays (1 MB,
+    // under the 16 MiB frame bound). Read naively it overflows the reducer's stack (the process
+    // dies); here it is dropped unread as malformed, an offence of the rogue, which the honest
+    // members then exclude at the sender timeout while they average between themselves.
+    void deeplyNestedHeaderIsRefusedUnread()
+    {
+        BoundedGroup g;
+        auto parts = g.roguePartsClaiming(2.0);
+        for (auto &p : parts)
+            if (p.part == 0)
+                p.rawHeader = std::string(1'000'000, '\x81') + '\x00';
+        g.rogue.start(parts, std::nullopt);
+        g.run();
+        for (std::size_t i : {0, 1}) {
+            const auto &r = g.swarm.reports[i];
+            QCOMPARE(r.offences.size(), std::size_t(1));
+            QCOMPARE(r.offences[0].member, std::size_t(2));
+            QVERIFY2(QString::fromStdString(r.offences[0].reason).contains(QStringLiteral("not a CBOR map")),
+                     r.offences[0].reason.c_str());
+            QCOMPARE(r.excludedSenders, std::vector<std::uint32_t>{2});
+        }
+    }
+
     // The rogue sends its values x 1000 with its listed weight (2 of 6): valid PARTs, so the
     // weighted mean takes them and lands about 333 x its values away from the honest mean. With
     // CenteredClip the honest reducers move at most 2/6 of the clip radius towards it: shards 0

@@ -6,6 +6,7 @@
 #include "net/DataPlaneSecurity.h"
 #include "net/TcpThroughput.h"
 #include "util/Error.h"
+#include "util/JsonReader.h"
 #include "util/Log.h"
 
 #include <nlohmann/json.hpp>
@@ -269,9 +270,9 @@ void RoundRunner::dispatchRouterMessage(std::vector<zmq::message_t> &frames)
     // Route by group: another round's message waits for that round (bounded).
     std::string group;
     try {
-        const auto j = nlohmann::json::from_cbor(frames[1].data<std::uint8_t>(),
-                                                 frames[1].data<std::uint8_t>() + frames[1].size());
-        group = j.at("g").get<std::string>();
+        // Bounded in size and depth before anything is read (a frame may hold 16 MiB of nesting).
+        const std::span<const std::uint8_t> header(frames[1].data<std::uint8_t>(), frames[1].size());
+        group = (header.size() > MaxShardHeaderBytes ? nlohmann::json() : parseCbor(header)).at("g").get<std::string>();
     } catch (const std::exception &) {
         log::warning("allreduce", "dropped a malformed message (header is not a CBOR map with a group)");
         if (const auto who = memberOfConnection(frames[1]))
@@ -388,8 +389,7 @@ AllReduceReport RoundRunner::finish()
                                       std::to_string(expected) + " averaged elements; the rest keep local values");
     }
     report.uploadBytesPerSecond = measuredUpload();
-    // An outlier's header named it, and in a secured round its connection's key proved it.
-    if (m_round.security && m_options.outliersOffend)
+    if (m_round.security && m_options.outliersOffend) // the connection's key proved who sent the parts
         for (std::size_t i = 0; i < m_round.size(); ++i)
             if (m_reducer.outliers()[i])
                 offence(i, "parts far from the other senders' (CenteredClip)");

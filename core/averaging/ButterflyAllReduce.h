@@ -39,10 +39,10 @@
 // Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
 // time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
 #include "averaging/AveragedUpdate.h"
-#include "run/RunManifest.h"
 #include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
 #include "net/TokenBucket.h"
+#include "run/RunManifest.h"
 
 #include <array>
 #include <cstdint>

@@ -16,8 +16,9 @@ namespace dedloc::allreduce {
 PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
     : m_round(round), m_router(router), m_parts(pieces(round.shard(round.me), round.partElements)),
       m_partStates(m_parts.size()), m_senders(round.size()),
-      m_expectedSender(round.size(), false), m_outliers(round.size(), false), m_schema{round.groupId, static_cast<std::uint32_t>(round.size()),
-                                                      round.shard(round.me), round.partElements, round.codec},
+      m_expectedSender(round.size(), false), m_outliers(round.size(), false),
+      m_schema{round.groupId, static_cast<std::uint32_t>(round.size()), round.shard(round.me), round.partElements,
+               round.codec},
       m_average(std::min<std::uint64_t>(round.shard(round.me), round.partElements))
 {
     for (auto &ps : m_partStates)

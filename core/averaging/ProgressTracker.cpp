@@ -28,22 +28,38 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
 
 void ProgressTracker::remove(const std::string &peerId) { m_records.erase(peerId); }
 
-bool ProgressTracker::corroborated(const ProgressRecord &c, double now) const
+ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now) const
 {
-    long support = -1;
-    int others = 0;
+    EpochSupport e;
     for (const auto &[id, r] : m_records) {
-        if (r.expiresAt <= now || id == c.peerId)
+        if (r.expiresAt <= now)
             continue;
-        support = std::max(support, r.epoch);
-        others += id == m_options.selfId ? 0 : 1;
+        ++e.live;
+        e.selfLive = e.selfLive || id == m_options.selfId;
+        if (r.epoch > e.top) {
+            e.second = e.top;
+            e.top = r.epoch;
+            e.topHolders = 1;
+        } else if (r.epoch == e.top) {
+            ++e.topHolders;
+        } else {
+            e.second = std::max(e.second, r.epoch);
+        }
     }
-    return others == 0 || c.epoch <= support + 1;
+    return e;
+}
+
+bool ProgressTracker::EpochSupport::corroborates(const ProgressRecord &c, const std::string &selfId) const
+{
+    const int others = live - 1 - (selfLive && c.peerId != selfId ? 1 : 0); // besides c and this peer
+    const long highestOfTheRest = c.epoch == top && topHolders == 1 ? second : top;
+    return others == 0 || c.epoch <= highestOfTheRest + 1;
 }
 
 GlobalProgress ProgressTracker::global(double now, long localEpoch) const
 {
     GlobalProgress g;
+    const auto support = epochSupport(now);
     long donorsMax = std::max(0L, localEpoch), trainersMax = 0;
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now)
@@ -51,7 +67,8 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
         ++g.peers;
         g.clientPeers += r.clientMode ? 1 : 0;
         const bool trainer = r.role == PeerRole::Trainer, donor = !r.clientMode && r.role != PeerRole::Auxiliary;
-        if (id == m_options.selfId || !(localEpoch == NotTraining ? trainer : donor) || !corroborated(r, now))
+        if (id == m_options.selfId || !(localEpoch == NotTraining ? trainer : donor)
+            || !support.corroborates(r, m_options.selfId))
             continue;
         trainersMax = std::max(trainersMax, trainer ? r.epoch : 0L);
         donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);

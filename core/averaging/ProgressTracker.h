@@ -99,8 +99,18 @@ public:
     [[nodiscard]] bool shouldStartMatchmaking(long localEpoch, double now) const;
 
 private:
-    // Whether record r's epoch is corroborated at `now` (see the global epoch above).
-    [[nodiscard]] bool corroborated(const ProgressRecord &r, double now) const;
+    // The live records' epochs as far as corroboration needs them (see the global epoch above):
+    // one pass, so that global() stays linear in the number of peers.
+    struct EpochSupport {
+        long top = -1, second = -1; // the highest epoch and the highest below it
+        int topHolders = 0;         // records at `top`
+        int live = 0;
+        bool selfLive = false;      // this peer's own record is among them
+        // Whether a live record's epoch is at most one above another live record's (this peer's
+        // own included), or no peer other than it and this one is live.
+        [[nodiscard]] bool corroborates(const ProgressRecord &r, const std::string &selfId) const;
+    };
+    [[nodiscard]] EpochSupport epochSupport(double now) const;
 
     TrackerOptions m_options;
     std::map<std::string, ProgressRecord> m_records;

@@ -96,7 +96,8 @@ std::optional<StateInfo> DonorDownload::askState(const std::string &runId, long 
         return std::nullopt;
     }
     if (info.epoch > options.maxEpoch) {
-        why = "donor claims epoch " + std::to_string(info.epoch) + ", beyond the swarm's " + std::to_string(options.maxEpoch);
+        why = "donor claims epoch " + std::to_string(info.epoch) + ", beyond the swarm's "
+              + std::to_string(options.maxEpoch);
         return std::nullopt;
     }
     return info;
@@ -199,14 +200,14 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
     return result;
 }
 
-
 // Asks the first maxDonors donors what they offer and returns the donors to try: first those
 // whose (epoch, digest) another asked donor offers too, highest epoch first (two peers vouch for
 // that state: one stranger serving finite garbage at a plausible epoch is not asked first),
 // then the others that offered a state, in rank order, then those not asked. A donor that
 // offered nothing (silent, refusing, behind) is left out, and one whose offer broke the
 // protocol is also struck. `asked` counts the donors asked in vain (they use up tries).
-std::vector<DonorAdvert> corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::string &runId, long minEpoch,
+std::vector<DonorAdvert> corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::string &runId,
+                                          long minEpoch,
                                           std::uint64_t expectedElements, const StateDownloadOptions &options,
                                           const std::atomic<bool> &stop,
                                           const std::shared_ptr<const DataPlaneSecurity> &security, BanList *bans,
@@ -227,22 +228,20 @@ std::vector<DonorAdvert> corroboratedFirst(const std::vector<DonorAdvert> &ranke
         if (d.invalid && bans)
             bans->strike(ranked[i].peerId, "state download: " + d.why, unixNow());
     }
-    const auto confirmed = [&](std::size_t i) {
+    std::vector<bool> confirmed(ranked.size(), false); // another asked donor offers the same state
+    for (std::size_t i = 0; i < probed; ++i)
         for (std::size_t j = 0; j < probed; ++j)
             if (j != i && offers[i] && offers[j] && !offers[i]->digest.empty() && offers[j]->digest == offers[i]->digest
                 && offers[j]->epoch == offers[i]->epoch)
-                return true;
-        return false;
-    };
+                confirmed[i] = true;
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < ranked.size(); ++i)
         if (i >= probed || offers[i])
             order.push_back(i);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        const bool ca = a < probed && confirmed(a), cb = b < probed && confirmed(b);
-        if (ca != cb)
-            return ca;
-        return ca && offers[a]->epoch > offers[b]->epoch;
+        if (confirmed[a] != confirmed[b])
+            return bool(confirmed[a]);
+        return confirmed[a] && offers[a]->epoch > offers[b]->epoch;
     });
     std::vector<DonorAdvert> out;
     for (const auto i : order)

@@ -83,16 +83,16 @@ struct StepOutcome {
     std::shared_ptr<const AveragedUpdate> update;
 };
 
+using GradientTamper = std::function<void(std::span<float>)>;
+
 // Averages this peer's gradient in `group` and applies the step; without a group applies the
 // local gradient (`whyAlone` goes into the status). Returns nothing, and changes nothing, when
 // there is neither a group nor a local sample (a peer that just downloaded the state).
 // `contribute` false (a peer pausing in a group it has joined): it takes part with weight 0, no
 // values on the wire (its own samples are dropped), so the others need not wait for it, and applies the
 // group's average like everyone; without a group it does nothing.
-using GradientTamper = std::function<void(std::span<float>)>;
-
 // `tamper`, when set, rewrites this peer's mean gradient before it is sent: what a hostile peer
-// does (tests only, tests/support/HostilePeer.cpp; the apps never set one).
+// does (tests only, tests/hostile/HostilePeer.cpp; the apps never set one).
 [[nodiscard]] std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
                                                                 const std::optional<FormedGroup> &group,
                                                                 const std::string &whyAlone,

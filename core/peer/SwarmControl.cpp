@@ -33,13 +33,12 @@ void SwarmPeer::Impl::saveBansIfChanged()
     const auto imposed = bans->bansImposed();
     if (imposed == bansSaved)
         return;
+    bansSaved = imposed; // a failed write (full disk) is tried again at the next ban, not every period
     try {
         std::filesystem::create_directories(checkpointDir); // made by the first checkpoint otherwise
         writeFileAtomically(checkpointDir / "bans.json", bans->toJson(unixNow()).dump() + "\n");
-        bansSaved = imposed;
     } catch (const std::exception &e) {
-        log::warning("ban", std::string("bans not saved (tried again at the next ban): ") + e.what());
-        bansSaved = imposed; // a full disk is not retried every progress period
+        log::warning("ban", std::string("bans not saved: ") + e.what());
     }
 }
 
@@ -81,6 +80,7 @@ void SwarmPeer::Impl::controlLoop()
         ++round;
         sleepFor(opt.progressPeriod);
     }
+    saveBansIfChanged(); // a ban of the last period
     // The worker ended (last step, --duration, Ctrl-C): publish its final epoch and the
     // metrics of its last step, which the loop above may not have had a round for.
     ProgressRecord mine;

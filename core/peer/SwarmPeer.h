@@ -107,7 +107,7 @@ struct SwarmOptions {
     std::optional<minisign::PublicKey> leadKey;
     std::filesystem::path accessTokenFile;    // empty: <data dir>/runs/<run id>/access.token
     // Tests only: rewrites this trainer's mean gradient before each round, as a hostile peer
-    // would (tests/support/HostilePeer.cpp). The apps never set it.
+    // would (tests/hostile/HostilePeer.cpp). The apps never set it.
     std::function<void(std::span<float>)> tamperGradient;
 };
 

@@ -44,7 +44,8 @@ struct RogueMember::Impl {
     {
         const ShardHeader h{MessageType::Part, groupId,  index,           p.reducer, p.part,
                             p.parts,           p.offset, p.values.size(), p.weight,  Compression::None};
-        const auto header = encodeShardHeader(h);
+        const auto encoded = encodeShardHeader(h);
+        const std::string header = p.rawHeader.empty() ? std::string(encoded.begin(), encoded.end()) : p.rawHeader;
         std::array<zmq::message_t, 2> frames{zmq::message_t(header.data(), header.size()),
                                              zmq::message_t(p.values.data(), p.values.size() * sizeof(float))};
         zmq::send_multipart(dealers.at(p.reducer), frames);

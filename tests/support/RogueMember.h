@@ -26,6 +26,7 @@ struct RoguePart {
     std::uint64_t offset = 0;  // in that shard
     std::vector<float> values; // its payload, uncompressed
     double weight = 0.0;       // the header's sender weight
+    std::string rawHeader;     // when set, sent as the header frame instead of the fields above
 };
 
 // What it answers to each PART of its own shard: a RESULT of the PART's size, every element
