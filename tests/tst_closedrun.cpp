@@ -101,7 +101,7 @@ class TestClosedRun : public QObject {
                                      return false;
                              return alice.lastStep() >= 4 && bob.lastStep() >= 4;
                          },
-                         300),
+                         180),
                      all);
         for (auto *p : {&nobody, &expired, &thief, &alice, &bob, &monitor})
             p->stopGracefully();

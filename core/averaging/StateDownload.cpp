@@ -223,6 +223,7 @@ std::vector<DonorAdvert> corroboratedFirst(const std::vector<DonorAdvert> &ranke
         offers[i] = d.askState(runId, minEpoch, expectedElements);
         if (!offers[i]) {
             last = "donor " + ranked[i].peerId.substr(0, 8) + ": " + d.why;
+            log::warning("state", last);
             ++asked;
         }
         if (d.invalid && bans)

@@ -19,6 +19,16 @@ namespace {
 // How far past the swarm's (corroborated) epoch a donor may be: the steps the swarm may take
 // between reading the progress records and asking the donor.
 constexpr long MaxEpochLead = 2;
+// " (donors advertise epochs 3-5)": why no donor was in range, for the log and the window.
+std::string advertisedEpochs(const std::vector<DonorAdvert> &donors)
+{
+    if (donors.empty())
+        return " (no donor advertises a state)";
+    const auto [lo, hi] = std::minmax_element(donors.begin(), donors.end(),
+                                              [](const DonorAdvert &a, const DonorAdvert &b) { return a.epoch < b.epoch; });
+    return " (" + std::to_string(donors.size()) + " donor(s) advertise epochs " + std::to_string(lo->epoch) + "-"
+           + std::to_string(hi->epoch) + ")";
+}
 } // namespace
 
 std::vector<DonorAdvert> SwarmPeer::Impl::usableDonors()
@@ -40,6 +50,8 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         const bool trains = opt.role == PeerRole::Trainer;
         believed = tracker.global(unixNow(), trains ? trainer->step() : ProgressTracker::NotTraining).globalEpoch;
     }
+    std::string reason; // why the last donor asked failed
+    bool asked = false;
     for (const bool mayDiffer : {false, true}) {
         if (mayDiffer && consistentOnly)
             break;
@@ -48,9 +60,12 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
                      [&](const DonorAdvert &d) { return d.mayDiffer == mayDiffer; });
         StateDownloadOptions o;
         o.maxEpoch = std::max(minEpoch, believed) + MaxEpochLead;
-        auto s = downloadState(rankDonors(std::move(donors), minEpoch, o.maxEpoch), manifest->runId, minEpoch,
-                               static_cast<std::uint64_t>(trainer->stateElements()), o, stopFlag, why, access.security,
-                               bans.get());
+        auto ranked = rankDonors(std::move(donors), minEpoch, o.maxEpoch);
+        if (ranked.empty())
+            continue; // the reason of a pass that asked someone is kept
+        asked = true;
+        auto s = downloadState(ranked, manifest->runId, minEpoch, static_cast<std::uint64_t>(trainer->stateElements()),
+                               o, stopFlag, &reason, access.security, bans.get());
         if (!s)
             continue;
         trainer->loadStateFlat(s->values, s->epoch);
@@ -62,6 +77,8 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         afterStateChange();
         return true;
     }
+    if (why)
+        *why = asked ? reason : "no state donor at epoch " + std::to_string(minEpoch) + " or later" + advertisedEpochs(all);
     return false;
 }
 
