@@ -6,11 +6,12 @@
 #   2. sizes: no source file over 500 lines; no function over 120 lines in core/averaging;
 #   3. comments speak of the repository: no "issue N", no paths outside it (../shared);
 #   4. links: the window's library pulls in no ZeroMQ, OpenDHT or libtorch; a DEDLOC_GUI=OFF
-#      build finds and links no Qt Widgets, Charts or Svg;
+#      build finds and links no Qt Widgets, Charts or Svg (a GUI build configures one aside and
+#      reads its dedloc_headless_probe, dedloc's objects linked as that build links them);
 #   5. docs/ARCHITECTURE.md and the README's layout table name every folder of core/.
-# Usage: tst_architecture.sh SOURCE_DIR DEDLOC_BINARY GUI(ON|OFF) UI_PROBE_BINARY|-
+# Usage: tst_architecture.sh SOURCE_DIR DEDLOC_BINARY GUI(ON|OFF) UI_PROBE_BINARY|- HEADLESS_BINARY
 set -uo pipefail
-src=$1 dedloc=$2 gui=$3 probe=$4
+src=$1 dedloc=$2 gui=$3 probe=$4 headless=$5
 build=$(dirname "$(dirname "$dedloc")")
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -97,14 +98,21 @@ if [ "$probe" != "-" ]; then
   bad=$(grep -E 'libzmq|libopendht|libtorch|libc10' <<<"$libs")
   [ -z "$bad" ] || fail "the window's library links $(tr '\n' ' ' <<<"$bad")"
 fi
+# The headless dedloc: the build's own with DEDLOC_GUI=OFF, else the probe linked like it.
+bad=$(needed "$headless" | grep -E 'libQt6(Widgets|Charts|Svg|Gui)')
+[ -z "$bad" ] || fail "dedloc of a DEDLOC_GUI=OFF build links $(tr '\n' ' ' <<<"$bad")"
 if [ "$gui" = OFF ]; then
-  bad=$(needed "$dedloc" | grep -E 'libQt6(Widgets|Charts|Svg|Gui)')
-  [ -z "$bad" ] || fail "dedloc of a DEDLOC_GUI=OFF build links $(tr '\n' ' ' <<<"$bad")"
-  grep -qE 'libQt6(Widgets|Charts|Svg)' "$build/build.ninja" && fail "a DEDLOC_GUI=OFF build links Qt Widgets, Charts or Svg somewhere"
-  grep -qE '^Qt6(Widgets|Charts|Svg)_DIR:' "$build/CMakeCache.txt" && fail "a DEDLOC_GUI=OFF build looked for Qt Widgets, Charts or Svg"
+  offbuild=$build
 else
   needed "$dedloc" | grep -q libQt6Widgets || fail "dedloc of a DEDLOC_GUI=ON build has no window library"
+  # What a DEDLOC_GUI=OFF configuration looks for and links: configured (not built) aside.
+  offbuild=$(mktemp -d)
+  trap 'rm -rf "$offbuild"' EXIT
+  cmake -S "$src" -B "$offbuild" -G Ninja -DDEDLOC_GUI=OFF >"$offbuild/configure.log" 2>&1 \
+    || fail "a DEDLOC_GUI=OFF build does not configure: $(tail -5 "$offbuild/configure.log")"
 fi
+grep -qE 'libQt6(Widgets|Charts|Svg)' "$offbuild/build.ninja" && fail "a DEDLOC_GUI=OFF build links Qt Widgets, Charts or Svg somewhere"
+grep -qE '^Qt6(Widgets|Charts|Svg)_DIR:' "$offbuild/CMakeCache.txt" && fail "a DEDLOC_GUI=OFF build looked for Qt Widgets, Charts or Svg"
 
 # --- 5. The documents name every folder of core/.
 for dir in "$src"/core/*/; do
