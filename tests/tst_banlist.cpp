@@ -5,6 +5,7 @@
 
 #include <QTest>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -79,10 +80,10 @@ private Q_SLOTS:
     }
 
     // A ban lasts banSeconds from the banning strike; afterwards the sender is served again and
-    // can be banned anew.
+    // can be banned anew (here without escalation).
     void banExpiresAndCanRecur()
     {
-        BanList bans({2, 60.0, 100.0});
+        BanList bans({2, 60.0, 100.0, 0});
         QVERIFY(!bans.strike("x", "bad", 1000.0));
         QVERIFY(bans.strike("x", "bad", 1001.0));
         QVERIFY(bans.isBanned("x", 1100.9));
@@ -92,6 +93,29 @@ private Q_SLOTS:
         QVERIFY(bans.strike("x", "bad", 1201.0));
         QVERIFY(bans.isBanned("x", 1300.9));
         QVERIFY(!bans.isBanned("x", 1301.1));
+    }
+
+    // By default the second ban of a sender lasts for the run, and says so; a third sender
+    // banned once is not affected.
+    void secondBanIsForTheRun()
+    {
+        BanList bans({1, 60.0, 100.0});
+        QVERIFY(bans.strike("x", "bad", 0.0));
+        QVERIFY(bans.strike("once", "bad", 0.0));
+        QVERIFY(!bans.isBanned("x", 100.1));
+        QVERIFY(bans.strike("x", "bad", 200.0));
+        QVERIFY(bans.isBanned("x", 1e9));
+        QVERIFY(!bans.isBanned("once", 1e9));
+        QVERIFY(!bans.strike("x", "bad", 1e9)); // already banned: no new ban
+        QCOMPARE(bans.bansImposed(), std::uint64_t(3));
+        QVERIFY(std::any_of(m_log.begin(), m_log.end(),
+                            [](const std::string &l) { return l == "x is banned for the rest of the run (ban 2)"; }));
+        // It survives a restart as "run", and is restored as such.
+        const auto saved = bans.toJson(1e9);
+        QVERIFY2(saved == (nlohmann::json{{"x", "run"}}), saved.dump().c_str());
+        BanList after({1, 60.0, 100.0});
+        QCOMPARE(after.restore(saved, 2e9), 1);
+        QVERIFY(after.isBanned("x", 3e9));
     }
 
     // Further strikes while banned do not end the ban early.
@@ -172,12 +196,13 @@ private Q_SLOTS:
         QVERIFY2(saved == (nlohmann::json{{"evil", 1300.0}}), saved.dump().c_str());
         saved["forever"] = 1e12;
         saved["text"] = "soon";
+        saved["nan"] = nullptr;
         saved["ended"] = 900.0;
         BanList after({1, 60.0, 300.0});
         QCOMPARE(after.restore(saved, 1100.0), 1);
         QVERIFY(after.isBanned("evil", 1100.0));
         QVERIFY(!after.isBanned("evil", 1300.0));
-        for (const char *who : {"forever", "text", "ended", "old"})
+        for (const char *who : {"forever", "text", "nan", "ended", "old"})
             QVERIFY2(!after.isBanned(who, 1100.0), who);
         QCOMPARE(after.bansImposed(), std::uint64_t(1));
         QCOMPARE(after.restore(nlohmann::json::array(), 1100.0), 0);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace dedloc {
 
@@ -29,11 +30,18 @@ bool BanList::strike(const std::string &sender, const std::string &reason, doubl
                             + std::to_string(m_options.strikesToBan) + " strikes)");
     if (e.strikes < m_options.strikesToBan)
         return false;
-    e.bannedUntil = now + m_options.banSeconds;
     e.strikes = 0;
+    ++e.bans;
     ++m_bansImposed;
-    log::warning("ban", sender.substr(0, 16) + " is banned for " + std::to_string(static_cast<int>(m_options.banSeconds))
-                            + " s");
+    if (m_options.bansForRun > 0 && e.bans >= m_options.bansForRun) {
+        e.bannedUntil = std::numeric_limits<double>::infinity();
+        log::warning("ban", sender.substr(0, 16) + " is banned for the rest of the run (ban " + std::to_string(e.bans)
+                                + ")");
+    } else {
+        e.bannedUntil = now + m_options.banSeconds;
+        log::warning("ban", sender.substr(0, 16) + " is banned for "
+                                + std::to_string(static_cast<int>(m_options.banSeconds)) + " s");
+    }
     return true;
 }
 
@@ -64,7 +72,9 @@ nlohmann::json BanList::toJson(double now) const
     std::lock_guard lock(m_mutex);
     auto out = nlohmann::json::object();
     for (const auto &[sender, e] : m_entries)
-        if (e.bannedUntil > now)
+        if (std::isinf(e.bannedUntil))
+            out[sender] = "run";
+        else if (e.bannedUntil > now)
             out[sender] = e.bannedUntil;
     return out;
 }
@@ -78,12 +88,17 @@ int BanList::restore(const nlohmann::json &bans, double now)
     for (const auto &[sender, until] : bans.items()) {
         if (m_entries.size() > 10000) // the bound strike() keeps
             break;
-        if (sender.empty() || sender.size() > 128 || !until.is_number())
+        if (sender.empty() || sender.size() > 128)
             continue;
-        const double end = until.get<double>();
-        if (!std::isfinite(end) || end <= now || end > now + m_options.banSeconds)
+        double end = 0.0;
+        if (until.is_string() && until.get<std::string>() == "run")
+            end = std::numeric_limits<double>::infinity();
+        else if (until.is_number() && std::isfinite(until.get<double>()))
+            end = until.get<double>();
+        if (end <= now || (std::isfinite(end) && end > now + m_options.banSeconds))
             continue;
         m_entries[sender].bannedUntil = end;
+        ++m_entries[sender].bans;
         ++m_bansImposed;
         ++restored;
     }

@@ -4,9 +4,11 @@
 // sender (a peer id, or a connection id when the peer is unknown); `strikesToBan` strikes within
 // `window` seconds ban the sender for `banSeconds`. A banned sender's messages are dropped
 // unread, its join requests refused, and it is left out of groups.
+// Bans escalate: a sender banned `bansForRun` times is banned for the rest of the run (a peer
+// whose parts are clipped or refused again after a ban is not a passing fault).
 // Bans outlive a restart: toJson()/restore() carry the active ones (sender, Unix time the ban
-// ends) to a file the peer keeps beside its checkpoints, so a restarted volunteer does not admit
-// again a peer it banned a minute ago.
+// ends, or "run") to a file the peer keeps beside its checkpoints, so a restarted volunteer does
+// not admit again a peer it banned a minute ago.
 // Times are seconds on the caller's clock (injected; tests use a fake). Thread-safe.
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,7 @@ struct BanOptions {
     int strikesToBan = 3;
     double window = 60.0;       // seconds
     double banSeconds = 300.0;  // seconds
+    int bansForRun = 2;         // this many bans (the last included) ban for the run; 0: never
 };
 
 class BanList final {
@@ -34,10 +37,10 @@ public:
     [[nodiscard]] int strikes(const std::string &sender, double now) const;
     // Counts the bans imposed so far (restored ones included): a change means toJson() changed.
     [[nodiscard]] std::uint64_t bansImposed() const;
-    // The bans still active at `now`: {"<sender>": <end, Unix seconds>, ...}.
+    // The bans still active at `now`: {"<sender>": <end, Unix seconds> | "run", ...}.
     [[nodiscard]] nlohmann::json toJson(double now) const;
-    // Restores what toJson() wrote; entries that are not a sender with a finite end, ended
-    // ones, and ends more than banSeconds after `now` (a file edited by hand) are skipped.
+    // Restores what toJson() wrote; entries that are not a sender with a finite end or "run",
+    // ended ones, and ends more than banSeconds after `now` (a file edited by hand) are skipped.
     // Returns the number restored.
     int restore(const nlohmann::json &bans, double now);
 
@@ -45,7 +48,8 @@ private:
     struct Entry {
         int strikes = 0;
         double firstStrike = 0.0;
-        double bannedUntil = 0.0;
+        double bannedUntil = 0.0; // +infinity: for the run
+        int bans = 0;             // bans imposed on this sender
     };
     BanOptions m_options;
     mutable std::mutex m_mutex;
