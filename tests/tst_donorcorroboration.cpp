@@ -1,6 +1,7 @@
 // Which donor a state download trusts first (core/averaging/StateDownload.h downloadState): real
 // PeerService donors, one of them a stranger serving finite garbage at a later epoch than the
 // honest ones (so that it ranks first by epoch).
+#include "averaging/BanList.h"
 #include "averaging/PeerService.h"
 #include "averaging/StateDownload.h"
 
@@ -60,6 +61,36 @@ private Q_SLOTS:
                                      {}, m_stop, &why);
         QVERIFY2(s.has_value(), why.c_str());
         QCOMPARE(s->epoch, 8L);
+    }
+
+    // With a vouch rule: the stranger's state is asked about but refused before any part, without
+    // a strike (an honest donor may be a step ahead of the records); the vouched one is taken.
+    // The rule sees each donor's real (epoch, digest), the digest PeerService::stateDigest() gives.
+    void aStateNobodyVouchesForIsNotFetched()
+    {
+        Donor evil(8, Garbage), a(7, Honest);
+        const auto honestDigest = a.service.stateDigest();
+        QCOMPARE(honestDigest.first, 7L);
+        QCOMPARE(honestDigest.second.size(), std::size_t(64));
+        StateDownloadOptions o;
+        std::vector<std::string> asked;
+        o.vouch = [&](const std::string &donor, long epoch, const std::string &digest) {
+            asked.push_back(donor + "@" + std::to_string(epoch));
+            return epoch == honestDigest.first && digest == honestDigest.second ? std::string() : std::string("nobody");
+        };
+        BanList bans;
+        std::string why;
+        const auto s = downloadState(rankDonors({a.advert("a", 7), evil.advert("evil", 8)}, 7), "r", 7, Honest.size(),
+                                     o, m_stop, &why, nullptr, &bans);
+        QVERIFY2(s.has_value(), why.c_str());
+        QCOMPARE(s->values, Honest);
+        QCOMPARE(asked, (std::vector<std::string>{"evil@8", "a@7"}));
+        QCOMPARE(evil.service.served("part?"), 0LL);
+        QCOMPARE(bans.strikes("evil", 0.0), 0);
+        // Nobody vouched for: nothing is taken, and the reason says so.
+        o.vouch = [](const std::string &, long, const std::string &) { return std::string("claimed by 1 peer(s)"); };
+        QVERIFY(!downloadState(rankDonors({evil.advert("evil", 8)}, 7), "r", 7, Honest.size(), o, m_stop, &why));
+        QVERIFY2(why.find("not vouched for: claimed by 1 peer(s)") != std::string::npos, why.c_str());
     }
 };
 

@@ -379,6 +379,24 @@ void PeerService::setSnapshotPin(double seconds)
     d->pinSeconds = seconds;
 }
 
+std::pair<long, std::string> PeerService::stateDigest() const
+{
+    std::shared_ptr<const StateSnapshot> newest;
+    {
+        std::lock_guard lock(d->mutex);
+        if (d->snapshots.empty())
+            return {-1, {}};
+        newest = d->snapshots.back();
+        if (const auto it = d->digests.find(newest); it != d->digests.end() && !it->second.empty())
+            return {newest->epoch, it->second};
+    }
+    auto digest = sha256Hex(newest->values.data(), newest->values.size() * sizeof(float));
+    std::lock_guard lock(d->mutex);
+    if (d->snapshotIds.count(newest)) // still kept: cache it for the answers to state?
+        d->digests[newest] = digest;
+    return {newest->epoch, digest};
+}
+
 long PeerService::stateEpoch() const
 {
     std::lock_guard lock(d->mutex);

@@ -172,7 +172,14 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
     ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
     DonorDownload d{client, options, stop, {}, false};
     std::optional<StateSnapshot> result;
-    if (const auto info = d.askState(runId, minEpoch, expectedElements)) {
+    auto info = d.askState(runId, minEpoch, expectedElements);
+    if (info && options.vouch) {
+        if (auto w = options.vouch(donor.peerId, info->epoch, info->digest); !w.empty()) {
+            d.why = "not vouched for: " + w;
+            info.reset();
+        }
+    }
+    if (info) {
         if (partial.continues(*info)) {
             log::info("state", "resuming the download of epoch " + std::to_string(info->epoch) + " at part "
                                    + std::to_string(partial.next) + " of " + std::to_string(info->parts) + " from "

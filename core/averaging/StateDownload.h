@@ -21,6 +21,7 @@
 #include "averaging/PeerService.h"
 
 #include <atomic>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -38,6 +39,10 @@ struct StateDownloadOptions {
     // takes meanwhile): a donor advertising or answering a later one is skipped, so that one
     // stranger's claim of a far epoch cannot make itself the first donor everyone asks.
     long maxEpoch = std::numeric_limits<long>::max();
+    // When set: asked (donor's peer id, epoch, digest) once a donor has said what it offers,
+    // before any part is fetched; a non-empty answer says why that state is not taken
+    // (averaging/StateVouching.h), and the donor is skipped without a strike.
+    std::function<std::string(const std::string &donorId, long epoch, const std::string &digest)> vouch;
 };
 
 // Donor adverts from the DHT, newest per peer, excluding `selfPeerId`.

@@ -121,6 +121,10 @@ std::string encodeProgress(const ProgressRecord &r)
         j["y"] = true;
     if (!r.accessToken.empty())
         j["k"] = r.accessToken;
+    if (!r.stateDigest.empty()) {
+        j["se"] = r.stateEpoch;
+        j["sh"] = r.stateDigest;
+    }
     return j.dump();
 }
 
@@ -143,6 +147,13 @@ ProgressRecord parseProgress(const SignedRecord &record)
     r.averages = j.contains("a") ? flag(j, "a") : r.role != PeerRole::Monitor;
     if (j.contains("k"))
         r.accessToken = text(j, "k", MaxTokenBytes);
+    if (j.contains("sh")) {
+        r.stateDigest = text(j, "sh", 64);
+        if (r.stateDigest.size() != 64
+            || r.stateDigest.find_first_not_of("0123456789abcdef") != std::string::npos)
+            throw ProtocolError("state digest is not 64 lowercase hex digits");
+        r.stateEpoch = nonNegative(j, "se");
+    }
     return r;
 }
 

@@ -68,6 +68,11 @@ struct ProgressRecord {
     std::string accessToken;        // closed runs: the peer's access token ("" in open runs)
     // Downloading the swarm's state (payload "y"; absent: false): it joins no group meanwhile.
     bool syncing = false;
+    // The state this peer serves as a donor (payload "se", "sh"; absent: none): its epoch and
+    // the SHA-256 of its values (StateInfo::digest, 64 hex digits). Signed with the record, it
+    // vouches for that state to joiners (averaging/StateVouching.h).
+    long stateEpoch = -1;
+    std::string stateDigest;
 };
 
 [[nodiscard]] std::string encodeProgress(const ProgressRecord &record);

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <future>
+#include <tuple>
 
 namespace dedloc {
 
@@ -57,6 +58,8 @@ void SwarmPeer::Impl::controlLoop()
             advert = donorAdvert;
         }
         const double ttl = std::max(10.0, 5 * opt.progressPeriod);
+        if (service && advert && !advert->mayDiffer) // the state served vouches for itself
+            std::tie(mine.stateEpoch, mine.stateDigest) = service->stateDigest();
         if (!mine.peerId.empty())
             dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), ttl, 2.0);
         if (metricsPayload)

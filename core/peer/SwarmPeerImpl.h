@@ -193,6 +193,9 @@ struct SwarmPeer::Impl {
     // (with the reason in *why) when no donor delivered.
     // `consistentOnly`: never from a donor whose state may differ (DonorAdvert::mayDiffer).
     bool downloadAndLoadState(long minEpoch, std::string *why, bool consistentOnly = false);
+    // "" when the progress records vouch for a donor's state (averaging/StateVouching.h),
+    // waiting a little for records of a step the donor took meanwhile; else why not.
+    std::string whyVouchedLate(const std::string &donorId, long epoch, const std::string &digest);
     // Behind the swarm (at `global`) with the swarm's state of our epoch: fetches the averaged
     // updates of the epochs in between from donors that agree and applies them in order
     // (averaging/UpdateDownload.h), at the cost of the compressed averages instead of the

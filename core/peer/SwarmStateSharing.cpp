@@ -5,6 +5,7 @@
 
 #include "averaging/StateDownload.h"
 #include "averaging/StateRoundPlan.h"
+#include "averaging/StateVouching.h"
 #include "averaging/UpdateDownload.h"
 #include "net/WireMessage.h"
 #include "util/Error.h"
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace dedloc {
 
@@ -39,6 +41,23 @@ std::vector<DonorAdvert> SwarmPeer::Impl::usableDonors()
     return donors;
 }
 
+std::string SwarmPeer::Impl::whyVouchedLate(const std::string &donorId, long epoch, const std::string &digest)
+{
+    // The donor may have stepped after its last record: the records get two progress periods
+    // (and a second for the DHT) to catch up before its state counts as one nobody vouches for.
+    const double until = unixNow() + 2.0 * opt.progressPeriod + 1.0;
+    for (;;) {
+        std::string why;
+        {
+            std::lock_guard lock(mutex);
+            why = whyStateNotVouched(tracker.liveRecords(unixNow()), identity->peerId(), donorId, epoch, digest);
+        }
+        if (why.empty() || stopFlag.load() || unixNow() >= until)
+            return why;
+        sleepFor(0.1);
+    }
+}
+
 bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool consistentOnly)
 {
     // Donors whose state agrees with the swarm's first; then, unless repairing, the others (a
@@ -52,14 +71,22 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
     }
     std::string reason; // why the last donor asked failed
     bool asked = false;
+    std::set<std::string> unvouched; // donors whose state no other record claims
     for (const bool mayDiffer : {false, true}) {
         if (mayDiffer && consistentOnly)
             break;
         std::vector<DonorAdvert> donors;
         std::copy_if(all.begin(), all.end(), std::back_inserter(donors),
-                     [&](const DonorAdvert &d) { return d.mayDiffer == mayDiffer; });
+                     [&](const DonorAdvert &d) { return d.mayDiffer == mayDiffer || unvouched.count(d.peerId); });
         StateDownloadOptions o;
         o.maxEpoch = std::max(minEpoch, believed) + MaxEpochLead;
+        if (!mayDiffer)
+            o.vouch = [&](const std::string &donorId, long epoch, const std::string &digest) {
+                auto w = whyVouchedLate(donorId, epoch, digest);
+                if (!w.empty())
+                    unvouched.insert(donorId);
+                return w;
+            };
         auto ranked = rankDonors(std::move(donors), minEpoch, o.maxEpoch);
         if (ranked.empty())
             continue; // the reason of a pass that asked someone is kept
@@ -69,6 +96,9 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         if (!s)
             continue;
         trainer->loadStateFlat(s->values, s->epoch);
+        if (mayDiffer)
+            log::warning("state", "took a state that may differ from the swarm's (its donor is repairing, or no "
+                                  "other peer vouches for it): the next group repairs it");
         stateIsSwarms = !mayDiffer;
         if (service)
             service->clearUpdates(); // our state now comes from elsewhere: no chain leads to it
