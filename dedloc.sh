@@ -11,7 +11,8 @@
 #   ./dedloc.sh build                     install what is missing, build only
 #   ./dedloc.sh build-apps                the same, only the programs (no tests, no benchmarks)
 #
-# Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release), JOBS (ninja -j),
+# Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release), JOBS (ninja -j; ctest -j,
+# default the number of CPUs: unit suites run side by side, the others alone),
 # DEDLOC_GUI (default ON; OFF builds everything but the window: servers, CI).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
@@ -51,7 +52,7 @@ case "$cmd" in
   test)
     build
     # Window tests (later) render offscreen; every suite runs on CPU without a GPU or network.
-    QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD_DIR" --output-on-failure ${JOBS:+-j "$JOBS"} "$@"
+    QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${JOBS:-$(nproc)}" "$@"
     ;;
   run)
     build dedloc dedloc-lead dedloc-lead-serve dedloc-lead-model

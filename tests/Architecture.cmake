@@ -22,4 +22,4 @@ else()
 endif()
 add_test(NAME architecture COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tst_architecture.sh ${CMAKE_SOURCE_DIR}
   $<TARGET_FILE:dedloc> ${_gui} ${_probe} ${_headless})
-set_tests_properties(architecture PROPERTIES TIMEOUT 120 LABELS architecture)
+set_tests_properties(architecture PROPERTIES TIMEOUT 120 LABELS architecture RUN_SERIAL TRUE)
