@@ -422,7 +422,7 @@ private Q_SLOTS:
         for (std::uint32_t j = 0; j < 2; ++j) {
             rogue.connect(j, s.members[j].endpoint, ids[j].publicKey());
             for (std::uint32_t p = 0; p < 2; ++p)
-                parts.push_back({j, p, 2, p * PartElements, poison, 2.0});
+                parts.push_back({j, p, 2, p * PartElements, poison, 2.0, {}});
         }
         rogue.start(parts, RogueAnswer{std::numeric_limits<float>::quiet_NaN(), 6.0});
         AllReduceOptions o;

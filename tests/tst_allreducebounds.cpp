@@ -47,7 +47,7 @@ struct BoundedGroup {
         for (std::uint32_t j = 0; j < 2; ++j)
             for (std::uint32_t p = 0; p < 2; ++p) {
                 const auto begin = mine.begin() + static_cast<std::ptrdiff_t>(j * ShardElements + p * PartElements);
-                parts.push_back({j, p, 2, p * PartElements, {begin, begin + PartElements}, weight});
+                parts.push_back({j, p, 2, p * PartElements, {begin, begin + PartElements}, weight, {}});
             }
         return parts;
     }

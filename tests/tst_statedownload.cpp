@@ -58,7 +58,7 @@ std::string partValues(std::uint64_t k, std::int64_t extra = 0)
 }
 std::string stateHeader(long epoch = 5, std::uint64_t elements = Elements, std::uint32_t parts = 3)
 {
-    return header("state", stateInfoToJson({"s1", epoch, elements, parts, PartElements}));
+    return header("state", stateInfoToJson({"s1", epoch, elements, parts, PartElements, {}}));
 }
 std::string partHeader(std::uint64_t k, const std::string &id = "s1")
 {
@@ -414,7 +414,7 @@ private Q_SLOTS:
         std::atomic<bool> stop{false};
         FakeDonor slow(m_context, [&](const json &request) -> std::vector<Frames> {
             if (request.at("t") == "state?")
-                return {{header("state", stateInfoToJson({"s1", 5, Large, Large, 1}))}};
+                return {{header("state", stateInfoToJson({"s1", 5, Large, Large, 1, {}}))}};
             const auto k = request.at("k").get<std::uint64_t>();
             if (k == 3)
                 stop = true;

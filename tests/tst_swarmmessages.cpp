@@ -176,7 +176,7 @@ const std::vector<Refusal> groupCases = {
 // 10 elements in parts of 4: 4 + 4 + 2.
 StateInfo validState()
 {
-    return {"7-3", 12, 10, 3, 4};
+    return {"7-3", 12, 10, 3, 4, {}};
 }
 
 const std::vector<Refusal> stateCases = {
@@ -250,7 +250,7 @@ private Q_SLOTS:
             const auto token = role == PeerRole::Auxiliary ? std::string(512, 't') : std::string();
             // peer id and times that the payload must not carry; the largest epoch accepted
             const ProgressRecord r{"someone else", 1L << 40, 1234, 56.25, 5.0, 6.0, role == PeerRole::Trainer, role,
-                                   role == PeerRole::Monitor, role != PeerRole::Auxiliary, token};
+                                   role == PeerRole::Monitor, role != PeerRole::Auxiliary, token, false, -1, {}};
             const auto payload = encodeProgress(r);
             QCOMPARE(json::parse(payload).contains("k"), !r.accessToken.empty());
             const auto p = parseProgress(record(payload));
@@ -467,7 +467,7 @@ private Q_SLOTS:
 
     void stateInfoRoundTrip()
     {
-        for (const auto &s : {validState(), StateInfo{"8-1", 0, 8, 2, 4}, StateInfo{"1-1", 3, 1, 1, 131072}}) {
+        for (const auto &s : {validState(), StateInfo{"8-1", 0, 8, 2, 4, {}}, StateInfo{"1-1", 3, 1, 1, 131072, {}}}) {
             const auto m = parseServiceMessage(encodeServiceMessage("state", stateInfoToJson(s)));
             const auto p = stateInfoFromJson(m, s.elements);
             QCOMPARE(p.snapshotId, s.snapshotId);
@@ -477,7 +477,7 @@ private Q_SLOTS:
             QCOMPARE(p.partElements, s.partElements);
         }
         // A valid layout of another model's size is refused: the requester's size decides.
-        const auto j = stateInfoToJson({"1-1", 5, 1000, 8, 128});
+        const auto j = stateInfoToJson({"1-1", 5, 1000, 8, 128, {}});
         QVERIFY(protocolErrorOf([&] { (void)stateInfoFromJson(j, 999); }).contains("offers 1000 state elements"));
         QVERIFY(protocolErrorOf([&] { (void)stateInfoFromJson(j, 1001); }).contains("this model has 1001"));
     }
