@@ -3,6 +3,7 @@
 #include "train/Checkpoint.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
+#include "util/Hash.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -88,6 +89,36 @@ private Q_SLOTS:
                                   "................................................................");
         QVERIFY_THROWS_EXCEPTION(Error, (void)readCheckpointFile(file));
         QVERIFY_THROWS_EXCEPTION(Error, (void)readCheckpointFile(file.string() + ".missing"));
+    }
+
+    // A checkpoint a stranger hands over, whole and with a valid trailer, whose header nests
+    // `meta` 100,000 arrays deep: refused with a clear error (copying such a document would
+    // recurse once per level and overflow the stack); 64 levels are still read.
+    void deeplyNestedHeaderIsRefused()
+    {
+        QTemporaryDir dir;
+        const auto file = std::filesystem::path(dir.path().toStdString()) / "c.ddlc";
+        auto withMeta = [&](const std::string &meta) {
+            // magic (8 bytes), header length (u64 little-endian), header, tensor data, SHA-256 hex
+            std::string header = R"({"meta":)" + meta + R"(,"tensors":[]})";
+            std::string body = "DDLCKPT1";
+            for (int i = 0; i < 8; ++i)
+                body.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
+            body += header;
+            writeFileAtomically(file, body + sha256Hex(body.data(), body.size()));
+        };
+        const auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+        withMeta(nested(63)); // 63 in meta, 64 with the header object
+        QCOMPARE(readCheckpointFile(file).meta.dump(), nested(63));
+        for (const int depth : {64, 100000}) {
+            withMeta(nested(depth));
+            try {
+                (void)readCheckpointFile(file);
+                QFAIL("a checkpoint nested too deeply was read");
+            } catch (const Error &e) {
+                QVERIFY2(std::string(e.what()).find("nests deeper than 64 levels") != std::string::npos, e.what());
+            }
+        }
     }
 
     void storeRotatesAndFallsBackToThePreviousGoodOne()

@@ -393,6 +393,23 @@ class TestJsonReader : public QObject {
         const QByteArray bytes = QByteArray::fromStdString(cut);
         QCOMPARE(QString::fromUtf8(bytes).toUtf8(), bytes);
     }
+
+    // parseJsonText and parseCbor refuse documents nested deeper than their limit (counting
+    // arrays and objects alike), and malformed ones, as discarded values; the limit itself passes.
+    void depthLimitedParsers()
+    {
+        const auto nested = [](std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+        QCOMPARE(dedloc::parseJsonText(nested(64)).dump(), nested(64));
+        QVERIFY(dedloc::parseJsonText(nested(65)).is_discarded());
+        QVERIFY(dedloc::parseJsonText(nested(200000)).is_discarded());
+        QVERIFY(dedloc::parseJsonText(R"({"a":[{"b":[1]}]})", 4).is_object());
+        QVERIFY(dedloc::parseJsonText(R"({"a":[{"b":[1]}]})", 3).is_discarded());
+        for (const char *bad : {"", "{", "[1,]", "{\"a\":1}x", "nul"})
+            QVERIFY2(dedloc::parseJsonText(bad).is_discarded(), bad);
+        const auto cbor = nlohmann::json::to_cbor(nlohmann::json::parse(nested(33)));
+        QVERIFY(dedloc::parseCbor(cbor).is_discarded());
+        QVERIFY(!dedloc::parseCbor(cbor, 33).is_discarded());
+    }
 };
 
 QTEST_APPLESS_MAIN(TestJsonReader)

@@ -3,6 +3,7 @@
 #include "util/AtomicFile.h"
 #include "util/Error.h"
 #include "util/Hash.h"
+#include "util/JsonReader.h"
 #include "util/Log.h"
 
 #include <cstring>
@@ -83,7 +84,9 @@ Checkpoint readCheckpointFile(const std::filesystem::path &file)
 
     Checkpoint out;
     try {
-        const auto header = nlohmann::json::parse(data.substr(sizeof Magic + 8, headerBytes));
+        const auto header = parseJsonText(std::string_view(data).substr(sizeof Magic + 8, headerBytes));
+        if (header.is_discarded())
+            throw Error("its header is not JSON, or nests deeper than 64 levels");
         out.meta = header.at("meta");
         for (const auto &t : header.at("tensors")) {
             const auto shape = t.at("shape").get<std::vector<std::int64_t>>();

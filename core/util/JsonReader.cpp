@@ -56,6 +56,18 @@ nlohmann::json parseCbor(std::span<const std::uint8_t> bytes, std::size_t maxDep
     return nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
+nlohmann::json parseJsonText(std::string_view text, std::size_t maxDepth)
+{
+    nlohmann::json result;
+    DepthLimitedSax sax(result, maxDepth);
+    try {
+        if (nlohmann::json::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json))
+            return result;
+    } catch (const nlohmann::json::exception &) {
+    }
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
 namespace {
 
 using nlohmann::json;

@@ -40,6 +40,11 @@ using JsonFailure = std::function<void(const std::string &path, const std::strin
 // overflow the reading thread's stack. Returns a discarded json (is_discarded()) for malformed
 // or too deeply nested bytes; never throws a parse error.
 [[nodiscard]] nlohmann::json parseCbor(std::span<const std::uint8_t> bytes, std::size_t maxDepth = 32);
+// JSON text, likewise: nlohmann parses text without recursing, but copying or dumping the result
+// recurses once per level (a 100,000-deep array crashes a copy), so a document from a stranger
+// (a checkpoint's header) is refused beyond `maxDepth`. Discarded json for malformed or too
+// deeply nested text; never throws a parse error.
+[[nodiscard]] nlohmann::json parseJsonText(std::string_view text, std::size_t maxDepth = 64);
 
 class JsonObjectReader final {
   public:
