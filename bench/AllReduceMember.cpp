@@ -67,12 +67,13 @@ std::vector<GroupMember> readGroup(const MemberTask &t)
 {
     std::vector<GroupMember> members;
     for (int r = 0; r < t.n; ++r) {
-        std::istringstream in(readFile(t.dir / ("endpoint." + std::to_string(r))));
+        std::istringstream in(readFile(t.dir / (std::string("endpoint.").append(std::to_string(r)))));
         std::string address, key;
         in >> address >> key;
         const bool client = address == ClientModeHost;
         members.push_back(
-            {"m" + std::to_string(r), client ? std::string() : address, client ? 0.0 : 1.0, 1.0, parsePeerKeyHex(key)});
+            {std::string("m").append(std::to_string(r)), client ? std::string() : address, client ? 0.0 : 1.0, 1.0,
+             parsePeerKeyHex(key)});
     }
     return members;
 }

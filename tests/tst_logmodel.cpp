@@ -29,7 +29,7 @@ class TestLogModel final : public QObject {
             for (int t = 0; t < 4; ++t)
                 threads.emplace_back([t] {
                     for (int i = 0; i < 500; ++i)
-                        log::info("t" + std::to_string(t), std::to_string(i));
+                        log::info(std::string("t").append(std::to_string(t)), std::to_string(i));
                 });
             for (auto &t : threads)
                 t.join();

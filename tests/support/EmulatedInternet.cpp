@@ -99,7 +99,7 @@ int EmulatedInternet::addPublicHost(LinkRate rate)
     const int index = m_public++;
     Host h{m_prefix + "-h" + std::to_string(index), m_publicNet + "." + std::to_string(index + 1)};
     must("ip netns add " + h.ns);
-    link(h.ns, m_prefix + "-sw", "h" + std::to_string(index), "br0", rate);
+    link(h.ns, m_prefix + "-sw", std::string("h").append(std::to_string(index)), "br0", rate);
     must("ip -n " + h.ns + " addr add " + h.address + "/24 dev eth0");
     m_hosts.push_back(h);
     return static_cast<int>(m_hosts.size()) - 1;
@@ -137,7 +137,7 @@ int EmulatedInternet::addVolunteer(int router, LinkRate rate)
     const std::string net = "192.168." + std::to_string(router + 1) + ".";
     Host h{m_prefix + "-v" + std::to_string(router) + "x" + std::to_string(k), net + std::to_string(k + 2)};
     must("ip netns add " + h.ns);
-    link(h.ns, r.ns, "v" + std::to_string(k), "lan", rate);
+    link(h.ns, r.ns, std::string("v").append(std::to_string(k)), "lan", rate);
     must("ip -n " + h.ns + " addr add " + h.address + "/24 dev eth0");
     must("ip -n " + h.ns + " route add default via " + net + "1");
     m_hosts.push_back(h);
