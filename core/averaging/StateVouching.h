@@ -1,6 +1,7 @@
 #pragma once
 // Whether the swarm vouches for a donor's state before a joiner takes it (docs/PROTOCOL.md
-// "Verified state"; in the spirit of BTARD's re-verification, Gorbunov et al. 2021, section 3).
+// "Verified state"; in the spirit of BTARD's checks of what peers computed, Gorbunov et al. 2021,
+// arXiv 2106.11257).
 // Every peer that serves state signs, in its progress record, the epoch and SHA-256 of the state
 // it serves (ProgressRecord::stateEpoch, stateDigest). The members of one group hold bit-identical
 // states after a step, so an honest donor's (epoch, digest) is also claimed by the other members
