@@ -41,14 +41,14 @@ class DepthLimitedSax {
     std::size_t m_depth = 0;
 };
 
-} // namespace
-
-nlohmann::json parseCbor(std::span<const std::uint8_t> bytes, std::size_t maxDepth)
+// The document in [first, last) of `format`, or a discarded json (see parseCbor).
+template <typename Input>
+nlohmann::json parseDepthLimited(Input first, Input last, nlohmann::json::input_format_t format, std::size_t maxDepth)
 {
     nlohmann::json result;
     DepthLimitedSax sax(result, maxDepth);
     try {
-        if (nlohmann::json::sax_parse(bytes.begin(), bytes.end(), &sax, nlohmann::json::input_format_t::cbor))
+        if (nlohmann::json::sax_parse(first, last, &sax, format))
             return result;
     } catch (const nlohmann::json::exception &) {
         // The DOM builder throws for a declared size beyond max_size() whatever it was told.
@@ -56,16 +56,16 @@ nlohmann::json parseCbor(std::span<const std::uint8_t> bytes, std::size_t maxDep
     return nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
+} // namespace
+
+nlohmann::json parseCbor(std::span<const std::uint8_t> bytes, std::size_t maxDepth)
+{
+    return parseDepthLimited(bytes.begin(), bytes.end(), nlohmann::json::input_format_t::cbor, maxDepth);
+}
+
 nlohmann::json parseJsonText(std::string_view text, std::size_t maxDepth)
 {
-    nlohmann::json result;
-    DepthLimitedSax sax(result, maxDepth);
-    try {
-        if (nlohmann::json::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json))
-            return result;
-    } catch (const nlohmann::json::exception &) {
-    }
-    return nlohmann::json(nlohmann::json::value_t::discarded);
+    return parseDepthLimited(text.begin(), text.end(), nlohmann::json::input_format_t::json, maxDepth);
 }
 
 namespace {
