@@ -1,8 +1,9 @@
 // The collaborative step (core/peer/CollaborativeStep.h) with real trainers on the tiny preset and
 // real all-reduce endpoints on loopback: the averaged step applies exactly the samples-weighted
 // mean of the members' gradients, a member with a non-finite gradient contributes nothing and
-// does not fail, a peer without a group steps on its own gradient, and a group search gives up
-// when told.
+// does not fail, a peer without a group steps on its own gradient, delayed parameter updates
+// apply exactly the same step while the next one is computed, and a group search gives up when
+// told.
 #include "TestSupport.h"
 
 #include "averaging/ButterflyAllReduce.h"
@@ -12,6 +13,7 @@
 #include "net/PeerIdentity.h"
 #include "peer/CollaborativeStep.h"
 #include "train/Trainer.h"
+#include "util/Error.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -117,6 +119,80 @@ private Q_SLOTS:
         (void)replay->applyAveragedStep(mean, 48);
         const double d = maxAbsDifference(a->parametersFlat(), replay->parametersFlat());
         QVERIFY2(d < 1e-6, qPrintable(QString::number(d)));
+    }
+
+    // Delayed parameter updates: both members detach their gradients, the round runs on other
+    // threads while member a computes its next micro-batch on the parameters it has, and the step
+    // then applied is exactly the replay's (the weighted mean); the next accumulation survives the
+    // step intact, and it is the gradient of the parameters before the step (one step stale).
+    void delayedStepAppliesTheAverageAndKeepsTheNextAccumulation()
+    {
+        auto a = trainer(1), b = trainer(2), replay = trainer(3), stale = trainer(1);
+        (void)a->accumulateMicroBatch(16);
+        (void)b->accumulateMicroBatch(16);
+        (void)b->accumulateMicroBatch(16);
+        (void)stale->accumulateMicroBatch(16);
+        const auto ga = a->meanGradientFlat(), gb = b->meanGradientFlat();
+        std::vector<float> mean(ga.size());
+        for (std::size_t i = 0; i < ga.size(); ++i)
+            mean[i] = static_cast<float>((16.0 * ga[i] + 32.0 * gb[i]) / 48.0);
+
+        auto da = a->detachGradient(), db = b->detachGradient();
+        QCOMPARE(da.meanGradient, ga);
+        QCOMPARE(da.samples, 16L);
+        QCOMPARE(da.epoch, 0L);
+        QCOMPARE(a->accumulatedSamples(), 0L);
+        QCOMPARE(a->step(), 0L); // detached, not applied
+
+        Pair pair;
+        const auto o = options(Compression::None);
+        auto fa = std::async(std::launch::async, [&] { return averageDetachedGradient(pair.a, pair.groupOf(0), "", da, o); });
+        auto fb = std::async(std::launch::async, [&] { return averageDetachedGradient(pair.b, pair.groupOf(1), "", db, o); });
+        (void)a->accumulateMicroBatch(8); // meanwhile: the next step's samples, on the parameters before the step
+        const auto next = a->meanGradientFlat();
+        auto ra = fa.get(), rb = fb.get();
+        QVERIFY(ra && rb);
+        QVERIFY(ra->averaged && ra->complete);
+        QCOMPARE(ra->batchSamples, 48L);
+        QVERIFY(!ra->result.applied); // not yet: the trainer's thread applies it
+        finishDetachedStep(*a, da, *ra);
+        finishDetachedStep(*b, db, *rb);
+        QVERIFY(ra->result.applied);
+        QCOMPARE(ra->result.step, 1L);
+        QCOMPARE(ra->result.samples, 48L);
+        QCOMPARE(ra->result.loss, da.loss); // this peer's own loss of the step
+        QCOMPARE(a->parametersFlat(), b->parametersFlat()); // bitwise: one model
+
+        (void)replay->applyAveragedStep(mean, 48);
+        const double d = maxAbsDifference(a->parametersFlat(), replay->parametersFlat());
+        QVERIFY2(d < 1e-6, qPrintable(QString::number(d)));
+
+        QCOMPARE(a->accumulatedSamples(), 8L);
+        QCOMPARE(a->meanGradientFlat(), next);
+        (void)stale->detachGradient();
+        (void)stale->accumulateMicroBatch(8); // the same samples on the parameters before the step
+        QCOMPARE(stale->meanGradientFlat(), next);
+
+        // A detached gradient applies once, at its own epoch.
+        QVERIFY_THROWS_EXCEPTION(Error, finishDetachedStep(*a, da, *ra));
+    }
+
+    // Delayed, without a group: the peer's own mean gradient, as applyCollaborativeStep alone.
+    void delayedStepWithoutAGroupAppliesTheLocalGradient()
+    {
+        auto a = trainer(1), replay = trainer(1);
+        Pair pair;
+        (void)a->accumulateMicroBatch(16);
+        (void)replay->accumulateMicroBatch(16);
+        auto da = a->detachGradient();
+        auto r = averageDetachedGradient(pair.a, std::nullopt, "nobody", da, options(Compression::Fp16));
+        QVERIFY(r);
+        QVERIFY(!r->averaged);
+        QCOMPARE(r->batchSamples, 16L);
+        QCOMPARE(r->status, std::string("fell back to local gradients: nobody"));
+        finishDetachedStep(*a, da, *r);
+        (void)replay->applyStep();
+        QCOMPARE(a->parametersFlat(), replay->parametersFlat());
     }
 
     // A member whose gradient is not finite sends weight 0 (no values): the other's average is its

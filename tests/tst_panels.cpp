@@ -2,6 +2,7 @@
 #include "RunInfo.h"
 #include "Settings.h"
 #include "TestSupport.h"
+#include "panels/ContributionPanel.h"
 #include "panels/GpuPanel.h"
 #include "panels/JoinPage.h"
 #include "panels/StatePanel.h"
@@ -35,6 +36,20 @@ class TestPanels final : public QObject {
     Q_OBJECT
 
   private Q_SLOTS:
+    void contributionPanelShowsTheTimeSpentComputing()
+    {
+        ContributionPanel p;
+        PeerSnapshot s;
+        p.update(s);
+        QCOMPARE(p.computingText(), QStringLiteral("not known yet"));
+        s.computeUtilisation = 0.956;
+        p.update(s);
+        QCOMPARE(p.computingText(), QStringLiteral("96 % of the time"));
+        s.computeUtilisation = 0.0;
+        p.update(s);
+        QCOMPARE(p.computingText(), QStringLiteral("0 % of the time"));
+    }
+
     void statePanelButtonFollowsState()
     {
         StatePanel p;

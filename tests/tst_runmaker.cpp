@@ -45,11 +45,18 @@ private Q_SLOTS:
         const auto loaded = loadRunManifest(o.outputDir / "manifest.json");
         QCOMPARE(loaded.runId, std::string("made-in-test"));
         QCOMPARE(loaded.training.targetBatchSize, 64);
+        QVERIFY(!loaded.averagingField); // the default mode writes no section
         verifyRunFiles(loaded);
         const Tokenizer tokenizer(loaded.resolve(loaded.tokenizer.path));
         QCOMPARE(tokenizer.vocabSize(), 600);
         const std::string text = "আমার সোনার বাংলা";
         QCOMPARE(tokenizer.decode(tokenizer.encode(text)), text);
+
+        // The lead's choice of delayed parameter updates lands in the manifest on disk.
+        o.retrainTokenizer = false;
+        o.delayedParameterUpdates = true;
+        (void)makeRun(o);
+        QVERIFY(loadRunManifest(o.outputDir / "manifest.json").averaging().delayedParameterUpdates);
     }
 
     void badRequestsAreRefused()

@@ -55,6 +55,11 @@ class TestStatusLine final : public QObject {
             << "Training | step 12 | batch 40/64 (64%), next in 3 s | swarm 396.1 samples/s, "
                "2 trainers, 1 auxiliary, 1 monitor | you 198.0 samples/s, 388 samples (50.0% of swarm) | loss 4.930 "
                "| client mode";
+        QTest::newRow("compute utilisation known")
+            << 6
+            << "Training | step 12 | batch 40/64 (64%), next in 3 s | swarm 396.1 samples/s, "
+               "2 trainers, 1 auxiliary, 1 monitor | you 198.0 samples/s, computing 96% of the time, 388 samples "
+               "(50.0% of swarm) | loss 4.930";
     }
 
     void lines()
@@ -79,6 +84,8 @@ class TestStatusLine final : public QObject {
             s.etaSeconds = 3720.0;
         } else if (variant == 5) {
             s.reachability = "client mode: other peers cannot connect to this machine (no answer)";
+        } else if (variant == 6) {
+            s.computeUtilisation = 0.9612;
         }
         if (variant == 0)
             s.reachability = "reachable: peer 1a2b3c4d connected back to tcp://192.0.2.1:40001";

@@ -63,7 +63,9 @@ int makeRun(const QStringList &args)
     const QCommandLineOption total(QStringLiteral("total-steps"), QStringLiteral("Steps until the rate decays to 0."), QStringLiteral("n"), QStringLiteral("5000"));
     const QCommandLineOption keepTokenizer(QStringLiteral("keep-tokenizer"), QStringLiteral("Reuse DIR/tokenizer.model instead of training one."));
     const QCommandLineOption closed(QStringLiteral("closed"), QStringLiteral("A closed run: only peers with an access token (issue-token) may join."));
-    p.addOptions({corpus, out, runId, name, lead, description, preset, vocab, seqLen, target, micro, lr, warmup, total, keepTokenizer, closed});
+    const QCommandLineOption delayed(QStringLiteral("delayed-parameter-updates"),
+                                     QStringLiteral("Average each step while the next is computed (one step stale; for slow uplinks)."));
+    p.addOptions({corpus, out, runId, name, lead, description, preset, vocab, seqLen, target, micro, lr, warmup, total, keepTokenizer, closed, delayed});
     p.process(args);
     if (!p.isSet(corpus) || !p.isSet(out) || !p.isSet(runId)) {
         std::fprintf(stderr, "dedloc-lead make-run: --corpus, --out and --run-id are required\n");
@@ -88,6 +90,7 @@ int makeRun(const QStringList &args)
     o.totalSteps = p.value(total).toInt(&ok); all &= ok;
     o.retrainTokenizer = !p.isSet(keepTokenizer);
     o.closed = p.isSet(closed);
+    o.delayedParameterUpdates = p.isSet(delayed);
     if (!all) {
         std::fprintf(stderr, "dedloc-lead make-run: a numeric option has a value that is not a number\n");
         return 2;

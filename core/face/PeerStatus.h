@@ -69,6 +69,9 @@ struct PeerSnapshot {
     ContributionTotals session;   // since this process joined
     ContributionTotals allTime;   // kept across restarts (checkpointed)
     double shareOfSwarm = 0.0;    // this peer's samples / all samples of the global steps it saw
+    // Share of wall time this trainer spent computing over its last steps (face/
+    // ComputeUtilisation.h), in [0, 1]; < 0 unknown (no step yet, or not a trainer).
+    double computeUtilisation = -1.0;
 
     double lastLoss = -1.0;       // < 0: none yet
     std::vector<LossPoint> lossHistory;  // last <= 512 global steps, oldest first

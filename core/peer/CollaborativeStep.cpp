@@ -64,23 +64,14 @@ std::optional<FormedGroup> GroupSearch::wait(const std::function<bool()> &giveUp
     return group;
 }
 
-std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
-                                                  const std::optional<FormedGroup> &group, const std::string &whyAlone,
-                                                  AllReduceOptions options, bool contribute,
-                                                  const GradientTamper &tamper)
+namespace {
+
+// The round of a step: averages `gradient` (this peer's mean gradient, replaced by the group's
+// average) with `out.localSamples` as its weight and fills `out` except `result`. False, with the
+// reason in *why and nothing filled, when the group is invalid and no round could run.
+bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std::vector<float> &gradient, long epoch,
+                    AllReduceOptions options, const GradientTamper &tamper, StepOutcome &out, std::string *why)
 {
-    StepOutcome out;
-    out.localSamples = contribute ? trainer.accumulatedSamples() : 0;
-    if (!group) {
-        if (out.localSamples == 0)
-            return std::nullopt; // (a non-finite local gradient is skipped by applyStep itself)
-        out.result = trainer.applyStep();
-        out.batchSamples = out.localSamples;
-        out.status = "fell back to local gradients: " + whyAlone;
-        return out;
-    }
-    auto gradient = contribute ? trainer.meanGradientFlat()
-                               : std::vector<float>(static_cast<std::size_t>(trainer.parameterCount()), 0.0F);
     options.myWeight = static_cast<double>(out.localSamples);
     if (!std::all_of(gradient.begin(), gradient.end(), [](float x) { return std::isfinite(x); })) {
         // As the solo trainer skips such a step: this peer's contribution is dropped (weight 0,
@@ -94,33 +85,85 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
         tamper(gradient);
     std::vector<EncodedPiece> captured;
     options.capture = &captured;
-    const long epoch = trainer.step();
     try {
-        out.report = allReduce.run(group->info.groupId, group->info.members, group->myIndex, gradient, options);
+        out.report = allReduce.run(group.info.groupId, group.info.members, group.myIndex, gradient, options);
     } catch (const Error &e) {
         // A group no round can run in (a leader's invalid member list): no averaging this step.
         log::warning("swarm", std::string("averaging round not run: ") + e.what());
-        return applyCollaborativeStep(trainer, allReduce, std::nullopt, std::string("round not run: ") + e.what(),
-                                      options);
+        *why = std::string("round not run: ") + e.what();
+        return false;
     }
     // The group's weight is the samples of the whole batch once every shard arrived.
     out.batchSamples = out.report.groupWeight > 0 ? static_cast<long>(std::llround(out.report.groupWeight))
                                                   : out.localSamples;
-    out.result = trainer.applyAveragedStep(gradient, out.batchSamples);
     if (out.report.complete)
         if (auto u = assembleUpdate(epoch, out.batchSamples, options.codec, gradient.size(), std::move(captured)))
             out.update = std::make_shared<const AveragedUpdate>(std::move(*u));
     out.averaged = true;
     out.complete = out.report.complete;
-    out.groupSize = group->info.members.size();
-    out.myIndex = group->myIndex;
-    out.shardElements = out.report.shardSizes[group->myIndex];
+    out.groupSize = group.info.members.size();
+    out.myIndex = group.myIndex;
+    out.shardElements = out.report.shardSizes[group.myIndex];
     out.status = "averaged with " + std::to_string(out.groupSize - 1) + " peer(s)"
                  + (out.report.complete
                         ? ""
                         : " (partial: " + std::to_string(static_cast<int>(out.report.receivedFraction * 100))
                               + "% of results)");
+    return true;
+}
+
+} // namespace
+
+std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
+                                                  const std::optional<FormedGroup> &group, const std::string &whyAlone,
+                                                  AllReduceOptions options, bool contribute,
+                                                  const GradientTamper &tamper)
+{
+    StepOutcome out;
+    out.localSamples = contribute ? trainer.accumulatedSamples() : 0;
+    std::string why = whyAlone;
+    if (group) {
+        auto gradient = contribute ? trainer.meanGradientFlat()
+                                   : std::vector<float>(static_cast<std::size_t>(trainer.parameterCount()), 0.0F);
+        if (averageInGroup(allReduce, *group, gradient, trainer.step(), options, tamper, out, &why)) {
+            out.result = trainer.applyAveragedStep(gradient, out.batchSamples);
+            return out;
+        }
+        out.localSamples = trainer.accumulatedSamples();
+    }
+    if (out.localSamples == 0)
+        return std::nullopt; // (a non-finite local gradient is skipped by applyStep itself)
+    out.result = trainer.applyStep();
+    out.batchSamples = out.localSamples;
+    out.status = "fell back to local gradients: " + why;
     return out;
+}
+
+std::optional<StepOutcome> averageDetachedGradient(AllReduceEndpoint &allReduce,
+                                                   const std::optional<FormedGroup> &group,
+                                                   const std::string &whyAlone, DetachedGradient &detached,
+                                                   AllReduceOptions options, const GradientTamper &tamper)
+{
+    StepOutcome out;
+    out.localSamples = detached.samples;
+    std::string why = whyAlone;
+    if (group) {
+        const auto own = detached.meanGradient;
+        if (averageInGroup(allReduce, *group, detached.meanGradient, detached.epoch, options, tamper, out, &why))
+            return out;
+        detached.meanGradient = own;
+        out.localSamples = detached.samples;
+    }
+    if (out.localSamples == 0)
+        return std::nullopt;
+    out.batchSamples = out.localSamples;
+    out.status = "fell back to local gradients: " + why;
+    return out;
+}
+
+void finishDetachedStep(Trainer &trainer, const DetachedGradient &detached, StepOutcome &outcome)
+{
+    outcome.result = trainer.applyDetachedStep(detached, detached.meanGradient, outcome.batchSamples);
 }
 
 } // namespace dedloc

@@ -99,4 +99,20 @@ using GradientTamper = std::function<void(std::span<float>)>;
                                                                 AllReduceOptions options, bool contribute = true,
                                                                 const GradientTamper &tamper = {});
 
+// Delayed parameter updates (docs/PROTOCOL.md "Delayed parameter updates"): the averaging half of
+// applyCollaborativeStep on a gradient already taken out of the trainer (Trainer::detachGradient),
+// so that it can run on another thread while the trainer computes the next step's micro-batches;
+// it never touches the trainer. On return `detached.meanGradient` holds what to apply: the
+// group's average, or this peer's own mean gradient when no group formed (`whyAlone`) or no round
+// could run. The outcome's `result` is left empty: finishDetachedStep applies it. Returns nothing
+// when there is neither a group nor a local sample. Threads: any one thread at a time.
+[[nodiscard]] std::optional<StepOutcome> averageDetachedGradient(AllReduceEndpoint &allReduce,
+                                                                 const std::optional<FormedGroup> &group,
+                                                                 const std::string &whyAlone,
+                                                                 DetachedGradient &detached, AllReduceOptions options,
+                                                                 const GradientTamper &tamper = {});
+// Applies what averageDetachedGradient left in `detached` for `outcome.batchSamples` samples
+// (Trainer::applyDetachedStep) and stores the step in `outcome.result`. The trainer's thread.
+void finishDetachedStep(Trainer &trainer, const DetachedGradient &detached, StepOutcome &outcome);
+
 } // namespace dedloc

@@ -11,6 +11,7 @@
 #include "net/PortMapping.h"
 #include "net/TokenBucket.h"
 #include "run/RunManifest.h"
+#include "face/ComputeUtilisation.h"
 #include "averaging/BanList.h"
 #include "averaging/ButterflyAllReduce.h"
 #include "averaging/PeerService.h"
@@ -98,6 +99,9 @@ struct SwarmPeer::Impl {
     std::filesystem::path checkpointDir;
     std::string gradientSchema, stateSchema;
     double emaSamplesPerSecond = 0.0;
+    ComputeUtilisation utilisation; // wall time computing, per step and over the last steps
+    // Starts a utilisation interval now (training starts or resumes).
+    void restartUtilisation();
     long long sessionSamplesStart = 0;
     double sessionComputeStart = 0.0;
     long sessionStepsStart = 0;
@@ -228,9 +232,51 @@ struct SwarmPeer::Impl {
     // fitMicroBatch) so that every peer reaches the step within a small micro-batch of the others.
     int fittedMicroBatch(double now, int fullMicroBatch);
     // The due global step: waits for this epoch's group (if `search` looks for one), averages and
-    // applies (peer/CollaborativeStep.h), then strikes, state averaging, validation and report.
-    // `contribute` false: pausing; a group already joined gets this peer's part with weight 0.
+    // applies (peer/CollaborativeStep.h), then afterStep. `contribute` false: pausing; a group
+    // already joined gets this peer's part with weight 0.
     void takeStep(GroupSearch &search, bool alone, bool contribute = true);
+    // One micro-batch of `samples`, its throughput in the estimate and the snapshot.
+    void computeMicroBatch(int samples);
+    struct GroupWait {
+        std::optional<FormedGroup> group;
+        std::string why;        // why no group formed
+        bool overtaken = false; // the swarm stepped past the epoch while the group formed
+    };
+    // Waits for the group of `epoch` that `search` looks for (any thread; the tracker under
+    // `mutex`). Also where DEDLOC_FAULT_STALL_ROUND stalls.
+    GroupWait waitForGroup(GroupSearch &search, long epoch, bool alone);
+    // After the round of `epoch` (decided at `decided`) and the step it applied: strikes, the
+    // state round, repair, validation and the report; `outcome` empty: no step was taken.
+    void afterStep(const std::optional<FormedGroup> &group, const std::optional<StepOutcome> &outcome, long epoch,
+                   bool alone, std::chrono::steady_clock::time_point decided);
+
+    // --- delayed parameter updates (SwarmDelayedStep.cpp; docs/PROTOCOL.md)
+    // A step whose gradient left the trainer (Trainer::detachGradient): a background thread
+    // waits for the group and runs the round while the worker computes the next step's
+    // micro-batches; the worker applies the result once it is there. The background thread
+    // touches neither the trainer nor anything but `search`, `allReduce`, `tracker` (under
+    // `mutex`) and the peer's log.
+    struct StepInFlight {
+        long epoch = 0;
+        bool alone = false;
+        std::chrono::steady_clock::time_point decided;
+        DetachedGradient gradient;
+        // This peer's share of the next batch (samples): it computes no more while waiting, as
+        // the swarm cannot see samples of an epoch nobody published yet.
+        long nextShare = 0;
+        std::future<std::pair<GroupWait, std::optional<StepOutcome>>> round;
+    };
+    std::optional<StepInFlight> inFlight; // worker thread
+    // Samples of the next step computed while the last step's round ran (reported with the step;
+    // -1: the step was not delayed).
+    long overlapSamples = -1;
+    void startDelayedStep(GroupSearch &search, bool alone);
+    // One micro-batch toward the next step while the round runs (or a short wait once this
+    // peer's share is computed); false when the step should be finished now: the round ended,
+    // or the peer pauses, stops or is out of time (finishing then waits for the round).
+    bool computeWhileInFlight();
+    // Waits for the round in flight, applies its result (Trainer::applyDetachedStep), afterStep.
+    void finishDelayedStep();
     // Writes the step's metrics event, publishes it for the monitor and prints the status line;
     // `validationLoss`: this peer validated after the step (then the event carries val_loss).
     // `stateRound`: the group also averaged parameters and optimizer state after the gradients.

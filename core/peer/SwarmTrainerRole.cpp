@@ -20,6 +20,11 @@ namespace {
 
 constexpr std::size_t LossHistoryLength = 512; // points of the loss chart kept
 
+double steadySeconds()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 } // namespace
 
 void SwarmPeer::Impl::runTrainer()
@@ -29,6 +34,16 @@ void SwarmPeer::Impl::runTrainer()
     const long checkpointEvery = opt.checkpointEvery > 0 ? opt.checkpointEvery : t.checkpointEveryNSteps;
     afterStateChange();
     GroupSearch search(*matchmaker, gradientSchema);
+    // A round in flight waits on `search`: it ends before the search does, also on an exception.
+    struct JoinRoundInFlight {
+        std::optional<StepInFlight> &inFlight;
+        ~JoinRoundInFlight()
+        {
+            if (inFlight && inFlight->round.valid())
+                inFlight->round.wait();
+            inFlight.reset();
+        }
+    } joinRoundInFlight{inFlight};
     long stepsSinceCheckpoint = 0;
     double lastSyncAttempt = -1e9;
     double lastReplayFailed = -1e9;
@@ -49,7 +64,22 @@ void SwarmPeer::Impl::runTrainer()
         }
         return unixNow() < graceUntil;
     };
-    while (!stopFlag.load() && trainer->step() < lastEpoch && (!timeUp() || staysForItsGroup())) {
+    const auto stepTaken = [&] {
+        if (++stepsSinceCheckpoint >= checkpointEvery) {
+            trySave();
+            stepsSinceCheckpoint = 0;
+        }
+        setState(PeerState::Training);
+    };
+    while (!stopFlag.load() && trainer->step() < lastEpoch && (inFlight || !timeUp() || staysForItsGroup())) {
+        if (inFlight) { // delayed parameter updates: the last step's round runs meanwhile
+            if (!computeWhileInFlight()) {
+                finishDelayedStep();
+                search.drop();
+                stepTaken();
+            }
+            continue;
+        }
         if (pausedFlag.load()) {
             if (!wasPaused) {
                 // A group this peer has joined (or is joining) would wait for its part: it takes
@@ -66,6 +96,7 @@ void SwarmPeer::Impl::runTrainer()
         }
         if (wasPaused) {
             wasPaused = false;
+            restartUtilisation();
             setState(PeerState::Training);
         }
         applyCaps();
@@ -128,6 +159,7 @@ void SwarmPeer::Impl::runTrainer()
                                        + "): training");
             setState(PeerState::Training);
             minPeersSeen = true;
+            restartUtilisation();
         }
         const bool alone = expected <= 1;
         if (!alone && !search.active() && (matchSoon || decision == StepDecision::Step))
@@ -145,34 +177,48 @@ void SwarmPeer::Impl::runTrainer()
             continue;
         }
         if (decision == StepDecision::Step) {
+            if (manifest->averaging().delayedParameterUpdates && trainer->accumulatedSamples() > 0) {
+                startDelayedStep(search, alone);
+                continue;
+            }
             takeStep(search, alone);
             search.drop();
-            if (++stepsSinceCheckpoint >= checkpointEvery) {
-                trySave();
-                stepsSinceCheckpoint = 0;
-            }
-            setState(PeerState::Training);
+            stepTaken();
             continue;
         }
-        const int fullMicroBatch = trainer->microBatchSize();
-        const auto r = trainer->accumulateMicroBatch(fittedMicroBatch(now, fullMicroBatch));
-        // Only full micro-batches update the throughput: a fitted one pays the same fixed
-        // cost per call for fewer samples and would drag the estimate (and the ETA) down.
-        const double rate = r.seconds > 0 ? r.samples / r.seconds : 0.0;
-        if (r.samples >= fullMicroBatch || emaSamplesPerSecond == 0.0)
-            emaSamplesPerSecond = emaSamplesPerSecond == 0.0 ? rate : 0.9 * emaSamplesPerSecond + 0.1 * rate;
-        const auto c = trainer->contribution();
-        update([&](PeerSnapshot &s) {
-            s.localSamplesPerSecond = emaSamplesPerSecond;
-            s.session = {c.samples - sessionSamplesStart, c.computeSeconds - sessionComputeStart,
-                         c.stepsTakenPart - sessionStepsStart};
-            s.allTime = c;
-        });
+        computeMicroBatch(fittedMicroBatch(now, trainer->microBatchSize()));
+    }
+    if (inFlight) { // stopped (or out of time) with a round running: its group gets our part
+        finishDelayedStep();
+        ++stepsSinceCheckpoint;
     }
     search.drop();
     if (stepsSinceCheckpoint > 0)
         trySave();
     setMyRecord(0, 0.0); // the final epoch, for the control thread's last publish
+}
+
+void SwarmPeer::Impl::restartUtilisation()
+{
+    utilisation.restart(steadySeconds(), trainer->contribution().computeSeconds);
+}
+
+void SwarmPeer::Impl::computeMicroBatch(int samples)
+{
+    const int fullMicroBatch = trainer->microBatchSize();
+    const auto r = trainer->accumulateMicroBatch(samples);
+    // Only full micro-batches update the throughput: a fitted one pays the same fixed
+    // cost per call for fewer samples and would drag the estimate (and the ETA) down.
+    const double rate = r.seconds > 0 ? r.samples / r.seconds : 0.0;
+    if (r.samples >= fullMicroBatch || emaSamplesPerSecond == 0.0)
+        emaSamplesPerSecond = emaSamplesPerSecond == 0.0 ? rate : 0.9 * emaSamplesPerSecond + 0.1 * rate;
+    const auto c = trainer->contribution();
+    update([&](PeerSnapshot &s) {
+        s.localSamplesPerSecond = emaSamplesPerSecond;
+        s.session = {c.samples - sessionSamplesStart, c.computeSeconds - sessionComputeStart,
+                     c.stepsTakenPart - sessionStepsStart};
+        s.allTime = c;
+    });
 }
 
 void SwarmPeer::Impl::setRepair(bool wanted)
@@ -218,45 +264,53 @@ int SwarmPeer::Impl::fittedMicroBatch(double now, int fullMicroBatch)
     return fitMicroBatch(eta, emaSamplesPerSecond, fullMicroBatch);
 }
 
-void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
+SwarmPeer::Impl::GroupWait SwarmPeer::Impl::waitForGroup(GroupSearch &search, long epoch, bool alone)
 {
-    const long epoch = trainer->step();
-    setState(PeerState::Averaging, "global step " + std::to_string(epoch + 1));
-    std::optional<FormedGroup> group;
-    std::string why = alone ? "no other peer at this epoch" : search.why();
+    GroupWait w;
+    w.why = alone ? "no other peer at this epoch" : search.why();
     if (search.active() && search.epoch() == epoch) {
         // While the group forms, the others may step without us (we came too late): then
         // stop looking at once and resynchronise instead of waiting out the deadlines.
-        bool overtaken = false;
-        group = search.wait(
+        w.group = search.wait(
             [&] {
                 std::lock_guard lock(mutex);
                 return tracker.global(unixNow(), epoch).globalEpoch > epoch;
             },
-            &overtaken);
-        why = search.why();
-        if (!group && overtaken) {
-            // The swarm stepped without us: a local step would only diverge. Catch up or resync
-            // instead (the next decision says which); the samples computed here are dropped.
+            &w.overtaken);
+        w.why = search.why();
+        if (!w.group && w.overtaken)
             log::info("swarm", "the swarm stepped past epoch " + std::to_string(epoch) + " without this peer");
-            setState(PeerState::Training);
-            return;
-        }
     }
-    if (group && faultStallEpoch >= 0 && epoch >= faultStallEpoch) {
-        log::warning("swarm", "FAULT: stalling in round " + group->info.groupId + " (DEDLOC_FAULT_STALL_ROUND)");
+    if (w.group && faultStallEpoch >= 0 && epoch >= faultStallEpoch) {
+        log::warning("swarm", "FAULT: stalling in round " + w.group->info.groupId + " (DEDLOC_FAULT_STALL_ROUND)");
         while (!stopFlag.load())
             sleepFor(0.5);
     }
-    const auto roundStart = std::chrono::steady_clock::now();
-    if (!group && !contribute) { // pausing, and no group waits for us
+    return w;
+}
+
+void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
+{
+    const long epoch = trainer->step();
+    const auto decided = std::chrono::steady_clock::now();
+    setState(PeerState::Averaging, "global step " + std::to_string(epoch + 1));
+    const GroupWait w = waitForGroup(search, epoch, alone);
+    // Overtaken: a local step would only diverge. Catch up or resync instead (the next decision
+    // says which); the samples computed here are dropped. Pausing with no group waiting: nothing.
+    if ((!w.group && w.overtaken) || (!w.group && !contribute)) {
         setState(PeerState::Training);
         return;
     }
     if (!contribute)
-        log::info("swarm", "pausing: taking part in group " + group->info.groupId + " with weight 0 first");
-    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, group, why, roundOptions(), contribute,
+        log::info("swarm", "pausing: taking part in group " + w.group->info.groupId + " with weight 0 first");
+    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, w.group, w.why, roundOptions(), contribute,
                                                 opt.tamperGradient);
+    afterStep(w.group, outcome, epoch, alone, decided);
+}
+
+void SwarmPeer::Impl::afterStep(const std::optional<FormedGroup> &group, const std::optional<StepOutcome> &outcome,
+                                long epoch, bool alone, std::chrono::steady_clock::time_point decided)
+{
     if (!outcome) {
         // Nothing computed here and nobody to average with (e.g. just after a state
         // download): no step; the tracker says Resync once the others have stepped. A group
@@ -293,7 +347,7 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
         swarmSamplesSeen += outcome->batchSamples;
         mySamplesSeen += outcome->localSamples;
     }
-    const double roundSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - roundStart).count();
+    const double roundSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - decided).count();
     afterStateChange();
     std::optional<double> validationLoss;
     if (validationDue(outcome->result.step, outcome->myIndex, outcome->groupSize))
@@ -339,6 +393,11 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
         fields["val_loss"] = *validationLoss;
     if (uploadMbit > 0)
         fields["upload_mbit"] = uploadMbit;
+    if (overlapSamples >= 0)
+        fields["overlap_samples"] = overlapSamples;
+    const auto c = trainer->contribution();
+    if (const auto share = utilisation.step(steadySeconds(), c.computeSeconds))
+        fields["utilisation"] = *share;
     if (opt.hashParameters) {
         const auto p = trainer->parametersFlat();
         fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
@@ -349,8 +408,8 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
     published["name"] = opt.name;
     published["role"] = peerRoleName(opt.role);
     published["time"] = unixNow();
-    const auto c = trainer->contribution();
     update([&](PeerSnapshot &s) {
+        s.computeUtilisation = utilisation.recent().value_or(-1.0);
         s.localEpoch = r.step;
         if (hasLoss) {
             s.lastLoss = r.loss;

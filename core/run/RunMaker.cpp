@@ -81,6 +81,8 @@ RunManifest makeRun(const MakeRunOptions &o)
     m.schedule.totalSteps = o.totalSteps;
     m.compression = o.compression;
     m.closed = o.closed;
+    if (o.delayedParameterUpdates)
+        m.averagingField = AveragingSpec{true};
 
     // Round-trip through the parser so that we never write a manifest we would refuse.
     const std::string json = toJson(m);

@@ -29,6 +29,7 @@ struct MakeRunOptions {
     Compression compression = Compression::Fp16;
     bool retrainTokenizer = true;              // false: keep an existing tokenizer.model
     bool closed = false;                       // "access": "closed": access tokens required
+    bool delayedParameterUpdates = false;      // "averaging": {"delayed_parameter_updates": true}
 };
 
 // Shapes of the presets (hidden, layers, heads, intermediate): tiny H128 L2 (2 heads, 512);

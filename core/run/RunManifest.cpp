@@ -177,7 +177,7 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     const JsonObjectReader root(doc,
                                 {"format_version", "run_id", "name", "lead", "description", "model", "tokenizer",
                                  "corpus", "training", "optimizer", "schedule", "compression", "bootstrap_peers",
-                                 "access", "evaluation", "aggregation"},
+                                 "access", "evaluation", "aggregation", "averaging"},
                                 fail);
     RunManifest m;
     m.baseDir = baseDir;
@@ -298,6 +298,10 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     }
     if (root.has("aggregation"))
         m.aggregationField = parseAggregation(root);
+    if (root.has("averaging")) {
+        const JsonObjectReader r = root.object("averaging", {"delayed_parameter_updates"});
+        m.averagingField = AveragingSpec{r.boolean("delayed_parameter_updates")};
+    }
     return m;
 }
 
@@ -373,6 +377,8 @@ std::string toJson(const RunManifest &m)
     if (m.aggregationField)
         out["aggregation"] = {{"rule", aggregationRuleName(m.aggregationField->rule)},
                               {"radius", m.aggregationField->radius}};
+    if (m.averagingField)
+        out["averaging"] = {{"delayed_parameter_updates", m.averagingField->delayedParameterUpdates}};
     return out.dump(2);
 }
 

@@ -76,6 +76,14 @@ struct AggregationSpec {
     double radius = 2.0;
 };
 
+// How the swarm averages (docs/PROTOCOL.md "Delayed parameter updates").
+struct AveragingSpec {
+    // The averaging round of step t runs beside the micro-batches of step t + 1, which are
+    // computed on the parameters before step t's update (one step stale); the update applied
+    // is still exactly the group's averaged gradient (hivemind's delay_optimizer_step).
+    bool delayedParameterUpdates = false;
+};
+
 struct RunManifest {
     int formatVersion = 1;
     std::string runId;           // [A-Za-z0-9._-]{1,64}; DHT keys derive from it
@@ -101,6 +109,9 @@ struct RunManifest {
     std::optional<AggregationSpec> aggregationField;
 
     [[nodiscard]] AggregationSpec aggregation() const;
+    // "averaging": {"delayed_parameter_updates": bool}. Optional; absent: AveragingSpec{}.
+    std::optional<AveragingSpec> averagingField;
+    [[nodiscard]] AveragingSpec averaging() const { return averagingField.value_or(AveragingSpec{}); }
 
     // Directory the relative paths resolve against (not part of the JSON).
     std::filesystem::path baseDir;

@@ -44,6 +44,16 @@ nlohmann::json shapeJson(const ModelShape &s)
 
 constexpr std::uint64_t ValidationMaskSeed = 0x5EED5EEDULL;
 
+// The tensors' elements in turn, as fp32 on the CPU.
+std::vector<float> flatten(const std::vector<torch::Tensor> &tensors)
+{
+    std::vector<torch::Tensor> flat;
+    for (const auto &t : tensors)
+        flat.push_back(t.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
+    auto all = torch::cat(flat);
+    return {all.data_ptr<float>(), all.data_ptr<float>() + all.numel()};
+}
+
 } // namespace
 
 struct Trainer::Impl {
@@ -66,6 +76,14 @@ struct Trainer::Impl {
     DataPosition boundaryPosition;
     std::string boundaryMaskerState;
     ContributionTotals contribution;
+    // Where the data stood when a gradient was detached (delayed parameter updates): the
+    // boundary of its step, which a checkpoint records once the step is applied.
+    struct Boundary {
+        long epoch = 0;
+        DataPosition position;
+        std::string maskerState;
+    };
+    std::optional<Boundary> detached;
 
     Impl(const RunManifest &m, const Tokenizer &tokenizer, const TrainerConfig &c)
         : manifest(m), config(c),
@@ -123,6 +141,47 @@ struct Trainer::Impl {
         return compute();
     }
 
+    // Sets every parameter's gradient from a flat vector in registration order (size checked).
+    void setGradients(std::span<const float> flat)
+    {
+        if (static_cast<long long>(flat.size()) != model->parameterCount())
+            throw Error("averaged gradient has " + std::to_string(flat.size()) + " elements, the model "
+                        + std::to_string(model->parameterCount()));
+        torch::NoGradGuard noGrad;
+        std::size_t offset = 0;
+        for (auto &p : model->parameters()) {
+            auto src = torch::from_blob(const_cast<float *>(flat.data() + offset), p.sizes(), torch::kFloat);
+            if (!p.grad().defined())
+                p.mutable_grad() = torch::zeros_like(p);
+            p.grad().copy_(src);
+            offset += static_cast<std::size_t>(p.numel());
+        }
+    }
+
+    // Clips the gradients, checks them and r.loss, and applies LAMB at the schedule's rate for
+    // the next epoch: fills r.gradNorm, learningRate, applied, skipReason and step.
+    void optimizerStep(StepResult &r, bool tookPart)
+    {
+        const auto params = model->parameters();
+        const double maxNorm = manifest.training.maxGradNorm;
+        r.gradNorm = torch::nn::utils::clip_grad_norm_(params, maxNorm > 0 ? maxNorm
+                                                                           : std::numeric_limits<double>::infinity());
+        r.learningRate = schedule.at(optimizer->stepCount() + 1);
+        if (!std::isfinite(r.gradNorm) || !std::isfinite(r.loss)) {
+            std::ostringstream why;
+            why << "non-finite " << (std::isfinite(r.loss) ? "gradient" : "loss") << " (loss " << r.loss
+                << ", gradient norm " << r.gradNorm << "): step skipped, parameters unchanged";
+            r.skipReason = why.str();
+            log::warning("train", r.skipReason);
+        } else {
+            optimizer->step(r.learningRate);
+            r.applied = true;
+            if (tookPart)
+                ++contribution.stepsTakenPart;
+        }
+        r.step = optimizer->stepCount();
+    }
+
     void clearGradients()
     {
         for (auto &p : model->parameters())
@@ -130,6 +189,13 @@ struct Trainer::Impl {
                 p.grad().zero_();
         accumulated = 0;
         accumulatedLossTimesSamples = 0.0;
+    }
+
+    // Drops the local accumulation and any detached gradient's boundary (a state was loaded).
+    void resetAccumulation()
+    {
+        clearGradients();
+        detached.reset();
     }
 };
 
@@ -194,40 +260,18 @@ StepResult Trainer::applyStep()
 
 std::vector<float> Trainer::meanGradientFlat() const
 {
-    std::vector<float> out;
-    out.reserve(static_cast<std::size_t>(parameterCount()));
     const double scale = d->accumulated > 0 ? 1.0 / static_cast<double>(d->accumulated) : 0.0;
-    for (const auto &p : d->model->parameters()) {
-        const auto n = static_cast<std::size_t>(p.numel());
-        if (!p.grad().defined()) {
-            out.insert(out.end(), n, 0.0F);
-            continue;
-        }
-        auto g = (p.grad().detach() * scale).to(torch::kCPU, torch::kFloat).contiguous();
-        out.insert(out.end(), g.data_ptr<float>(), g.data_ptr<float>() + n);
-    }
-    return out;
+    std::vector<torch::Tensor> grads;
+    for (const auto &p : d->model->parameters())
+        grads.push_back(p.grad().defined() ? p.grad().detach() * scale : torch::zeros_like(p));
+    return flatten(grads);
 }
 
 StepResult Trainer::applyAveragedStep(std::span<const float> meanGradient, long batchSamples)
 {
-    if (static_cast<long long>(meanGradient.size()) != parameterCount())
-        throw Error("averaged gradient has " + std::to_string(meanGradient.size()) + " elements, the model "
-                    + std::to_string(parameterCount()));
+    d->setGradients(meanGradient);
     StepResult r;
     r.samples = batchSamples;
-    {
-        torch::NoGradGuard noGrad;
-        std::size_t offset = 0;
-        for (auto &p : d->model->parameters()) {
-            const auto n = static_cast<std::size_t>(p.numel());
-            auto src = torch::from_blob(const_cast<float *>(meanGradient.data() + offset), p.sizes(), torch::kFloat);
-            if (!p.grad().defined())
-                p.mutable_grad() = torch::zeros_like(p);
-            p.grad().copy_(src);
-            offset += n;
-        }
-    }
     return finishStep(r);
 }
 
@@ -235,30 +279,55 @@ StepResult Trainer::finishStep(StepResult r)
 {
     // The loss reported is this peer's own: the swarm's is the weighted mean of the peers'.
     r.loss = d->accumulated > 0 ? d->accumulatedLossTimesSamples / static_cast<double>(d->accumulated) : 0.0;
-    const auto params = d->model->parameters();
-    const double maxNorm = d->manifest.training.maxGradNorm;
-    r.gradNorm = maxNorm > 0 ? torch::nn::utils::clip_grad_norm_(params, maxNorm)
-                             : torch::nn::utils::clip_grad_norm_(params, std::numeric_limits<double>::infinity());
-    const long nextStep = step() + 1;
-    r.learningRate = d->schedule.at(nextStep);
-    if (!std::isfinite(r.gradNorm) || !std::isfinite(r.loss)) {
-        std::ostringstream why;
-        why << "non-finite " << (std::isfinite(r.loss) ? "gradient" : "loss") << " (loss " << r.loss
-            << ", gradient norm " << r.gradNorm << "): step skipped, parameters unchanged";
-        r.skipReason = why.str();
-        log::warning("train", r.skipReason);
-    } else {
-        d->optimizer->step(r.learningRate);
-        r.applied = true;
-        if (d->accumulated > 0)
-            ++d->contribution.stepsTakenPart;
-    }
-    r.step = step();
+    d->optimizerStep(r, d->accumulated > 0);
     r.seconds = d->accumulated > 0 ? secondsSince(d->accumulationStart) : 0.0;
     r.samplesPerSecond = r.seconds > 0 ? static_cast<double>(d->accumulated) / r.seconds : 0.0;
     d->clearGradients();
     d->boundaryPosition = d->data.position();
     d->boundaryMaskerState = d->masker.state();
+    d->detached.reset();
+    return r;
+}
+
+DetachedGradient Trainer::detachGradient()
+{
+    DetachedGradient g;
+    g.meanGradient = meanGradientFlat();
+    g.samples = d->accumulated;
+    g.loss = d->accumulated > 0 ? d->accumulatedLossTimesSamples / static_cast<double>(d->accumulated) : 0.0;
+    g.seconds = d->accumulated > 0 ? secondsSince(d->accumulationStart) : 0.0;
+    g.epoch = step();
+    d->clearGradients();
+    d->detached = Impl::Boundary{g.epoch, d->data.position(), d->masker.state()};
+    return g;
+}
+
+StepResult Trainer::applyDetachedStep(const DetachedGradient &detached, std::span<const float> gradient,
+                                      long batchSamples)
+{
+    if (!d->detached || d->detached->epoch != detached.epoch || detached.epoch != step())
+        throw Error("the detached gradient of epoch " + std::to_string(detached.epoch)
+                    + " does not belong to this trainer's epoch " + std::to_string(step()));
+    // The next step's accumulation, computed meanwhile on these parameters, waits aside.
+    std::vector<torch::Tensor> next;
+    for (const auto &p : d->model->parameters())
+        next.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    d->setGradients(gradient);
+    StepResult r;
+    r.samples = batchSamples;
+    r.loss = detached.loss;
+    d->optimizerStep(r, detached.samples > 0);
+    r.seconds = detached.seconds;
+    r.samplesPerSecond = r.seconds > 0 ? static_cast<double>(detached.samples) / r.seconds : 0.0;
+    {
+        torch::NoGradGuard noGrad;
+        auto params = d->model->parameters();
+        for (std::size_t i = 0; i < params.size(); ++i)
+            params[i].grad().copy_(next[i]);
+    }
+    d->boundaryPosition = d->detached->position;
+    d->boundaryMaskerState = d->detached->maskerState;
+    d->detached.reset();
     return r;
 }
 
@@ -376,32 +445,21 @@ std::optional<long> Trainer::restoreCheckpoint(const std::filesystem::path &dire
     } catch (const nlohmann::json::exception &e) {
         throw Error(std::string("checkpoint metadata is incomplete: ") + e.what());
     }
-    d->clearGradients();
+    d->resetAccumulation();
     log::info("ckpt", "resumed at step " + std::to_string(step()) + " from " + directory.string());
     return step();
 }
 
-std::vector<float> Trainer::parametersFlat() const
-{
-    std::vector<torch::Tensor> flat;
-    for (const auto &p : d->model->parameters())
-        flat.push_back(p.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
-    auto all = torch::cat(flat);
-    return {all.data_ptr<float>(), all.data_ptr<float>() + all.numel()};
-}
+std::vector<float> Trainer::parametersFlat() const { return flatten(d->model->parameters()); }
 
 long long Trainer::stateElements() const { return 3 * parameterCount(); }
 
 std::vector<float> Trainer::stateFlat() const
 {
-    std::vector<torch::Tensor> flat;
-    for (const auto &p : d->model->parameters())
-        flat.push_back(p.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
-    const auto optim = d->optimizer->state(); // exp_avg.0..n-1, exp_avg_sq.0..n-1
-    for (const auto &s : optim)
-        flat.push_back(s.tensor.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
-    auto all = torch::cat(flat);
-    return {all.data_ptr<float>(), all.data_ptr<float>() + all.numel()};
+    auto tensors = d->model->parameters();
+    for (const auto &s : d->optimizer->state()) // exp_avg.0..n-1, exp_avg_sq.0..n-1
+        tensors.push_back(s.tensor);
+    return flatten(tensors);
 }
 
 void Trainer::loadStateFlat(std::span<const float> state, long epoch)
@@ -428,7 +486,7 @@ void Trainer::loadStateFlat(std::span<const float> state, long epoch)
         offset += n;
     }
     d->optimizer->loadState(optim, epoch);
-    d->clearGradients();
+    d->resetAccumulation();
 }
 
 void Trainer::restartData(std::uint64_t seed)

@@ -52,6 +52,17 @@ struct StepResult {
     double samplesPerSecond = 0.0;
 };
 
+// A finished accumulation taken out of the trainer (delayed parameter updates): its mean
+// gradient is averaged elsewhere while the trainer accumulates the next step's micro-batches on
+// the parameters it still has, one step stale once this one is applied.
+struct DetachedGradient {
+    std::vector<float> meanGradient; // as meanGradientFlat(): parameterCount() elements
+    long samples = 0;                // samples it was accumulated over
+    double loss = 0.0;               // mean over those samples of their losses (nats)
+    double seconds = 0.0;            // wall time from its first micro-batch to the detach
+    long epoch = 0;                  // step() when detached: it is applied as step epoch + 1
+};
+
 class Trainer final {
 public:
     // Loads data (the manifest's corpus) and builds the model. Checks that the tokenizer's
@@ -79,6 +90,18 @@ public:
     // clipping, the non-finite guard, LAMB and the schedule exactly as applyStep(). Clears the
     // local accumulation. Throws dedloc::Error if the size differs from parameterCount().
     StepResult applyAveragedStep(std::span<const float> meanGradient, long batchSamples);
+    // Delayed parameter updates (hivemind's delay_optimizer_step; docs/PROTOCOL.md "Delayed
+    // parameter updates"): takes the accumulated mean gradient out and starts a new, empty
+    // accumulation at once. The step is still to be applied: step() does not change.
+    DetachedGradient detachGradient();
+    // Applies `gradient` (the detached one averaged with the group's, or its own mean when no
+    // group formed) for a batch of `batchSamples`: clipping, the non-finite guard, LAMB and the
+    // schedule exactly as applyAveragedStep(), with the loss and time of `detached`. The micro-
+    // batches accumulated since the detach stay accumulated (for the next step). Throws
+    // dedloc::Error when `detached` is not this trainer's last detach at its epoch (a state was
+    // loaded or a step applied since) or the size differs from parameterCount().
+    StepResult applyDetachedStep(const DetachedGradient &detached, std::span<const float> gradient,
+                                 long batchSamples);
     // accumulateMicroBatch() until target_batch_size samples, then applyStep(). If *stop becomes
     // true between micro-batches, returns with applied == false and the partial gradient dropped.
     StepResult trainStep(const std::atomic<bool> *stop = nullptr);
@@ -110,8 +133,8 @@ public:
     [[nodiscard]] long long stateElements() const;
     [[nodiscard]] std::vector<float> stateFlat() const;
     // Loads such a vector and sets the epoch (optimizer step; the schedule follows it). Drops any
-    // local accumulation. Throws dedloc::Error on a size mismatch or a non-finite element (the
-    // model is unchanged then).
+    // local accumulation and any detached gradient. Throws dedloc::Error on a size mismatch or a
+    // non-finite element (the model is unchanged then).
     void loadStateFlat(std::span<const float> state, long epoch);
     // Continues accumulation with the data stream (order and masks) of a fresh trainer with
     // `seed`, from its start. Lets one trainer replay the split batch of several peers, which is

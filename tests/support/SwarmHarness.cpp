@@ -24,7 +24,7 @@ namespace dedloc::test {
 namespace {
 
 ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool closed, long validationEvery = 1000,
-                   Compression codec = Compression::None)
+                   Compression codec = Compression::None, const std::function<void(RunManifest &)> &edit = {})
 {
     auto m = tinyRun(dir);
     m.training.targetBatchSize = targetBatchSize;
@@ -32,6 +32,8 @@ ClosedRun writeRun(const std::filesystem::path &dir, long targetBatchSize, bool 
     m.training.validationEveryNSteps = validationEvery;
     m.training.checkpointEveryNSteps = 1000;
     m.closed = closed;
+    if (edit)
+        edit(m);
     const auto path = dir / "manifest.json";
     std::ofstream(path) << toJson(m);
     const auto lead = minisign::generateKeyPair();
@@ -46,6 +48,12 @@ std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long 
                                          Compression codec)
 {
     return writeRun(dir, targetBatchSize, false, validationEvery, codec).manifest;
+}
+
+std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize,
+                                         const std::function<void(RunManifest &)> &edit)
+{
+    return writeRun(dir, targetBatchSize, false, 1000, Compression::None, edit).manifest;
 }
 
 ClosedRun writeSignedClosedTinyRun(const std::filesystem::path &dir, long targetBatchSize)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compress/Compression.h"
+#include "run/RunManifest.h"
 #include "security/Minisign.h"
 
 #include <filesystem>
@@ -28,6 +29,9 @@ namespace dedloc::test {
 [[nodiscard]] std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32,
                                                        long validationEvery = 1000,
                                                        Compression codec = Compression::None);
+// The same with `edit` applied to the manifest before it is written and signed.
+[[nodiscard]] std::filesystem::path writeSignedTinyRun(const std::filesystem::path &dir, long targetBatchSize,
+                                                       const std::function<void(RunManifest &)> &edit);
 
 // The same run marked "access": "closed" (only peers with an access token take part); keeps the
 // lead's secret key so that the test can issue tokens.

@@ -8,7 +8,8 @@
 namespace dedloc::ui {
 
 ContributionPanel::ContributionPanel(QWidget *parent)
-    : QGroupBox(tr("Your contribution"), parent), m_share(new QLabel(this)), m_rate(new QLabel(this))
+    : QGroupBox(tr("Your contribution"), parent), m_share(new QLabel(this)), m_rate(new QLabel(this)),
+      m_computing(new QLabel(this))
 {
     setObjectName("contributionPanel");
     auto *grid = new QGridLayout(this);
@@ -28,6 +29,10 @@ ContributionPanel::ContributionPanel(QWidget *parent)
     grid->addWidget(m_share, 4, 1, 1, 2, Qt::AlignRight);
     grid->addWidget(new QLabel(tr("Your speed"), this), 5, 0);
     grid->addWidget(m_rate, 5, 1, 1, 2, Qt::AlignRight);
+    // Computing rather than waiting for the network (averaging, downloads) over the last steps.
+    grid->addWidget(new QLabel(tr("Computing"), this), 6, 0);
+    m_computing->setObjectName("computing");
+    grid->addWidget(m_computing, 6, 1, 1, 2, Qt::AlignRight);
     update(PeerSnapshot{});
 }
 
@@ -41,6 +46,14 @@ void ContributionPanel::update(const PeerSnapshot &s)
     }
     m_share->setText(QStringLiteral("%1 %").arg(100.0 * s.shareOfSwarm, 0, 'f', 1));
     m_rate->setText(tr("%1 samples/s").arg(s.localSamplesPerSecond, 0, 'f', 1));
+    m_computing->setText(s.computeUtilisation < 0.0
+                             ? tr("not known yet")
+                             : tr("%1 % of the time").arg(100.0 * s.computeUtilisation, 0, 'f', 0));
+}
+
+QString ContributionPanel::computingText() const
+{
+    return m_computing->text();
 }
 
 QString ContributionPanel::sessionSamplesText() const

@@ -1,6 +1,7 @@
 #pragma once
 // What this volunteer gave: samples, compute time and global steps taken part in, for this
-// session and all time (kept across restarts by the core), and the share of the swarm's samples.
+// session and all time (kept across restarts by the core), the share of the swarm's samples, and
+// the share of its time this trainer spent computing rather than waiting for the network.
 #include "face/PeerStatus.h"
 
 #include <QGroupBox>
@@ -16,11 +17,13 @@ class ContributionPanel final : public QGroupBox {
     explicit ContributionPanel(QWidget *parent = nullptr);
     void update(const PeerSnapshot &snapshot);
     [[nodiscard]] QString sessionSamplesText() const;
+    [[nodiscard]] QString computingText() const;
 
   private:
     QLabel *m_cells[3][2]; // rows: samples, compute time, steps; columns: session, all time
     QLabel *m_share;
     QLabel *m_rate;
+    QLabel *m_computing;
 };
 
 } // namespace dedloc::ui
