@@ -12,7 +12,8 @@
 // state served to the monitor, the DHT and the control plane, all of it) per step and per sample,
 // and the last validation loss with the samples it was reached at.
 //
-//   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--modes gradients,delayed]
+//   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--target-batch-size N]
+//                       [--modes gradients,delayed]
 //
 // Needs root, iproute2 and nftables (EmulatedInternet::available). Run on an idle machine: the
 // trainers share its cores (1 torch thread each), so figures vary between machines and runs.
@@ -45,6 +46,7 @@ struct Options {
     double mbit = 10.0;
     int trainers = 4;
     double seconds = 180.0;
+    int targetBatchSize = 0; // 0: the bundled run's
     std::vector<std::string> modes = {"gradients", "delayed"};
 };
 
@@ -68,6 +70,8 @@ Options parse(int argc, char **argv)
             o.trainers = std::stoi(value);
         else if (key == "--seconds")
             o.seconds = std::stod(value);
+        else if (key == "--target-batch-size")
+            o.targetBatchSize = std::stoi(value);
         else if (key == "--modes")
             o.modes = split(value);
         else
@@ -78,8 +82,9 @@ Options parse(int argc, char **argv)
     return o;
 }
 
-// The bundled run with absolute paths, `delayed` set, signed by a throw-away lead key.
-fs::path writeRun(const fs::path &dir, bool delayed)
+// The bundled run with absolute paths, `delayed` set (and `targetBatchSize` unless 0), signed by
+// a throw-away lead key.
+fs::path writeRun(const fs::path &dir, bool delayed, int targetBatchSize)
 {
     const auto bundled = findDefaultManifest();
     if (!bundled)
@@ -90,6 +95,8 @@ fs::path writeRun(const fs::path &dir, bool delayed)
         f.path = m.resolve(f.path).string();
     if (delayed)
         m.averagingField = AveragingSpec{true};
+    if (targetBatchSize > 0)
+        m.training.targetBatchSize = targetBatchSize;
     fs::create_directories(dir);
     const auto path = dir / "manifest.json";
     writeFileAtomically(path, toJson(m) + "\n");
@@ -183,7 +190,7 @@ ModeResult measure(const std::vector<SwarmPeerProcess *> &trainers, const std::v
 ModeResult runMode(const Options &o, const std::string &mode, const fs::path &work)
 {
     const fs::path app = fs::path(DEDLOC_APP);
-    const auto manifest = writeRun(work / mode, mode == "delayed");
+    const auto manifest = writeRun(work / mode, mode == "delayed", o.targetBatchSize);
     EmulatedInternet net("dlbc" + std::to_string(::getpid() % 100000), 216);
     const int monitorHost = net.addPublicHost({100, 100});
     std::vector<int> hosts;
@@ -243,8 +250,10 @@ int main(int argc, char **argv)
         if (!EmulatedInternet::available(&why))
             throw std::runtime_error("the emulated internet " + why);
         const fs::path work = fs::temp_directory_path() / ("bench_communication." + std::to_string(::getpid()));
-        std::printf("%d trainers of the bundled run, links %.0f Mbit/s each way, %.0f s per mode (work dir %s)\n",
-                    o.trainers, o.mbit, o.seconds, work.c_str());
+        std::printf("%d trainers of the bundled run (target batch %s), links %.0f Mbit/s each way, %.0f s per mode "
+                    "(work dir %s)\n",
+                    o.trainers, o.targetBatchSize > 0 ? std::to_string(o.targetBatchSize).c_str() : "as bundled",
+                    o.mbit, o.seconds, work.c_str());
         std::printf("%-10s %6s %9s %8s %10s %7s %13s %12s %9s %s\n", "mode", "steps", "averaged", "round_s",
                     "samples/s", "util", "sent/step MB", "sent/sample", "val_loss", "(at samples)");
         for (const auto &mode : o.modes) {

@@ -24,9 +24,13 @@ void SwarmPeer::Impl::startDelayedStep(GroupSearch &search, bool alone)
     }
     // This peer's part of the next batch at today's throughputs: the swarm's samples of the next
     // epoch are published only once its members applied this step, so each computes its share.
+    // Records of peers a step apart are not in the swarm's rate: each expected peer counts at
+    // least at this peer's rate.
+    const double expected = static_cast<double>(expectedPeers(epoch));
     long share = target;
-    if (swarmRate > 0 && emaSamplesPerSecond > 0)
-        share = static_cast<long>(std::ceil(static_cast<double>(target) * emaSamplesPerSecond / swarmRate));
+    if (emaSamplesPerSecond > 0)
+        share = static_cast<long>(std::ceil(static_cast<double>(target) * emaSamplesPerSecond
+                                            / std::max(swarmRate, expected * emaSamplesPerSecond)));
     StepInFlight &f = inFlight.emplace();
     f.epoch = epoch;
     f.alone = alone;
@@ -76,6 +80,8 @@ void SwarmPeer::Impl::finishDelayedStep()
     if (outcome)
         finishDetachedStep(*trainer, f.gradient, *outcome);
     overlapSamples = trainer->accumulatedSamples();
+    heldShare = f.nextShare;
+    holdShareUntil = unixNow() + 2.0 * opt.progressPeriod + 0.5;
     afterStep(joined.group, outcome, f.epoch, f.alone, f.decided);
     overlapSamples = -1;
 }

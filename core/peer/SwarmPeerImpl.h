@@ -270,6 +270,15 @@ struct SwarmPeer::Impl {
     // Samples of the next step computed while the last step's round ran (reported with the step;
     // -1: the step was not delayed).
     long overlapSamples = -1;
+    // After a delayed step this peer holds its share of the next batch already; it computes no
+    // more until the others' records of the new epoch could arrive (or the step comes), so that
+    // the batch stays near target_batch_size instead of growing by a propagation delay's compute.
+    long heldShare = 0;
+    double holdShareUntil = 0.0;
+    [[nodiscard]] bool holdsItsShare(double now) const
+    {
+        return now < holdShareUntil && trainer->accumulatedSamples() >= heldShare;
+    }
     void startDelayedStep(GroupSearch &search, bool alone);
     // One micro-batch toward the next step while the round runs (or a short wait once this
     // peer's share is computed); false when the step should be finished now: the round ended,

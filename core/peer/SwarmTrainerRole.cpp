@@ -186,6 +186,10 @@ void SwarmPeer::Impl::runTrainer()
             stepTaken();
             continue;
         }
+        if (holdsItsShare(now)) {
+            sleepFor(0.05);
+            continue;
+        }
         computeMicroBatch(fittedMicroBatch(now, trainer->microBatchSize()));
     }
     if (inFlight) { // stopped (or out of time) with a round running: its group gets our part
