@@ -54,8 +54,10 @@ bool SwarmPeer::Impl::computeWhileInFlight()
         return false;
     if (inFlight->round.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
         return false;
-    // Still at the epoch before the step: samples of the next one are not published yet.
-    setMyRecord(0, emaSamplesPerSecond);
+    // Still at the epoch before the step, with the samples of the step being averaged (as a peer
+    // publishes in its round without the delay): a member that has not decided yet must still
+    // see the batch complete. Samples of the next epoch are published once it is applied.
+    setMyRecord(inFlight->gradient.samples, emaSamplesPerSecond);
     const long left = inFlight->nextShare - trainer->accumulatedSamples();
     if (left <= 0) { // this peer's share of the next batch is done: wait for the round
         (void)inFlight->round.wait_for(std::chrono::milliseconds(50));
