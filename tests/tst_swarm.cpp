@@ -401,10 +401,12 @@ private Q_SLOTS:
         const auto d = dir("h");
         SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
         auto &monitor = h.startMonitor();
-        // Its donor advert is on the DHT once it is up: the checker the trainers will ask.
+        // Its donor advert is on the DHT a few seconds after it is up (its control thread publishes
+        // its progress record first, and a put on a one-node DHT may wait out its 2 s confirmation):
+        // the checker the trainers will ask. 1.5 s was enough on one machine and not on another.
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return monitor.logText().contains(QStringLiteral("on DHT port")); }, 60),
                      {&monitor});
-        QTest::qWait(1500);
+        QTest::qWait(6000);
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("3"), QStringLiteral("--min-peers"),
                                QStringLiteral("2"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
         // It binds one pair of ports and announces another, where nothing listens: a broken forward.
