@@ -52,6 +52,15 @@ AllReduceOptions options(Compression codec)
     return o;
 }
 
+// (na a + nb b) / (na + nb), elementwise: the samples-weighted mean of two peers' gradients.
+std::vector<float> weightedMean(const std::vector<float> &a, double na, const std::vector<float> &b, double nb)
+{
+    std::vector<float> mean(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+        mean[i] = static_cast<float>((na * a[i] + nb * b[i]) / (na + nb));
+    return mean;
+}
+
 double maxAbsDifference(const std::vector<float> &x, const std::vector<float> &y)
 {
     double d = 0.0;
@@ -92,9 +101,7 @@ private Q_SLOTS:
         (void)b->accumulateMicroBatch(16);
         (void)b->accumulateMicroBatch(16);
         const auto ga = a->meanGradientFlat(), gb = b->meanGradientFlat();
-        std::vector<float> mean(ga.size());
-        for (std::size_t i = 0; i < ga.size(); ++i)
-            mean[i] = static_cast<float>((16.0 * ga[i] + 32.0 * gb[i]) / 48.0);
+        const auto mean = weightedMean(ga, 16.0, gb, 32.0);
 
         Pair pair;
         const auto o = options(Compression::None);
@@ -133,9 +140,7 @@ private Q_SLOTS:
         (void)b->accumulateMicroBatch(16);
         (void)stale->accumulateMicroBatch(16);
         const auto ga = a->meanGradientFlat(), gb = b->meanGradientFlat();
-        std::vector<float> mean(ga.size());
-        for (std::size_t i = 0; i < ga.size(); ++i)
-            mean[i] = static_cast<float>((16.0 * ga[i] + 32.0 * gb[i]) / 48.0);
+        const auto mean = weightedMean(ga, 16.0, gb, 32.0);
 
         auto da = a->detachGradient(), db = b->detachGradient();
         QCOMPARE(da.meanGradient, ga);
