@@ -58,17 +58,28 @@ class TestHostilePeer : public QObject {
             QVERIFY(!sha.empty());
             QCOMPARE(s2.at(step).value("params_sha", std::string()), sha);
             QCOMPARE(s3.at(step).value("params_sha", std::string()), sha);
-            for (const auto *s : {&s1, &s2, &s3})
-                QVERIFY(std::isfinite(s->at(step).value("loss", NAN)));
+            // A finite loss; or none, only where the trainer computed nothing for the step (it
+            // had just caught up with the swarm when its group formed: a loaded machine).
+            for (const auto *s : {&s1, &s2, &s3}) {
+                const auto &e = s->at(step);
+                SWARM_VERIFY(e.contains("loss") ? std::isfinite(e.value("loss", NAN)) : e.value("samples", -1L) == 0, all);
+            }
         }
         // The steps descend: the honest trainers' losses at steps 7-8 are below those at 1-2 (with
         // the mean, the hostile peer's ascent direction would dominate every step).
-        double early = 0.0, late = 0.0;
-        for (const auto *s : {&s1, &s2, &s3}) {
-            early += s->at(1).value("loss", 0.0) + s->at(2).value("loss", 0.0);
-            late += s->at(7).value("loss", 0.0) + s->at(8).value("loss", 0.0);
-        }
-        QVERIFY2(late < early, qPrintable(QStringLiteral("losses %1 -> %2").arg(early / 6).arg(late / 6)));
+        const auto meanLoss = [&](long first, long last) {
+            double sum = 0.0;
+            int n = 0;
+            for (const auto *s : {&s1, &s2, &s3})
+                for (long step = first; step <= last; ++step)
+                    if (s->at(step).contains("loss")) {
+                        sum += s->at(step).value("loss", 0.0);
+                        ++n;
+                    }
+            return n > 0 ? sum / n : NAN;
+        };
+        const double early = meanLoss(1, 2), late = meanLoss(7, 8);
+        QVERIFY2(late < early, qPrintable(QStringLiteral("losses %1 -> %2").arg(early).arg(late)));
         // Each honest trainer keeps its bans for a restart, beside its checkpoints.
         for (const auto *p : {&p1, &p2, &p3}) {
             std::string saved;
