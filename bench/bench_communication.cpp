@@ -6,11 +6,11 @@
 //   delayed    delayed parameter updates: the round runs beside the next step's micro-batches.
 // The two runs use the same manifest but for the "averaging" field (rewritten with absolute
 // paths, signed by a throw-away key) and the product's reference timeouts (15 s / 30 s).
-// Per mode it prints: global steps, steps averaged, the median round_s, the swarm's samples/s,
-// compute utilisation (the trainers' `utilisation` weighted by each step's interval), the bytes
-// every trainer sent (the kernel's count of its namespace's interfaces: rounds, state averaging,
-// state served to the monitor, the DHT and the control plane, all of it) per step and per sample,
-// and the last validation loss with the samples it was reached at.
+// Per mode it prints: global steps, steps every trainer averaged, the median round_s, the
+// swarm's samples/s, compute utilisation (the trainers' `utilisation` weighted by each step's
+// interval), the bytes every trainer sent (the kernel's count of its namespace's interfaces:
+// rounds, state averaging, state served to the monitor, the DHT and the control plane, all of
+// it) per step and per sample, and the last validation loss with the samples it was reached at.
 //
 //   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--target-batch-size N]
 //                       [--modes gradients,delayed]
@@ -138,10 +138,15 @@ struct ModeResult {
 ModeResult measure(const std::vector<SwarmPeerProcess *> &trainers, const std::vector<double> &sent)
 {
     ModeResult r;
-    std::map<long, std::pair<long, double>> steps; // step -> (batch samples, latest time)
+    struct Step {
+        long batch = 0;        // batch samples
+        double time = 0;       // the latest trainer's report
+        bool averaged = true;  // by every trainer that reported it
+    };
+    std::map<long, Step> steps;
     std::vector<double> rounds;
     double busy = 0, wall = 0, bytes = 0;
-    long computed = 0, stepEvents = 0;
+    long computed = 0, validatedAt = -1;
     for (std::size_t i = 0; i < trainers.size(); ++i) {
         bytes += sent[i];
         double previous = -1;
@@ -149,24 +154,27 @@ ModeResult measure(const std::vector<SwarmPeerProcess *> &trainers, const std::v
             const long step = e.value("step", 0L);
             const double time = e.value("time", 0.0);
             auto &s = steps[step];
-            s = {std::max(s.first, e.value("batch_samples", 0L)), std::max(s.second, time)};
+            s.batch = std::max(s.batch, e.value("batch_samples", 0L));
+            s.time = std::max(s.time, time);
+            s.averaged = s.averaged && e.value("averaged", false);
             rounds.push_back(e.value("round_s", 0.0));
             computed += e.value("samples", 0L);
-            ++stepEvents;
-            r.averaged += e.value("averaged", false) ? 1 : 0;
             if (previous > 0 && e.contains("utilisation")) {
                 busy += e.value("utilisation", 0.0) * (time - previous);
                 wall += time - previous;
             }
             previous = time;
-            if (e.contains("val_loss")) {
+            if (e.contains("val_loss") && step > validatedAt) {
                 r.lastValLoss = e.value("val_loss", -1.0);
-                r.valAtSamples = step; // in steps until the samples are summed below
+                validatedAt = step;
             }
         }
     }
     r.steps = static_cast<long>(steps.size());
-    r.averaged = stepEvents > 0 ? r.averaged * r.steps / stepEvents : 0;
+    for (const auto &[step, s] : steps) {
+        r.averaged += s.averaged ? 1 : 0;
+        r.valAtSamples += step <= validatedAt ? s.batch : 0;
+    }
     if (!rounds.empty()) {
         std::nth_element(rounds.begin(), rounds.begin() + static_cast<long>(rounds.size() / 2), rounds.end());
         r.medianRound = rounds[rounds.size() / 2];
@@ -174,13 +182,9 @@ ModeResult measure(const std::vector<SwarmPeerProcess *> &trainers, const std::v
     if (steps.size() >= 3) {
         long samples = 0;
         for (auto it = std::next(steps.begin()); it != steps.end(); ++it)
-            samples += it->second.first;
-        r.samplesPerSecond = samples / (steps.rbegin()->second.second - steps.begin()->second.second);
+            samples += it->second.batch;
+        r.samplesPerSecond = samples / (steps.rbegin()->second.time - steps.begin()->second.time);
     }
-    long upTo = 0;
-    for (const auto &[step, s] : steps)
-        upTo += step <= r.valAtSamples ? s.first : 0;
-    r.valAtSamples = upTo;
     r.utilisation = wall > 0 ? busy / wall : 0;
     r.bytesPerStep = r.steps > 0 ? bytes / static_cast<double>(trainers.size()) / static_cast<double>(r.steps) : 0;
     r.bytesPerSample = computed > 0 ? bytes / static_cast<double>(computed) : 0;
