@@ -3,9 +3,13 @@
 // tbf on both ends of every trainer's link, MBIT each way), train for SECONDS in each averaging
 // mode, one mode after the other on the same machine:
 //   gradients  the mode of DeDLOC: the step's round runs, then the next micro-batch;
-//   delayed    delayed parameter updates: the round runs beside the next step's micro-batches.
-// The two runs use the same manifest but for the "averaging" field (rewritten with absolute
-// paths, signed by a throw-away key) and the product's reference timeouts (15 s / 30 s).
+//   delayed    delayed parameter updates: the round runs beside the next step's micro-batches;
+//   local      local updates (DiLoCo): inner LAMB steps of INNER samples, an outer step (the
+//              round, of pseudo-gradients) every LOCAL_TARGET samples of the swarm, fp16;
+//   local8bit  the same with the pseudo-gradients in 8 bits (uniform8bit).
+// The runs use the same manifest but for the "averaging" field, the codec and (local modes) the
+// target batch size and validation after every outer step (rewritten with absolute paths,
+// signed by a throw-away key), and the product's reference timeouts (15 s / 30 s).
 // Per mode it prints: global steps, steps every trainer averaged, the median round_s, the
 // swarm's samples/s, compute utilisation (the trainers' `utilisation` weighted by each step's
 // interval), the bytes every trainer sent (the kernel's count of its namespace's interfaces:
@@ -13,7 +17,8 @@
 // it) per step and per sample, and the last validation loss with the samples it was reached at.
 //
 //   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--target-batch-size N]
-//                       [--modes gradients,delayed]
+//                       [--modes gradients,delayed,local,local8bit] [--inner-batch-size 32]
+//                       [--local-target-batch-size 2048]
 //
 // Needs root, iproute2 and nftables (EmulatedInternet::available). Run on an idle machine: the
 // trainers share its cores (1 torch thread each), so figures vary between machines and runs.
@@ -48,7 +53,11 @@ struct Options {
     double seconds = 180.0;
     int targetBatchSize = 0; // 0: the bundled run's
     std::vector<std::string> modes = {"gradients", "delayed"};
+    int innerBatchSize = 32;
+    int localTargetBatchSize = 2048;
 };
+
+bool isLocal(const std::string &mode) { return mode == "local" || mode == "local8bit"; }
 
 std::vector<std::string> split(const std::string &text)
 {
@@ -74,6 +83,10 @@ Options parse(int argc, char **argv)
             o.targetBatchSize = std::stoi(value);
         else if (key == "--modes")
             o.modes = split(value);
+        else if (key == "--inner-batch-size")
+            o.innerBatchSize = std::stoi(value);
+        else if (key == "--local-target-batch-size")
+            o.localTargetBatchSize = std::stoi(value);
         else
             throw std::runtime_error("unknown option " + key);
     }
@@ -82,9 +95,9 @@ Options parse(int argc, char **argv)
     return o;
 }
 
-// The bundled run with absolute paths, `delayed` set (and `targetBatchSize` unless 0), signed by
-// a throw-away lead key.
-fs::path writeRun(const fs::path &dir, bool delayed, int targetBatchSize)
+// The bundled run with absolute paths, set up for `mode` (and `targetBatchSize` unless 0), signed
+// by a throw-away lead key.
+fs::path writeRun(const fs::path &dir, const std::string &mode, const Options &o)
 {
     const auto bundled = findDefaultManifest();
     if (!bundled)
@@ -93,10 +106,20 @@ fs::path writeRun(const fs::path &dir, bool delayed, int targetBatchSize)
     m.tokenizer.path = m.resolve(m.tokenizer.path).string();
     for (auto &f : m.corpus.files)
         f.path = m.resolve(f.path).string();
-    if (delayed)
+    if (mode == "delayed")
         m.averagingField = AveragingSpec{true};
-    if (targetBatchSize > 0)
-        m.training.targetBatchSize = targetBatchSize;
+    if (o.targetBatchSize > 0)
+        m.training.targetBatchSize = o.targetBatchSize;
+    if (isLocal(mode)) {
+        AveragingSpec a;
+        a.mode = AveragingMode::LocalUpdates;
+        a.innerBatchSize = o.innerBatchSize;
+        m.averagingField = a;
+        m.training.targetBatchSize = o.localTargetBatchSize;
+        m.training.validationEveryNSteps = 1;
+        if (mode == "local8bit")
+            m.compression = Compression::Uniform8Bit;
+    }
     fs::create_directories(dir);
     const auto path = dir / "manifest.json";
     writeFileAtomically(path, toJson(m) + "\n");
@@ -194,7 +217,7 @@ ModeResult measure(const std::vector<SwarmPeerProcess *> &trainers, const std::v
 ModeResult runMode(const Options &o, const std::string &mode, const fs::path &work)
 {
     const fs::path app = fs::path(DEDLOC_APP);
-    const auto manifest = writeRun(work / mode, mode == "delayed", o.targetBatchSize);
+    const auto manifest = writeRun(work / mode, mode, o);
     EmulatedInternet net("dlbc" + std::to_string(::getpid() % 100000), 216);
     const int monitorHost = net.addPublicHost({100, 100});
     std::vector<int> hosts;
@@ -261,8 +284,8 @@ int main(int argc, char **argv)
         std::printf("%-10s %6s %9s %8s %10s %7s %13s %12s %9s %s\n", "mode", "steps", "averaged", "round_s",
                     "samples/s", "util", "sent/step MB", "sent/sample", "val_loss", "(at samples)");
         for (const auto &mode : o.modes) {
-            if (mode != "gradients" && mode != "delayed")
-                throw std::runtime_error("unknown mode " + mode + " (gradients, delayed)");
+            if (mode != "gradients" && mode != "delayed" && !isLocal(mode))
+                throw std::runtime_error("unknown mode " + mode + " (gradients, delayed, local, local8bit)");
             const auto r = runMode(o, mode, work);
             std::printf("%-10s %6ld %9ld %8.2f %10.1f %7.2f %13.2f %9.0f kB %9.3f (%ld)\n", mode.c_str(), r.steps,
                         r.averaged, r.medianRound, r.samplesPerSecond, r.utilisation, r.bytesPerStep / 1e6,

@@ -210,9 +210,6 @@ void TestManifest::rejectsInvalidField_data()
         "aggregation.rule: expected \"mean\" or \"centered-clip\", got \"median\"");
     set("aggregation radius below 1", "/aggregation", R"({"rule": "centered-clip", "radius": 0.5})", "aggregation.radius:");
     set("aggregation unknown field", "/aggregation", R"({"rule": "mean", "tau": 1})", "aggregation: unknown field \"tau\"");
-    set("averaging without its field", "/averaging", "{}", "averaging.delayed_parameter_updates: missing");
-    set("averaging as a string", "/averaging", R"({"delayed_parameter_updates": "yes"})",
-        "averaging.delayed_parameter_updates: expected");
     set("evaluation without task", "/evaluation", R"({"every_n_steps": 10})", "evaluation.task: missing");
     set("evaluation every 0", "/evaluation", R"({"task": "e", "every_n_steps": 0})", "evaluation.every_n_steps: expected a positive");
     set("evaluation unknown field", "/evaluation", R"({"task": "e", "every_n_steps": 5, "x": 3})", "evaluation: unknown field \"x\"");
@@ -280,8 +277,6 @@ void TestManifest::acceptsBoundaryValues_data()
     QTest::newRow("closed run") << "set" << "/access" << "\"closed\"" << "\"closed\"";
     QTest::newRow("aggregation") << "set" << "/aggregation" << R"({"rule": "centered-clip", "radius": 1})"
                                  << R"({"rule": "centered-clip", "radius": 1.0})";
-    QTest::newRow("delayed updates") << "set" << "/averaging" << R"({"delayed_parameter_updates": true})"
-                                     << R"({"delayed_parameter_updates": true})";
     QTest::newRow("evaluation") << "set" << "/evaluation" << R"({"task": "eval/sib", "every_n_steps": 1})"
                                 << R"({"task": "eval/sib", "every_n_steps": 1})";
 }
@@ -307,14 +302,7 @@ void TestManifest::optionalSectionsDefault()
     const auto meanOpen = dedloc::parseRunManifest(
         edited(QStringLiteral("set"), QStringLiteral("/aggregation"), QStringLiteral(R"({"rule": "mean"})")), {});
     QVERIFY(meanOpen.aggregation().rule == dedloc::AggregationRule::Mean);
-    // Averaging: absent, gradients are applied at once; unwritten.
-    QVERIFY(!open.averaging().delayedParameterUpdates);
-    QVERIFY(!json::parse(dedloc::toJson(open)).contains("averaging"));
-    QVERIFY(dedloc::parseRunManifest(edited(QStringLiteral("set"), QStringLiteral("/averaging"),
-                                            QStringLiteral(R"({"delayed_parameter_updates": true})")),
-                                     {})
-                .averaging()
-                .delayedParameterUpdates);
+    // The averaging section has a test of its own (tst_averagingspec).
     const auto evaluated = dedloc::parseRunManifest(
         edited(QStringLiteral("set"), QStringLiteral("/evaluation"), QStringLiteral(R"({"task": "eval/sib", "every_n_steps": 50})")),
         "/runs/demo");

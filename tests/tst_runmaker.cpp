@@ -57,6 +57,21 @@ private Q_SLOTS:
         o.delayedParameterUpdates = true;
         (void)makeRun(o);
         QVERIFY(loadRunManifest(o.outputDir / "manifest.json").averaging().delayedParameterUpdates);
+        // Local updates, with their outer step and the 8-bit codec; delayed updates do not combine.
+        o.localUpdatesInnerBatch = 16;
+        QVERIFY(test::errorOf([&] { makeRun(o); }).contains(QStringLiteral("delayed_parameter_updates")));
+        o.delayedParameterUpdates = false;
+        o.outerLearningRate = 0.5;
+        o.compression = Compression::Uniform8Bit;
+        (void)makeRun(o);
+        const auto local = loadRunManifest(o.outputDir / "manifest.json");
+        QVERIFY(local.averaging().mode == AveragingMode::LocalUpdates);
+        QCOMPARE(local.averaging().innerBatchSize, 16);
+        QCOMPARE(local.averaging().outerLearningRate, 0.5);
+        QCOMPARE(local.averaging().outerMomentum, 0.9);
+        QVERIFY(local.compression == Compression::Uniform8Bit);
+        o.localUpdatesInnerBatch = 65; // above the target batch size
+        QVERIFY(test::errorOf([&] { makeRun(o); }).contains(QStringLiteral("inner_batch_size")));
     }
 
     void badRequestsAreRefused()

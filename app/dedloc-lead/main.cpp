@@ -4,6 +4,7 @@
 //   dedloc-lead keygen | sign | verify | rotate-key | issue-token   (KeyCommands.h)
 //   dedloc-lead serve [options]   the bootstrap node and monitor (ServeCommand.h; execs dedloc-lead-serve)
 #include "KeyCommands.h"
+#include "compress/Compression.h"
 #include "run/RunMaker.h"
 #include "run/RunManifest.h"
 #include "util/Error.h"
@@ -65,7 +66,22 @@ int makeRun(const QStringList &args)
     const QCommandLineOption closed(QStringLiteral("closed"), QStringLiteral("A closed run: only peers with an access token (issue-token) may join."));
     const QCommandLineOption delayed(QStringLiteral("delayed-parameter-updates"),
                                      QStringLiteral("Average each step while the next is computed (one step stale; for slow uplinks)."));
-    p.addOptions({corpus, out, runId, name, lead, description, preset, vocab, seqLen, target, micro, lr, warmup, total, keepTokenizer, closed, delayed});
+    const QCommandLineOption local(QStringLiteral("local-updates"),
+                                   QStringLiteral("Local updates (DiLoCo): inner LAMB steps of n samples, the swarm "
+                                                  "averages pseudo-gradients at each global step."),
+                                   QStringLiteral("n"));
+    const QCommandLineOption outerLr(QStringLiteral("outer-learning-rate"),
+                                     QStringLiteral("Outer Nesterov step's rate (local updates)."), QStringLiteral("x"),
+                                     QStringLiteral("0.7"));
+    const QCommandLineOption outerMomentum(QStringLiteral("outer-momentum"),
+                                           QStringLiteral("Outer Nesterov momentum (local updates)."),
+                                           QStringLiteral("x"), QStringLiteral("0.9"));
+    const QCommandLineOption codec(QStringLiteral("compression"),
+                                   QStringLiteral("Codec of the averaged values: fp16, uniform8bit, "
+                                                  "blockwise8bit, size_adaptive, none."),
+                                   QStringLiteral("name"), QStringLiteral("fp16"));
+    p.addOptions({corpus, out, runId, name, lead, description, preset, vocab, seqLen, target, micro, lr, warmup,
+                  total, keepTokenizer, closed, delayed, local, outerLr, outerMomentum, codec});
     p.process(args);
     if (!p.isSet(corpus) || !p.isSet(out) || !p.isSet(runId)) {
         std::fprintf(stderr, "dedloc-lead make-run: --corpus, --out and --run-id are required\n");
@@ -91,6 +107,17 @@ int makeRun(const QStringList &args)
     o.retrainTokenizer = !p.isSet(keepTokenizer);
     o.closed = p.isSet(closed);
     o.delayedParameterUpdates = p.isSet(delayed);
+    if (p.isSet(local)) {
+        o.localUpdatesInnerBatch = p.value(local).toInt(&ok); all &= ok && o.localUpdatesInnerBatch > 0;
+    }
+    o.outerLearningRate = p.value(outerLr).toDouble(&ok); all &= ok;
+    o.outerMomentum = p.value(outerMomentum).toDouble(&ok); all &= ok;
+    if (const auto c = dedloc::compressionFromName(p.value(codec).toStdString())) {
+        o.compression = *c;
+    } else {
+        std::fprintf(stderr, "dedloc-lead make-run: unknown --compression %s\n", qPrintable(p.value(codec)));
+        return 2;
+    }
     if (!all) {
         std::fprintf(stderr, "dedloc-lead make-run: a numeric option has a value that is not a number\n");
         return 2;

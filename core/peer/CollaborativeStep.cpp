@@ -123,7 +123,7 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
     out.localSamples = contribute ? trainer.accumulatedSamples() : 0;
     std::string why = whyAlone;
     if (group) {
-        auto gradient = contribute ? trainer.meanGradientFlat()
+        auto gradient = contribute ? trainer.gradientToAverage()
                                    : std::vector<float>(static_cast<std::size_t>(trainer.parameterCount()), 0.0F);
         if (averageInGroup(allReduce, *group, gradient, trainer.step(), options, tamper, out, &why)) {
             out.result = trainer.applyAveragedStep(gradient, out.batchSamples);

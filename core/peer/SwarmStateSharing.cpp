@@ -190,6 +190,10 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
 
 bool SwarmPeer::Impl::averageStateNow(long epoch) const
 {
+    // Local updates: every member applies the same outer step to the same anchor, and the inner
+    // statistics are each peer's own (DiLoCo): no periodic state round. Repairs still run one.
+    if (manifest->averaging().mode == AveragingMode::LocalUpdates)
+        return false;
     return opt.averageStateEvery > 0 && (epoch + 1) % opt.averageStateEvery == 0;
 }
 

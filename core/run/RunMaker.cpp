@@ -83,6 +83,16 @@ RunManifest makeRun(const MakeRunOptions &o)
     m.closed = o.closed;
     if (o.delayedParameterUpdates)
         m.averagingField = AveragingSpec{true};
+    if (o.localUpdatesInnerBatch > 0) {
+        AveragingSpec a;
+        if (o.delayedParameterUpdates)
+            throw Error("delayed_parameter_updates applies to the gradients averaging mode, not to local updates");
+        a.mode = AveragingMode::LocalUpdates;
+        a.innerBatchSize = o.localUpdatesInnerBatch;
+        a.outerLearningRate = o.outerLearningRate;
+        a.outerMomentum = o.outerMomentum;
+        m.averagingField = a;
+    }
 
     // Round-trip through the parser so that we never write a manifest we would refuse.
     const std::string json = toJson(m);

@@ -103,6 +103,44 @@ AggregationSpec parseAggregation(const JsonObjectReader &root)
     return spec;
 }
 
+AveragingSpec parseAveraging(const JsonObjectReader &root, int targetBatchSize)
+{
+    const JsonObjectReader r = root.object("averaging", {"delayed_parameter_updates", "mode", "inner_batch_size",
+                                                         "outer_learning_rate", "outer_momentum"});
+    AveragingSpec spec;
+    if (r.has("delayed_parameter_updates"))
+        spec.delayedParameterUpdates = r.boolean("delayed_parameter_updates");
+    const std::string mode = r.has("mode") ? r.string("mode") : "gradients";
+    if (mode == "gradients") {
+        for (const char *key : {"inner_batch_size", "outer_learning_rate", "outer_momentum"})
+            if (r.has(key))
+                r.fail(key, "applies to \"mode\": \"local_updates\" only");
+        return spec;
+    }
+    if (mode != "local_updates")
+        r.fail("mode", "expected \"gradients\" or \"local_updates\", got " + jsonExcerpt(mode));
+    spec.mode = AveragingMode::LocalUpdates;
+    if (spec.delayedParameterUpdates)
+        r.fail("delayed_parameter_updates", "applies to \"mode\": \"gradients\" only");
+    spec.innerBatchSize = r.integer("inner_batch_size", 1);
+    if (spec.innerBatchSize > targetBatchSize)
+        r.fail("inner_batch_size", "is " + std::to_string(spec.innerBatchSize)
+                                       + ", more than training.target_batch_size " + std::to_string(targetBatchSize));
+    if (r.has("outer_learning_rate"))
+        spec.outerLearningRate = r.numberIn("outer_learning_rate", 0.0, true, 10.0, false);
+    if (r.has("outer_momentum"))
+        spec.outerMomentum = r.numberIn("outer_momentum", 0.0, false, 1.0, true);
+    return spec;
+}
+
+json averagingJson(const AveragingSpec &a)
+{
+    if (a.mode == AveragingMode::Gradients)
+        return {{"delayed_parameter_updates", a.delayedParameterUpdates}};
+    return {{"mode", "local_updates"}, {"inner_batch_size", a.innerBatchSize},
+            {"outer_learning_rate", a.outerLearningRate}, {"outer_momentum", a.outerMomentum}};
+}
+
 // nlohmann keeps the last of duplicate keys silently; two peers reading the "same" manifest with
 // different parsers could then disagree, so a duplicate is an error.
 json parseStrictJson(const std::string &text)
@@ -298,10 +336,8 @@ RunManifest parseRunManifest(const std::string &json, const std::filesystem::pat
     }
     if (root.has("aggregation"))
         m.aggregationField = parseAggregation(root);
-    if (root.has("averaging")) {
-        const JsonObjectReader r = root.object("averaging", {"delayed_parameter_updates"});
-        m.averagingField = AveragingSpec{r.boolean("delayed_parameter_updates")};
-    }
+    if (root.has("averaging"))
+        m.averagingField = parseAveraging(root, m.training.targetBatchSize);
     return m;
 }
 
@@ -378,7 +414,7 @@ std::string toJson(const RunManifest &m)
         out["aggregation"] = {{"rule", aggregationRuleName(m.aggregationField->rule)},
                               {"radius", m.aggregationField->radius}};
     if (m.averagingField)
-        out["averaging"] = {{"delayed_parameter_updates", m.averagingField->delayedParameterUpdates}};
+        out["averaging"] = averagingJson(*m.averagingField);
     return out.dump(2);
 }
 

@@ -76,12 +76,30 @@ struct AggregationSpec {
     double radius = 2.0;
 };
 
-// How the swarm averages (docs/PROTOCOL.md "Delayed parameter updates").
+// What the swarm averages at a global step (docs/PROTOCOL.md "Averaging modes").
+enum class AveragingMode {
+    // DeDLOC's mode: the global batch's mean gradient, and one LAMB step on it.
+    Gradients,
+    // Local updates (DiLoCo, Douillard et al. 2023, arXiv 2311.08105, Algorithm 1): each peer
+    // takes inner LAMB steps on its own batches of `innerBatchSize` samples; at the global step
+    // (the outer step) the swarm averages the pseudo-gradients (parameters at the last outer step
+    // minus the local ones, weighted by samples) and applies Nesterov momentum SGD to them.
+    LocalUpdates,
+};
+
+// How the swarm averages (docs/PROTOCOL.md "Delayed parameter updates", "Averaging modes").
 struct AveragingSpec {
     // The averaging round of step t runs beside the micro-batches of step t + 1, which are
     // computed on the parameters before step t's update (one step stale); the update applied
     // is still exactly the group's averaged gradient (hivemind's delay_optimizer_step).
+    // Gradients mode only.
     bool delayedParameterUpdates = false;
+    AveragingMode mode = AveragingMode::Gradients;
+    // Local updates only: samples of each inner step (1 to training.target_batch_size), and the
+    // outer Nesterov step's learning rate and momentum (DiLoCo's defaults: 0.7 and 0.9).
+    int innerBatchSize = 0;
+    double outerLearningRate = 0.7;
+    double outerMomentum = 0.9;
 };
 
 struct RunManifest {
@@ -109,7 +127,9 @@ struct RunManifest {
     std::optional<AggregationSpec> aggregationField;
 
     [[nodiscard]] AggregationSpec aggregation() const;
-    // "averaging": {"delayed_parameter_updates": bool}. Optional; absent: AveragingSpec{}.
+    // "averaging": {"delayed_parameter_updates": bool} or {"mode": "local_updates",
+    // "inner_batch_size": n, "outer_learning_rate": x, "outer_momentum": x}. Optional; absent:
+    // AveragingSpec{} (gradients, no delay).
     std::optional<AveragingSpec> averagingField;
     [[nodiscard]] AveragingSpec averaging() const { return averagingField.value_or(AveragingSpec{}); }
 

@@ -10,6 +10,11 @@
 // averaging/ProgressTracker.h fitMicroBatch) and however the samples were shared among peers: the
 // swarm's sample-weighted all-reduce gives the same mean.
 //
+// Local-update mode (the manifest's "averaging": {"mode": "local_updates"}; DiLoCo, arXiv
+// 2311.08105): every averaging.inner_batch_size samples the trainer takes an inner LAMB step on
+// its own; the step (the epoch, the global batch) is the outer step (train/OuterOptimizer.h), on
+// the pseudo-gradient instead of the mean gradient. applyStep() and applyAveragedStep() take it.
+//
 // Threads: a Trainer is used from one thread (the trainer thread). Not copyable.
 // Errors: dedloc::Error for bad input (corpus, tokenizer/manifest mismatch, checkpoints).
 #include "face/Contribution.h"
@@ -72,7 +77,8 @@ public:
     Trainer(const Trainer &) = delete;
     Trainer &operator=(const Trainer &) = delete;
 
-    // One forward/backward pass over min(maxSamples, micro-batch size) samples.
+    // One forward/backward pass over min(maxSamples, micro-batch size) samples (in local-update
+    // mode also at most what the inner batch lacks; the inner step follows when it is full).
     MicroBatchResult accumulateMicroBatch(int maxSamples);
     [[nodiscard]] long accumulatedSamples() const;
     // Caps the micro-batch (volunteer setting); clamped to [1, the manifest's micro-batch size].
@@ -86,13 +92,19 @@ public:
     // before any micro-batch), flattened over parameters in registration order (fp32, CPU,
     // parameterCount() elements). The all-reduce averages these weighted by samples.
     [[nodiscard]] std::vector<float> meanGradientFlat() const;
+    // What this peer averages at the global step, in meanGradientFlat()'s layout: its mean
+    // gradient, or in local-update mode its pseudo-gradient (OuterOptimizer.h; a partial inner
+    // batch takes its inner step first).
+    [[nodiscard]] std::vector<float> gradientToAverage();
     // Applies an averaged mean gradient (same layout) for a global batch of `batchSamples`:
     // clipping, the non-finite guard, LAMB and the schedule exactly as applyStep(). Clears the
     // local accumulation. Throws dedloc::Error if the size differs from parameterCount().
+    // Local-update mode: the outer step with the averaged pseudo-gradient instead.
     StepResult applyAveragedStep(std::span<const float> meanGradient, long batchSamples);
     // Delayed parameter updates (hivemind's delay_optimizer_step; docs/PROTOCOL.md "Delayed
     // parameter updates"): takes the accumulated mean gradient out and starts a new, empty
     // accumulation at once. The step is still to be applied: step() does not change.
+    // Gradients mode only (dedloc::Error in local-update mode).
     DetachedGradient detachGradient();
     // Applies `gradient` (the detached one averaged with the group's, or its own mean when no
     // group formed) for a batch of `batchSamples`: clipping, the non-finite guard, LAMB and the
@@ -115,7 +127,8 @@ public:
     [[nodiscard]] ContributionTotals contribution() const; // ever (checkpointed)
     [[nodiscard]] const RunManifest &manifest() const;
 
-    // Checkpoints hold parameters, LAMB statistics, the step, the data position and masking RNG
+    // Checkpoints hold parameters (local-update mode: the anchor, and the outer momentum as
+    // "outer.momentum.<i>"), LAMB statistics, the step, the data position and masking RNG
     // at the last step boundary, and the contribution counters. save() throws dedloc::Error on
     // I/O failure and leaves earlier checkpoints intact. restore() loads the newest good one
     // (falling back to the previous one, with a log line) and returns its step, or nothing if
@@ -129,7 +142,9 @@ public:
     // The shareable training state for DeDLOC state sharing and state averaging (docs/PROTOCOL.md
     // "State sharing"): the parameters in registration order, then the LAMB statistics in
     // Lamb::state() order (exp_avg and exp_avg_sq of each parameter in turn); fp32, CPU,
-    // stateElements() = 3 * parameterCount() elements.
+    // stateElements() = 3 * parameterCount() elements. Local-update mode: the anchor, then the
+    // outer momentum (2 * parameterCount()): what every member holds alike after an outer step;
+    // the inner LAMB statistics are each peer's own (DiLoCo) and a loaded state keeps them.
     [[nodiscard]] long long stateElements() const;
     [[nodiscard]] std::vector<float> stateFlat() const;
     // Loads such a vector and sets the epoch (optimizer step; the schedule follows it). Drops any
@@ -142,7 +157,9 @@ public:
     void restartData(std::uint64_t seed);
 
 private:
-    StepResult finishStep(StepResult partial);
+    // The step's end: LAMB on the gradients set (gradients mode) or the outer step with
+    // `pseudoGradient` (local-update mode); then the accumulation clears and the boundary moves.
+    StepResult finishStep(StepResult partial, std::span<const float> pseudoGradient = {});
 
     struct Impl;
     std::unique_ptr<Impl> d;

@@ -1,0 +1,73 @@
+// Local-update mode end to end (DiLoCo in the swarm; core/train/OuterOptimizer.h): two `dedloc`
+// processes on loopback train a tiny run whose manifest asks for local updates, then a third
+// joins late. Every outer step is averaged and leaves the members bitwise identical, with no
+// periodic state round (the outer step keeps the anchors together); the joiner downloads the
+// anchor and the outer momentum and takes part in the next outer step with the same parameters.
+#include "SwarmHarness.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace dedloc;
+using namespace dedloc::test;
+
+class TestSwarmLocalUpdates : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_tmp;
+    std::filesystem::path m_app = DEDLOC_APP;
+
+private Q_SLOTS:
+    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
+
+    void outerStepsKeepPeersIdenticalAndAJoinerCatchesUp()
+    {
+        const auto d = std::filesystem::path(m_tmp.path().toStdString());
+        // Outer steps of 512 samples (seconds each, inner steps of 16): the swarm must not
+        // outrun the joiner's download, as real outer steps (many minutes) never do.
+        const auto manifest = writeSignedTinyRun(d, 512, [](RunManifest &m) {
+            AveragingSpec a;
+            a.mode = AveragingMode::LocalUpdates;
+            a.innerBatchSize = 16;
+            m.averagingField = a;
+        });
+        SwarmHarness h(m_app, manifest, d / "peers");
+        auto &monitor = h.startMonitor();
+        // A state round every 2 epochs would run in gradients mode: here none may.
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("60"), QStringLiteral("--average-state-every"),
+                               QStringLiteral("2")};
+        const QStringList two = QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2");
+        auto &p1 = h.startPeer(QStringLiteral("p1"), two);
+        auto &p2 = h.startPeer(QStringLiteral("p2"), two);
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return p1.lastStep() >= 3 && p2.lastStep() >= 3; }, 150),
+                     {&p1, &p2, &monitor});
+        auto &late = h.startPeer(QStringLiteral("late"), args);
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return late.events().size() >= 2; }, 150), {&p1, &p2, &late, &monitor});
+        for (auto *p : {&late, &p1, &p2})
+            p->stopGracefully();
+        const auto s1 = byStep(p1), s2 = byStep(p2), sl = byStep(late);
+        long together = 0;
+        for (const auto &[step, e1] : s1) {
+            SWARM_VERIFY(!e1.value("state_round", false), {&p1, &p2});
+            if (!s2.count(step))
+                continue;
+            const auto &e2 = s2.at(step);
+            SWARM_VERIFY(e1.value("averaged", false) && e2.value("averaged", false), {&p1, &p2});
+            SWARM_VERIFY(e1.value("params_sha", std::string()) == e2.value("params_sha", std::string()), {&p1, &p2});
+            ++together;
+        }
+        SWARM_VERIFY(together >= 3, {&p1, &p2});
+        SWARM_VERIFY(late.logText().contains(QStringLiteral("downloaded state of epoch")), {&late});
+        const long first = sl.begin()->first;
+        SWARM_VERIFY(first >= 4, {&late}); // it never restarted the run from step 0
+        const auto &joined = sl.begin()->second;
+        SWARM_VERIFY(joined.value("averaged", false) && joined.value("group_size", 0) == 3, {&p1, &p2, &late});
+        SWARM_VERIFY(joined.value("samples", 0L) > 0, {&late}); // it computed inner steps of its own
+        QVERIFY(s1.count(first));
+        QCOMPARE(joined.value("params_sha", std::string()), s1.at(first).value("params_sha", std::string()));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSwarmLocalUpdates)
+#include "tst_swarmlocalupdates.moc"
