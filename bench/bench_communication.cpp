@@ -6,7 +6,9 @@
 //   delayed    delayed parameter updates: the round runs beside the next step's micro-batches;
 //   local      local updates (DiLoCo): inner LAMB steps of INNER samples, an outer step (the
 //              round, of pseudo-gradients) every LOCAL_TARGET samples of the swarm, fp16;
-//   local8bit  the same with the pseudo-gradients in 8 bits (uniform8bit).
+//   local8bit  the same with the pseudo-gradients in 8 bits (uniform8bit);
+//   overlapped local8bit with delayed parameter updates: the outer step's round runs beside the
+//              next inner steps.
 // The runs use the same manifest but for the "averaging" field, the codec and (local modes) the
 // target batch size and validation after every outer step (rewritten with absolute paths,
 // signed by a throw-away key), and the product's reference timeouts (15 s / 30 s).
@@ -17,7 +19,7 @@
 // it) per step and per sample, and the last validation loss with the samples it was reached at.
 //
 //   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--target-batch-size N]
-//                       [--modes gradients,delayed,local,local8bit] [--inner-batch-size 32]
+//                       [--modes gradients,delayed,local,local8bit,overlapped] [--inner-batch-size 32]
 //                       [--local-target-batch-size 2048]
 //
 // Needs root, iproute2 and nftables (EmulatedInternet::available). Run on an idle machine: the
@@ -57,7 +59,7 @@ struct Options {
     int localTargetBatchSize = 2048;
 };
 
-bool isLocal(const std::string &mode) { return mode == "local" || mode == "local8bit"; }
+bool isLocal(const std::string &mode) { return mode == "local" || mode == "local8bit" || mode == "overlapped"; }
 
 std::vector<std::string> split(const std::string &text)
 {
@@ -117,8 +119,10 @@ fs::path writeRun(const fs::path &dir, const std::string &mode, const Options &o
         m.averagingField = a;
         m.training.targetBatchSize = o.localTargetBatchSize;
         m.training.validationEveryNSteps = 1;
-        if (mode == "local8bit")
+        if (mode != "local")
             m.compression = Compression::Uniform8Bit;
+        a.delayedParameterUpdates = mode == "overlapped";
+        m.averagingField = a;
     }
     fs::create_directories(dir);
     const auto path = dir / "manifest.json";
@@ -285,7 +289,7 @@ int main(int argc, char **argv)
                     "samples/s", "util", "sent/step MB", "sent/sample", "val_loss", "(at samples)");
         for (const auto &mode : o.modes) {
             if (mode != "gradients" && mode != "delayed" && !isLocal(mode))
-                throw std::runtime_error("unknown mode " + mode + " (gradients, delayed, local, local8bit)");
+                throw std::runtime_error("unknown mode " + mode + " (gradients, delayed, local, local8bit, overlapped)");
             const auto r = runMode(o, mode, work);
             std::printf("%-10s %6ld %9ld %8.2f %10.1f %7.2f %13.2f %9.0f kB %9.3f (%ld)\n", mode.c_str(), r.steps,
                         r.averaged, r.medianRound, r.samplesPerSecond, r.utilisation, r.bytesPerStep / 1e6,

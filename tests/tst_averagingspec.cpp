@@ -71,6 +71,11 @@ private Q_SLOTS:
         QCOMPARE(custom.averaging().innerBatchSize, 256); // the target batch size itself
         QCOMPARE(custom.averaging().outerLearningRate, 1.0);
         QCOMPARE(custom.averaging().outerMomentum, 0.0);
+        // Overlapped outer steps: delayed updates in this mode, written only when set.
+        const auto overlapped = withAveraging(R"({"mode": "local_updates", "inner_batch_size": 8,
+                                                   "delayed_parameter_updates": true})");
+        QVERIFY(overlapped.averaging().delayedParameterUpdates);
+        QCOMPARE(json::parse(dedloc::toJson(overlapped)).at("averaging").value("delayed_parameter_updates", false), true);
     }
 
     void refused_data()
@@ -90,8 +95,6 @@ private Q_SLOTS:
             "averaging.inner_batch_size: expected a positive");
         row("inner batch above target", R"({"mode": "local_updates", "inner_batch_size": 257})",
             "averaging.inner_batch_size: is 257, more than training.target_batch_size 256");
-        row("delayed with local", R"({"mode": "local_updates", "inner_batch_size": 8, "delayed_parameter_updates": true})",
-            "averaging.delayed_parameter_updates: applies to \"mode\": \"gradients\" only");
         row("outer rate in gradients mode", R"({"outer_learning_rate": 0.7})",
             "averaging.outer_learning_rate: applies to \"mode\": \"local_updates\" only");
         row("outer rate 0", R"({"mode": "local_updates", "inner_batch_size": 8, "outer_learning_rate": 0})",

@@ -168,8 +168,42 @@ private Q_SLOTS:
         QVERIFY2(r.skipReason.find("non-finite pseudo-gradient") != std::string::npos, r.skipReason.c_str());
         QCOMPARE(t.step(), 0L);
         QVERIFY(sameBits(t.parametersFlat(), anchor));
-        // Delayed parameter updates belong to gradients mode.
-        QVERIFY_THROWS_EXCEPTION(Error, t.detachGradient());
+    }
+
+    void overlappedOuterStepCarriesTheInnerProgressOver()
+    {
+        // Delayed updates in this mode: the pseudo-gradient is detached, two inner steps follow on
+        // the local parameters, then the outer step arrives and the progress moves onto it.
+        Trainer t(localRun(8), *m_tokenizer, TrainerConfig{6, false, 0});
+        const auto theta = t.parametersFlat();
+        t.accumulateMicroBatch(8);
+        t.accumulateMicroBatch(8);
+        auto detached = t.detachGradient();
+        QCOMPARE(detached.samples, 16L);
+        QCOMPARE(t.step(), 0L);
+        QCOMPARE(t.accumulatedSamples(), 0L);
+        const auto atDetach = t.parametersFlat();
+        for (std::size_t i = 0; i < theta.size(); ++i)
+            QCOMPARE(detached.meanGradient[i], theta[i] - atDetach[i]);
+        t.accumulateMicroBatch(8);
+        t.accumulateMicroBatch(8);
+        const auto beforeMerge = t.parametersFlat();
+        QVERIFY(!sameBits(beforeMerge, atDetach)); // the inner steps went on
+        const auto r = t.applyDetachedStep(detached, detached.meanGradient, 16);
+        QVERIFY(r.applied);
+        QCOMPARE(r.step, 1L);
+        QCOMPARE(t.accumulatedSamples(), 16L); // the next outer step's samples stay
+        // theta' = theta - 1.33 delta (v = delta); w = theta' + (beforeMerge - atDetach).
+        std::vector<float> anchor(theta.size()), local(theta.size());
+        for (std::size_t i = 0; i < theta.size(); ++i) {
+            anchor[i] = theta[i] - 1.33F * detached.meanGradient[i];
+            local[i] = anchor[i] + (beforeMerge[i] - atDetach[i]);
+        }
+        const double da = relativeDifference(t.sharedParametersFlat(), anchor);
+        const double dw = relativeDifference(t.parametersFlat(), local);
+        QVERIFY2(da < 1e-6 && dw < 1e-6, qPrintable(QStringLiteral("%1 %2").arg(da).arg(dw)));
+        // A detached pseudo-gradient of another epoch is refused.
+        QVERIFY_THROWS_EXCEPTION(Error, t.applyDetachedStep(detached, detached.meanGradient, 16));
     }
 };
 

@@ -403,7 +403,7 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
     if (const auto share = utilisation.step(steadySeconds(), c.computeSeconds))
         fields["utilisation"] = *share;
     if (opt.hashParameters) {
-        const auto p = trainer->parametersFlat();
+        const auto p = trainer->sharedParametersFlat();
         fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
     }
     metrics->write("step", fields);

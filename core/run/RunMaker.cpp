@@ -85,8 +85,7 @@ RunManifest makeRun(const MakeRunOptions &o)
         m.averagingField = AveragingSpec{true};
     if (o.localUpdatesInnerBatch > 0) {
         AveragingSpec a;
-        if (o.delayedParameterUpdates)
-            throw Error("delayed_parameter_updates applies to the gradients averaging mode, not to local updates");
+        a.delayedParameterUpdates = o.delayedParameterUpdates;
         a.mode = AveragingMode::LocalUpdates;
         a.innerBatchSize = o.localUpdatesInnerBatch;
         a.outerLearningRate = o.outerLearningRate;

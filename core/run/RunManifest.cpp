@@ -120,8 +120,6 @@ AveragingSpec parseAveraging(const JsonObjectReader &root, int targetBatchSize)
     if (mode != "local_updates")
         r.fail("mode", "expected \"gradients\" or \"local_updates\", got " + jsonExcerpt(mode));
     spec.mode = AveragingMode::LocalUpdates;
-    if (spec.delayedParameterUpdates)
-        r.fail("delayed_parameter_updates", "applies to \"mode\": \"gradients\" only");
     spec.innerBatchSize = r.integer("inner_batch_size", 1);
     if (spec.innerBatchSize > targetBatchSize)
         r.fail("inner_batch_size", "is " + std::to_string(spec.innerBatchSize)
@@ -137,8 +135,11 @@ json averagingJson(const AveragingSpec &a)
 {
     if (a.mode == AveragingMode::Gradients)
         return {{"delayed_parameter_updates", a.delayedParameterUpdates}};
-    return {{"mode", "local_updates"}, {"inner_batch_size", a.innerBatchSize},
-            {"outer_learning_rate", a.outerLearningRate}, {"outer_momentum", a.outerMomentum}};
+    json out = {{"mode", "local_updates"}, {"inner_batch_size", a.innerBatchSize},
+                {"outer_learning_rate", a.outerLearningRate}, {"outer_momentum", a.outerMomentum}};
+    if (a.delayedParameterUpdates)
+        out["delayed_parameter_updates"] = true;
+    return out;
 }
 
 // nlohmann keeps the last of duplicate keys silently; two peers reading the "same" manifest with

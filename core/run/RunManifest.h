@@ -91,8 +91,9 @@ enum class AveragingMode {
 struct AveragingSpec {
     // The averaging round of step t runs beside the micro-batches of step t + 1, which are
     // computed on the parameters before step t's update (one step stale); the update applied
-    // is still exactly the group's averaged gradient (hivemind's delay_optimizer_step).
-    // Gradients mode only.
+    // is still exactly the group's averaged gradient (hivemind's delay_optimizer_step). In
+    // local-update mode: the outer step's round runs beside the next inner steps, whose progress
+    // is carried onto the new anchor when it arrives (overlapped DiLoCo, one outer step late).
     bool delayedParameterUpdates = false;
     AveragingMode mode = AveragingMode::Gradients;
     // Local updates only: samples of each inner step (1 to training.target_batch_size), and the

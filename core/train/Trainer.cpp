@@ -122,10 +122,16 @@ StepResult Trainer::finishStep(StepResult r, std::span<const float> pseudoGradie
 
 DetachedGradient Trainer::detachGradient()
 {
-    if (d->outer)
-        throw Error("delayed parameter updates apply to the gradients averaging mode only");
     DetachedGradient g;
-    g.meanGradient = meanGradientFlat();
+    if (d->outer) { // the pseudo-gradient up to here; the inner steps go on from these parameters
+        d->innerStep();
+        g.meanGradient = d->outer->pseudoGradient();
+        d->detachedParameters.clear();
+        for (const auto &p : d->model->parameters())
+            d->detachedParameters.push_back(p.detach().clone());
+    } else {
+        g.meanGradient = meanGradientFlat();
+    }
     g.samples = d->accumulated;
     g.loss = d->accumulated > 0 ? d->accumulatedLossTimesSamples / static_cast<double>(d->accumulated) : 0.0;
     g.seconds = d->accumulated > 0 ? secondsSince(d->accumulationStart) : 0.0;
@@ -141,6 +147,8 @@ StepResult Trainer::applyDetachedStep(const DetachedGradient &detached, std::spa
     if (!d->detached || d->detached->epoch != detached.epoch || detached.epoch != step())
         throw Error("the detached gradient of epoch " + std::to_string(detached.epoch)
                     + " does not belong to this trainer's epoch " + std::to_string(step()));
+    if (d->outer)
+        return applyDetachedOuterStep(detached, gradient, batchSamples);
     // The next step's accumulation, computed meanwhile on these parameters, waits aside.
     std::vector<torch::Tensor> next;
     for (const auto &p : d->model->parameters())
@@ -158,6 +166,37 @@ StepResult Trainer::applyDetachedStep(const DetachedGradient &detached, std::spa
         for (std::size_t i = 0; i < params.size(); ++i)
             params[i].grad().copy_(next[i]);
     }
+    d->boundaryPosition = d->detached->position;
+    d->boundaryMaskerState = d->detached->maskerState;
+    d->detached.reset();
+    return r;
+}
+
+StepResult Trainer::applyDetachedOuterStep(const DetachedGradient &detached, std::span<const float> pseudoGradient,
+                                           long batchSamples)
+{
+    // The inner steps taken since the detach, u = w - w_detach, move on to the new anchor:
+    // w <- theta_next + u (one outer step of delay, as overlapped DiLoCo merges it).
+    std::vector<torch::Tensor> progress;
+    {
+        torch::NoGradGuard noGrad;
+        auto params = d->model->parameters();
+        for (std::size_t i = 0; i < params.size(); ++i)
+            progress.push_back(params[i].detach() - d->detachedParameters[i]);
+    }
+    StepResult r;
+    r.samples = batchSamples;
+    r.loss = detached.loss;
+    d->outerStep(r, pseudoGradient, detached.samples > 0); // the parameters are the anchor now
+    r.seconds = detached.seconds;
+    r.samplesPerSecond = r.seconds > 0 ? static_cast<double>(detached.samples) / r.seconds : 0.0;
+    {
+        torch::NoGradGuard noGrad;
+        auto params = d->model->parameters();
+        for (std::size_t i = 0; i < params.size(); ++i)
+            params[i].add_(progress[i]);
+    }
+    d->detachedParameters.clear();
     d->boundaryPosition = d->detached->position;
     d->boundaryMaskerState = d->detached->maskerState;
     d->detached.reset();

@@ -104,7 +104,8 @@ public:
     // Delayed parameter updates (hivemind's delay_optimizer_step; docs/PROTOCOL.md "Delayed
     // parameter updates"): takes the accumulated mean gradient out and starts a new, empty
     // accumulation at once. The step is still to be applied: step() does not change.
-    // Gradients mode only (dedloc::Error in local-update mode).
+    // Local-update mode: the pseudo-gradient instead (a partial inner batch takes its step
+    // first); the inner steps go on from the local parameters.
     DetachedGradient detachGradient();
     // Applies `gradient` (the detached one averaged with the group's, or its own mean when no
     // group formed) for a batch of `batchSamples`: clipping, the non-finite guard, LAMB and the
@@ -112,6 +113,9 @@ public:
     // batches accumulated since the detach stay accumulated (for the next step). Throws
     // dedloc::Error when `detached` is not this trainer's last detach at its epoch (a state was
     // loaded or a step applied since) or the size differs from parameterCount().
+    // Local-update mode: the outer step with `gradient` (the averaged pseudo-gradient) moves the
+    // anchor, and the inner progress made since the detach is carried over onto it:
+    // w <- theta_next + (w - w_detach).
     StepResult applyDetachedStep(const DetachedGradient &detached, std::span<const float> gradient,
                                  long batchSamples);
     // accumulateMicroBatch() until target_batch_size samples, then applyStep(). If *stop becomes
@@ -138,6 +142,9 @@ public:
 
     // Flattened parameters (fp32, CPU) for tests and state comparison.
     [[nodiscard]] std::vector<float> parametersFlat() const;
+    // The parameters every member of a group holds alike after a step, same layout:
+    // parametersFlat(), or in local-update mode the anchor (the local parameters move on).
+    [[nodiscard]] std::vector<float> sharedParametersFlat() const;
 
     // The shareable training state for DeDLOC state sharing and state averaging (docs/PROTOCOL.md
     // "State sharing"): the parameters in registration order, then the LAMB statistics in
@@ -160,6 +167,8 @@ private:
     // The step's end: LAMB on the gradients set (gradients mode) or the outer step with
     // `pseudoGradient` (local-update mode); then the accumulation clears and the boundary moves.
     StepResult finishStep(StepResult partial, std::span<const float> pseudoGradient = {});
+    StepResult applyDetachedOuterStep(const DetachedGradient &detached, std::span<const float> pseudoGradient,
+                                      long batchSamples);
 
     struct Impl;
     std::unique_ptr<Impl> d;

@@ -93,6 +93,7 @@ struct Trainer::Impl {
     // Local-update mode (AveragingMode::LocalUpdates): the outer optimizer, the samples of each
     // inner step, those accumulated toward the next one, and the epoch (outer steps taken).
     std::optional<OuterOptimizer> outer;
+    std::vector<torch::Tensor> detachedParameters; // w when the pseudo-gradient was detached
     int innerBatch = 0;
     long innerAccumulated = 0;
     long outerSteps = 0;
@@ -279,6 +280,7 @@ struct Trainer::Impl {
     {
         clearGradients();
         detached.reset();
+        detachedParameters.clear();
     }
 };
 

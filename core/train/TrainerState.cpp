@@ -108,6 +108,11 @@ std::optional<long> Trainer::restoreCheckpoint(const std::filesystem::path &dire
 
 std::vector<float> Trainer::parametersFlat() const { return flatten(d->model->parameters()); }
 
+std::vector<float> Trainer::sharedParametersFlat() const
+{
+    return d->outer ? d->outer->anchorFlat() : parametersFlat();
+}
+
 long long Trainer::stateElements() const { return (d->outer ? 2 : 3) * parameterCount(); }
 
 std::vector<float> Trainer::stateFlat() const
