@@ -10,7 +10,8 @@
 //   overlapped local8bit with delayed parameter updates: the outer step's round runs beside the
 //              next inner steps.
 // The runs use the same manifest but for the "averaging" field, the codec and (local modes) the
-// target batch size and validation after every outer step (rewritten with absolute paths,
+// target batch size, the schedule's steps scaled by the batches' ratio (the same warm-up in
+// samples) and validation after every outer step (rewritten with absolute paths,
 // signed by a throw-away key), and the product's reference timeouts (15 s / 30 s).
 // Per mode it prints: global steps, steps every trainer averaged, the median round_s, the
 // swarm's samples/s, compute utilisation (the trainers' `utilisation` weighted by each step's
@@ -37,6 +38,7 @@
 #include <QProcess>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -117,6 +119,11 @@ fs::path writeRun(const fs::path &dir, const std::string &mode, const Options &o
         a.mode = AveragingMode::LocalUpdates;
         a.innerBatchSize = o.innerBatchSize;
         m.averagingField = a;
+        // The schedule counts steps: the same warm-up and decay in samples as the gradient modes'.
+        const double ratio = static_cast<double>(m.training.targetBatchSize) / o.localTargetBatchSize;
+        m.schedule.warmupSteps = std::max(1, static_cast<int>(std::lround(m.schedule.warmupSteps * ratio)));
+        m.schedule.totalSteps = std::max(m.schedule.warmupSteps + 1,
+                                         static_cast<int>(std::lround(m.schedule.totalSteps * ratio)));
         m.training.targetBatchSize = o.localTargetBatchSize;
         m.training.validationEveryNSteps = 1;
         if (mode != "local")
