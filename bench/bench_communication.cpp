@@ -21,7 +21,8 @@
 //
 //   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--target-batch-size N]
 //                       [--modes gradients,delayed,local,local8bit,overlapped] [--inner-batch-size 32]
-//                       [--local-target-batch-size 2048]
+//                       [--local-target-batch-size 2048] [--outer-learning-rate 0.7]
+//                       [--outer-momentum 0.9]
 //
 // Needs root, iproute2 and nftables (EmulatedInternet::available). Run on an idle machine: the
 // trainers share its cores (1 torch thread each), so figures vary between machines and runs.
@@ -59,6 +60,8 @@ struct Options {
     std::vector<std::string> modes = {"gradients", "delayed"};
     int innerBatchSize = 32;
     int localTargetBatchSize = 2048;
+    double outerLearningRate = 0.7;
+    double outerMomentum = 0.9;
 };
 
 bool isLocal(const std::string &mode) { return mode == "local" || mode == "local8bit" || mode == "overlapped"; }
@@ -91,6 +94,10 @@ Options parse(int argc, char **argv)
             o.innerBatchSize = std::stoi(value);
         else if (key == "--local-target-batch-size")
             o.localTargetBatchSize = std::stoi(value);
+        else if (key == "--outer-learning-rate")
+            o.outerLearningRate = std::stod(value);
+        else if (key == "--outer-momentum")
+            o.outerMomentum = std::stod(value);
         else
             throw std::runtime_error("unknown option " + key);
     }
@@ -118,6 +125,8 @@ fs::path writeRun(const fs::path &dir, const std::string &mode, const Options &o
         AveragingSpec a;
         a.mode = AveragingMode::LocalUpdates;
         a.innerBatchSize = o.innerBatchSize;
+        a.outerLearningRate = o.outerLearningRate;
+        a.outerMomentum = o.outerMomentum;
         m.averagingField = a;
         // The schedule counts steps: the same warm-up and decay in samples as the gradient modes'.
         const double ratio = static_cast<double>(m.training.targetBatchSize) / o.localTargetBatchSize;

@@ -77,4 +77,14 @@ expect 2 "--average-state-every takes" -- "$lead" serve --data-dir "$tmp/serve" 
 # --no-port-mapping: listed, and taken (the refusal that follows is another option's).
 expect 0 "  --no-port-mapping" -- "$lead" serve --help
 expect 2 "--all-reduce-port takes" -- "$lead" serve --data-dir "$tmp/serve" --no-port-mapping --all-reduce-port 70000
-echo "PASS: dedloc-lead keygen/sign/verify/rotate-key/issue-token/evaluate/export, serve options and their refusals"
+# make-run: options are checked, with the option named, before any corpus is copied.
+mr=("$lead" make-run --corpus "$tmp/a.bin" --out "$tmp/mr" --run-id mr --preset tiny --target-batch-size 64)
+expect 2 "--local-updates takes the samples of each inner step (1 or more), got 0" -- "${mr[@]}" --local-updates 0
+expect 2 "--local-updates takes a number, got \"abc\"" -- "${mr[@]}" --local-updates abc
+expect 2 "--micro-batch-size takes a number" -- "${mr[@]}" --micro-batch-size many
+expect 2 "apply to --local-updates only" -- "${mr[@]}" --outer-learning-rate 0.5
+expect 2 "unknown --compression bogus (none, fp16" -- "${mr[@]}" --compression bogus
+expect 2 "averaging.inner_batch_size: is 65, more than training.target_batch_size 64" -- "${mr[@]}" --local-updates 65
+expect 2 "averaging.outer_momentum" -- "${mr[@]}" --local-updates 16 --outer-momentum 1
+[ ! -e "$tmp/mr" ] || fail "make-run created $tmp/mr for settings it refused"
+echo "PASS: dedloc-lead keygen/sign/verify/rotate-key/issue-token/evaluate/export, serve and make-run options and their refusals"

@@ -71,10 +71,10 @@ int makeRun(const QStringList &args)
                                                   "averages pseudo-gradients at each global step."),
                                    QStringLiteral("n"));
     const QCommandLineOption outerLr(QStringLiteral("outer-learning-rate"),
-                                     QStringLiteral("Outer Nesterov step's rate (local updates)."), QStringLiteral("x"),
+                                     QStringLiteral("Outer Nesterov step's rate (local updates; default 0.7)."), QStringLiteral("x"),
                                      QStringLiteral("0.7"));
     const QCommandLineOption outerMomentum(QStringLiteral("outer-momentum"),
-                                           QStringLiteral("Outer Nesterov momentum (local updates)."),
+                                           QStringLiteral("Outer Nesterov momentum (local updates; default 0.9)."),
                                            QStringLiteral("x"), QStringLiteral("0.9"));
     const QCommandLineOption codec(QStringLiteral("compression"),
                                    QStringLiteral("Codec of the averaged values: fp16, uniform8bit, "
@@ -96,30 +96,56 @@ int makeRun(const QStringList &args)
     o.lead = p.value(lead).toStdString();
     o.description = p.value(description).toStdString();
     o.preset = p.value(preset).toStdString();
-    bool ok = true, all = true;
-    o.vocabSize = p.value(vocab).toInt(&ok); all &= ok;
-    o.sequenceLength = p.value(seqLen).toInt(&ok); all &= ok;
-    o.targetBatchSize = p.value(target).toInt(&ok); all &= ok;
-    o.microBatchSize = p.value(micro).toInt(&ok); all &= ok;
-    o.learningRate = p.value(lr).toDouble(&ok); all &= ok;
-    o.warmupSteps = p.value(warmup).toInt(&ok); all &= ok;
-    o.totalSteps = p.value(total).toInt(&ok); all &= ok;
+    // The first option whose value is not a number, named in the error.
+    QString notANumber;
+    const auto integer = [&](const QCommandLineOption &option) {
+        bool ok = false;
+        const int v = p.value(option).toInt(&ok);
+        if (!ok && notANumber.isEmpty())
+            notANumber = option.names().first();
+        return v;
+    };
+    const auto real = [&](const QCommandLineOption &option) {
+        bool ok = false;
+        const double v = p.value(option).toDouble(&ok);
+        if (!ok && notANumber.isEmpty())
+            notANumber = option.names().first();
+        return v;
+    };
+    o.vocabSize = integer(vocab);
+    o.sequenceLength = integer(seqLen);
+    o.targetBatchSize = integer(target);
+    o.microBatchSize = integer(micro);
+    o.learningRate = real(lr);
+    o.warmupSteps = integer(warmup);
+    o.totalSteps = integer(total);
     o.retrainTokenizer = !p.isSet(keepTokenizer);
     o.closed = p.isSet(closed);
     o.delayedParameterUpdates = p.isSet(delayed);
+    o.outerLearningRate = real(outerLr);
+    o.outerMomentum = real(outerMomentum);
     if (p.isSet(local)) {
-        o.localUpdatesInnerBatch = p.value(local).toInt(&ok); all &= ok && o.localUpdatesInnerBatch > 0;
+        o.localUpdatesInnerBatch = integer(local);
+        if (notANumber.isEmpty() && o.localUpdatesInnerBatch <= 0) {
+            std::fprintf(stderr, "dedloc-lead make-run: --local-updates takes the samples of each inner step (1 or "
+                                 "more), got %s\n", qPrintable(p.value(local)));
+            return 2;
+        }
+    } else if (p.isSet(outerLr) || p.isSet(outerMomentum)) {
+        std::fprintf(stderr, "dedloc-lead make-run: --outer-learning-rate and --outer-momentum apply to "
+                             "--local-updates only\n");
+        return 2;
     }
-    o.outerLearningRate = p.value(outerLr).toDouble(&ok); all &= ok;
-    o.outerMomentum = p.value(outerMomentum).toDouble(&ok); all &= ok;
+    if (!notANumber.isEmpty()) {
+        std::fprintf(stderr, "dedloc-lead make-run: --%s takes a number, got \"%s\"\n", qPrintable(notANumber),
+                     qPrintable(p.value(notANumber)));
+        return 2;
+    }
     if (const auto c = dedloc::compressionFromName(p.value(codec).toStdString())) {
         o.compression = *c;
     } else {
-        std::fprintf(stderr, "dedloc-lead make-run: unknown --compression %s\n", qPrintable(p.value(codec)));
-        return 2;
-    }
-    if (!all) {
-        std::fprintf(stderr, "dedloc-lead make-run: a numeric option has a value that is not a number\n");
+        std::fprintf(stderr, "dedloc-lead make-run: unknown --compression %s (%s)\n", qPrintable(p.value(codec)),
+                     dedloc::compressionChoices().c_str());
         return 2;
     }
     const auto m = dedloc::makeRun(o);

@@ -26,12 +26,57 @@ ModelShape presetShape(const std::string &preset, int vocabSize, int positions)
     return s;
 }
 
+namespace {
+
+// The lead's settings: model shape aside, everything that does not depend on the files.
+void applySettings(RunManifest &m, const MakeRunOptions &o)
+{
+    m.training.sequenceLength = o.sequenceLength;
+    m.training.targetBatchSize = o.targetBatchSize;
+    m.training.microBatchSize = o.microBatchSize;
+    m.optimizer.learningRate = o.learningRate;
+    m.schedule.warmupSteps = o.warmupSteps;
+    m.schedule.totalSteps = o.totalSteps;
+    m.compression = o.compression;
+    m.closed = o.closed;
+    if (o.delayedParameterUpdates)
+        m.averagingField = AveragingSpec{true};
+    if (o.localUpdatesInnerBatch != 0) {
+        AveragingSpec a;
+        a.delayedParameterUpdates = o.delayedParameterUpdates;
+        a.mode = AveragingMode::LocalUpdates;
+        a.innerBatchSize = o.localUpdatesInnerBatch;
+        a.outerLearningRate = o.outerLearningRate;
+        a.outerMomentum = o.outerMomentum;
+        m.averagingField = a;
+    }
+}
+
+// Parses a manifest with these settings and placeholder files, so that a setting the parser
+// refuses is refused before the corpus is copied and a tokenizer trained.
+void checkSettings(const MakeRunOptions &o)
+{
+    RunManifest trial;
+    trial.runId = o.runId;
+    trial.name = o.name;
+    trial.lead = o.lead;
+    trial.description = o.description;
+    trial.corpus.files.push_back({"corpus/text.txt", std::string(64, '0')});
+    trial.corpus.validationFraction = o.validationFraction;
+    trial.tokenizer = {"tokenizer.model", std::string(64, '0')};
+    trial.model = presetShape(o.preset, o.vocabSize, o.sequenceLength);
+    applySettings(trial, o);
+    (void)parseRunManifest(toJson(trial), o.outputDir);
+}
+
+} // namespace
+
 RunManifest makeRun(const MakeRunOptions &o)
 {
     namespace fs = std::filesystem;
     if (o.corpus.empty())
         throw Error("make-run needs at least one corpus file (--corpus)");
-    (void)presetShape(o.preset, o.vocabSize, o.sequenceLength); // refuse a bad preset before any work
+    checkSettings(o); // a bad preset or setting is refused before any work
     std::error_code ec;
     fs::create_directories(o.outputDir / "corpus", ec);
     if (ec)
@@ -73,25 +118,7 @@ RunManifest makeRun(const MakeRunOptions &o)
     m.tokenizer = {"tokenizer.model", sha256File(tokenizerFile)};
 
     m.model = presetShape(o.preset, tokenizer.vocabSize(), o.sequenceLength);
-    m.training.sequenceLength = o.sequenceLength;
-    m.training.targetBatchSize = o.targetBatchSize;
-    m.training.microBatchSize = o.microBatchSize;
-    m.optimizer.learningRate = o.learningRate;
-    m.schedule.warmupSteps = o.warmupSteps;
-    m.schedule.totalSteps = o.totalSteps;
-    m.compression = o.compression;
-    m.closed = o.closed;
-    if (o.delayedParameterUpdates)
-        m.averagingField = AveragingSpec{true};
-    if (o.localUpdatesInnerBatch > 0) {
-        AveragingSpec a;
-        a.delayedParameterUpdates = o.delayedParameterUpdates;
-        a.mode = AveragingMode::LocalUpdates;
-        a.innerBatchSize = o.localUpdatesInnerBatch;
-        a.outerLearningRate = o.outerLearningRate;
-        a.outerMomentum = o.outerMomentum;
-        m.averagingField = a;
-    }
+    applySettings(m, o);
 
     // Round-trip through the parser so that we never write a manifest we would refuse.
     const std::string json = toJson(m);

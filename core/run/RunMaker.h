@@ -30,7 +30,7 @@ struct MakeRunOptions {
     bool retrainTokenizer = true;              // false: keep an existing tokenizer.model
     bool closed = false;                       // "access": "closed": access tokens required
     bool delayedParameterUpdates = false;      // "averaging": {"delayed_parameter_updates": true}
-    int localUpdatesInnerBatch = 0;            // > 0: "averaging": {"mode": "local_updates", ...}
+    int localUpdatesInnerBatch = 0;            // != 0: "averaging": {"mode": "local_updates", ...}
     double outerLearningRate = 0.7;            // local updates only
     double outerMomentum = 0.9;                // local updates only
 };
