@@ -98,19 +98,18 @@ int makeRun(const QStringList &args)
     o.preset = p.value(preset).toStdString();
     // The first option whose value is not a number, named in the error.
     QString notANumber;
-    const auto integer = [&](const QCommandLineOption &option) {
+    const auto parsed = [&](const QCommandLineOption &option, auto convert) {
         bool ok = false;
-        const int v = p.value(option).toInt(&ok);
+        const auto v = convert(p.value(option), &ok);
         if (!ok && notANumber.isEmpty())
             notANumber = option.names().first();
         return v;
     };
+    const auto integer = [&](const QCommandLineOption &option) {
+        return parsed(option, [](const QString &text, bool *ok) { return text.toInt(ok); });
+    };
     const auto real = [&](const QCommandLineOption &option) {
-        bool ok = false;
-        const double v = p.value(option).toDouble(&ok);
-        if (!ok && notANumber.isEmpty())
-            notANumber = option.names().first();
-        return v;
+        return parsed(option, [](const QString &text, bool *ok) { return text.toDouble(ok); });
     };
     o.vocabSize = integer(vocab);
     o.sequenceLength = integer(seqLen);
