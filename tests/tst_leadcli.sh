@@ -82,6 +82,7 @@ mr=("$lead" make-run --corpus "$tmp/a.bin" --out "$tmp/mr" --run-id mr --preset 
 expect 2 "--local-updates takes the samples of each inner step (1 or more), got 0" -- "${mr[@]}" --local-updates 0
 expect 2 "--local-updates takes a number, got \"abc\"" -- "${mr[@]}" --local-updates abc
 expect 2 "--micro-batch-size takes a number" -- "${mr[@]}" --micro-batch-size many
+expect 2 "--outer-momentum takes a number, got \"nan\"" -- "${mr[@]}" --local-updates 16 --outer-momentum nan
 expect 2 "apply to --local-updates only" -- "${mr[@]}" --outer-learning-rate 0.5
 expect 2 "unknown --compression bogus (none, fp16" -- "${mr[@]}" --compression bogus
 expect 2 "averaging.inner_batch_size: is 65, more than training.target_batch_size 64" -- "${mr[@]}" --local-updates 65

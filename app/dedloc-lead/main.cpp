@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -109,7 +110,11 @@ int makeRun(const QStringList &args)
         return parsed(option, [](const QString &text, bool *ok) { return text.toInt(ok); });
     };
     const auto real = [&](const QCommandLineOption &option) {
-        return parsed(option, [](const QString &text, bool *ok) { return text.toDouble(ok); });
+        return parsed(option, [](const QString &text, bool *ok) {
+            const double v = text.toDouble(ok);
+            *ok = *ok && std::isfinite(v); // "nan" and "inf" parse, but are no setting
+            return v;
+        });
     };
     o.vocabSize = integer(vocab);
     o.sequenceLength = integer(seqLen);
