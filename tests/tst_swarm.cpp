@@ -229,7 +229,8 @@ private Q_SLOTS:
         QVERIFY(s1.at(failedStep).value("round_s", 100.0) < rounds * (6.0 + 3.0));
         QCOMPARE(s1.at(failedStep).value("group_size", 0), 3);
         QVERIFY(failedStep < 9);
-        QCOMPARE(s1.at(9).value("group_size", 0), 2);
+        for (const auto &[step, e] : s1) // the killed victim is in no later group (one may step alone)
+            SWARM_VERIFY(step <= failedStep || e.value("group_size", 0) <= 2, {&p1, &p2});
         // The incomplete round left each survivor with its own values for the victim's shard:
         // both ask their next group for a state round, and agree from that step on, at every
         // step they average together.
