@@ -39,17 +39,17 @@ void applySettings(RunManifest &m, const MakeRunOptions &o)
     m.schedule.totalSteps = o.totalSteps;
     m.compression = o.compression;
     m.closed = o.closed;
-    if (o.delayedParameterUpdates)
-        m.averagingField = AveragingSpec{true};
+    if (!o.delayedParameterUpdates && o.localUpdatesInnerBatch == 0)
+        return; // today's mode: no section, as manifests had before it existed
+    AveragingSpec a;
+    a.delayedParameterUpdates = o.delayedParameterUpdates;
     if (o.localUpdatesInnerBatch != 0) {
-        AveragingSpec a;
-        a.delayedParameterUpdates = o.delayedParameterUpdates;
         a.mode = AveragingMode::LocalUpdates;
         a.innerBatchSize = o.localUpdatesInnerBatch;
         a.outerLearningRate = o.outerLearningRate;
         a.outerMomentum = o.outerMomentum;
-        m.averagingField = a;
     }
+    m.averagingField = a;
 }
 
 // Parses a manifest with these settings and placeholder files, so that a setting the parser

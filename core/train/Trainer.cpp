@@ -3,7 +3,6 @@
 namespace dedloc {
 
 using trainer_detail::Clock;
-using trainer_detail::flatten;
 using trainer_detail::secondsSince;
 using trainer_detail::ValidationMaskSeed;
 
@@ -60,10 +59,8 @@ StepResult Trainer::applyStep()
         r.skipReason = "no samples accumulated";
         return r;
     }
-    if (d->outer) {
-        d->innerStep();
-        return finishStep(r, d->outer->pseudoGradient());
-    }
+    if (d->outer)
+        return finishStep(r, gradientToAverage());
     {
         torch::NoGradGuard noGrad;
         const double scale = 1.0 / static_cast<double>(d->accumulated);
@@ -95,10 +92,8 @@ StepResult Trainer::applyAveragedStep(std::span<const float> meanGradient, long 
 {
     StepResult r;
     r.samples = batchSamples;
-    if (d->outer) {
-        d->innerStep();
+    if (d->outer) // the local parameters, inner steps and all, give way to the new anchor
         return finishStep(r, meanGradient);
-    }
     d->setGradients(meanGradient);
     return finishStep(r);
 }

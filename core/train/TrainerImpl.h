@@ -8,6 +8,7 @@
 #include "model/DataPipeline.h"
 #include "model/Masking.h"
 #include "model/Tokenizer.h"
+#include "train/FlatTensors.h"
 #include "train/Lamb.h"
 #include "train/OuterOptimizer.h"
 #include "train/Schedule.h"
@@ -50,15 +51,6 @@ inline nlohmann::json shapeJson(const ModelShape &s)
 
 constexpr std::uint64_t ValidationMaskSeed = 0x5EED5EEDULL;
 
-// The tensors' elements in turn, as fp32 on the CPU.
-inline std::vector<float> flatten(const std::vector<torch::Tensor> &tensors)
-{
-    std::vector<torch::Tensor> flat;
-    for (const auto &t : tensors)
-        flat.push_back(t.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
-    auto all = torch::cat(flat);
-    return {all.data_ptr<float>(), all.data_ptr<float>() + all.numel()};
-}
 
 } // namespace trainer_detail
 
@@ -161,18 +153,13 @@ struct Trainer::Impl {
     // Sets every parameter's gradient from a flat vector in registration order (size checked).
     void setGradients(std::span<const float> flat)
     {
-        if (static_cast<long long>(flat.size()) != model->parameterCount())
-            throw Error("averaged gradient has " + std::to_string(flat.size()) + " elements, the model "
-                        + std::to_string(model->parameterCount()));
-        torch::NoGradGuard noGrad;
-        std::size_t offset = 0;
+        std::vector<torch::Tensor> grads;
         for (auto &p : model->parameters()) {
-            auto src = torch::from_blob(const_cast<float *>(flat.data() + offset), p.sizes(), torch::kFloat);
             if (!p.grad().defined())
                 p.mutable_grad() = torch::zeros_like(p);
-            p.grad().copy_(src);
-            offset += static_cast<std::size_t>(p.numel());
+            grads.push_back(p.grad());
         }
+        copyFlatInto(flat, grads, "averaged gradient");
     }
 
     // The epoch: optimizer steps applied, or outer steps in local-update mode.

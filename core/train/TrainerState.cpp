@@ -5,7 +5,6 @@
 
 namespace dedloc {
 
-using trainer_detail::flatten;
 using trainer_detail::shapeJson;
 
 namespace {
