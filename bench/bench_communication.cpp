@@ -8,7 +8,10 @@
 //              round, of pseudo-gradients) every LOCAL_TARGET samples of the swarm, fp16;
 //   local8bit  the same with the pseudo-gradients in 8 bits (uniform8bit);
 //   overlapped local8bit with delayed parameter updates: the outer step's round runs beside the
-//              next inner steps.
+//              next inner steps;
+//   sparse     local updates with sparse pseudo-gradients (topk4bit: 1/64 of each block, 4-bit
+//              values, error feedback; sparse fp16 averages back);
+//   overlappedsparse  sparse with delayed parameter updates.
 // The runs use the same manifest but for the "averaging" field, the codec and (local modes) the
 // target batch size, the schedule's steps scaled by the batches' ratio (the same warm-up in
 // samples) and validation after every outer step (rewritten with absolute paths,
@@ -20,7 +23,8 @@
 // it) per step and per sample, and the last validation loss with the samples it was reached at.
 //
 //   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--target-batch-size N]
-//                       [--modes gradients,delayed,local,local8bit,overlapped] [--inner-batch-size 32]
+//                       [--modes gradients,delayed,local,local8bit,overlapped,sparse,overlappedsparse]
+//                       [--inner-batch-size 32]
 //                       [--local-target-batch-size 2048] [--outer-learning-rate 0.7]
 //                       [--outer-momentum 0.9]
 //
@@ -64,7 +68,11 @@ struct Options {
     double outerMomentum = 0.9;
 };
 
-bool isLocal(const std::string &mode) { return mode == "local" || mode == "local8bit" || mode == "overlapped"; }
+bool isLocal(const std::string &mode)
+{
+    return mode == "local" || mode == "local8bit" || mode == "overlapped" || mode == "sparse"
+           || mode == "overlappedsparse";
+}
 
 std::vector<std::string> split(const std::string &text)
 {
@@ -135,9 +143,10 @@ fs::path writeRun(const fs::path &dir, const std::string &mode, const Options &o
                                          static_cast<int>(std::lround(m.schedule.totalSteps * ratio)));
         m.training.targetBatchSize = o.localTargetBatchSize;
         m.training.validationEveryNSteps = 1;
+        const bool sparse = mode == "sparse" || mode == "overlappedsparse";
         if (mode != "local")
-            m.compression = Compression::Uniform8Bit;
-        a.delayedParameterUpdates = mode == "overlapped";
+            m.compression = sparse ? Compression::TopK4Bit : Compression::Uniform8Bit;
+        a.delayedParameterUpdates = mode == "overlapped" || mode == "overlappedsparse";
         m.averagingField = a;
     }
     fs::create_directories(dir);
@@ -301,13 +310,14 @@ int main(int argc, char **argv)
                     "(work dir %s)\n",
                     o.trainers, o.targetBatchSize > 0 ? std::to_string(o.targetBatchSize).c_str() : "as bundled",
                     o.mbit, o.seconds, work.c_str());
-        std::printf("%-10s %6s %9s %8s %10s %7s %13s %12s %9s %s\n", "mode", "steps", "averaged", "round_s",
+        std::printf("%-16s %6s %9s %8s %10s %7s %13s %12s %9s %s\n", "mode", "steps", "averaged", "round_s",
                     "samples/s", "util", "sent/step MB", "sent/sample", "val_loss", "(at samples)");
         for (const auto &mode : o.modes) {
             if (mode != "gradients" && mode != "delayed" && !isLocal(mode))
-                throw std::runtime_error("unknown mode " + mode + " (gradients, delayed, local, local8bit, overlapped)");
+                throw std::runtime_error("unknown mode " + mode
+                                         + " (gradients, delayed, local, local8bit, overlapped, sparse, overlappedsparse)");
             const auto r = runMode(o, mode, work);
-            std::printf("%-10s %6ld %9ld %8.2f %10.1f %7.2f %13.2f %9.0f kB %9.3f (%ld)\n", mode.c_str(), r.steps,
+            std::printf("%-16s %6ld %9ld %8.2f %10.1f %7.2f %13.2f %9.1f kB %9.3f (%ld)\n", mode.c_str(), r.steps,
                         r.averaged, r.medianRound, r.samplesPerSecond, r.utilisation, r.bytesPerStep / 1e6,
                         r.bytesPerSample / 1e3, r.lastValLoss, r.valAtSamples);
             std::fflush(stdout);

@@ -23,7 +23,8 @@ struct Named {
 };
 
 // The checkpoint target needs libtorch; this test stays torch-free (bench/fuzz.sh fuzzes it).
-const Named targets[] = {{"ShardHeader", fuzzShardHeader},           {"ServiceMessage", fuzzServiceMessage},
+const Named targets[] = {{"ShardHeader", fuzzShardHeader},           {"Payload", fuzzPayload},
+                         {"ServiceMessage", fuzzServiceMessage},
                          {"UpdateHeader", fuzzUpdateHeader},         {"DhtPayload", fuzzDhtPayload},
                          {"DhtRecord", fuzzDhtRecord},               {"RunManifest", fuzzRunManifest},
                          {"AccessToken", fuzzAccessToken},           {"MinisignKey", fuzzMinisignKey},

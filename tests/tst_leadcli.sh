@@ -85,6 +85,7 @@ expect 2 "--micro-batch-size takes a number" -- "${mr[@]}" --micro-batch-size ma
 expect 2 "--outer-momentum takes a number, got \"nan\"" -- "${mr[@]}" --local-updates 16 --outer-momentum nan
 expect 2 "apply to --local-updates only" -- "${mr[@]}" --outer-learning-rate 0.5
 expect 2 "unknown --compression bogus (none, fp16" -- "${mr[@]}" --compression bogus
+expect 2 "unknown --compression sparse_fp16 (none, fp16, uniform8bit, blockwise8bit, size_adaptive, topk4bit)" -- "${mr[@]}" --compression sparse_fp16
 expect 2 "averaging.inner_batch_size: is 65, more than training.target_batch_size 64" -- "${mr[@]}" --local-updates 65
 expect 2 "averaging.outer_momentum" -- "${mr[@]}" --local-updates 16 --outer-momentum 1
 [ ! -e "$tmp/mr" ] || fail "make-run created $tmp/mr for settings it refused"

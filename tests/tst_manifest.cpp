@@ -186,6 +186,7 @@ void TestManifest::rejectsInvalidField_data()
     set("number for lead", "/lead", "false", "lead: expected a string, got false");
     set("unknown preset", "/model/preset", "\"huge\"", "model.preset: expected one of tiny, default, large, custom");
     set("bad compression name", "/compression", "\"zip\"", "compression: unknown compression \"zip\"");
+    set("wire-only codec", "/compression", "\"sparse_fp16\"", "compression: unknown compression \"sparse_fp16\"");
     set("compression as number", "/compression", "8", "compression: expected a string, got 8");
     set("optimizer not lamb", "/optimizer/name", "\"adam\"", "optimizer.name: unsupported optimizer \"adam\"");
     set("format_version 2", "/format_version", "2", "format_version: unsupported version 2");
@@ -359,6 +360,7 @@ void TestManifest::compressionSpellings_data()
     QTest::newRow("uniform8bit") << "uniform8bit" << int(Compression::Uniform8Bit);
     QTest::newRow("blockwise8bit") << "blockwise8bit" << int(Compression::Blockwise8Bit);
     QTest::newRow("size_adaptive") << "size_adaptive" << int(Compression::SizeAdaptive);
+    QTest::newRow("topk4bit") << "topk4bit" << int(Compression::TopK4Bit);
 }
 
 void TestManifest::compressionSpellings()

@@ -3,8 +3,8 @@
 // joins late. Every outer step is averaged and leaves the members bitwise identical, with no
 // periodic state round (the outer step keeps the anchors together); the joiner downloads the
 // anchor and the outer momentum and takes part in the next outer step with the same parameters.
-// With delayed parameter updates too, the outer steps overlap the inner ones and the anchors
-// still agree.
+// With delayed parameter updates too, and sparse pseudo-gradients (topk4bit, error feedback),
+// the outer steps overlap the inner ones and the anchors still agree.
 #include "SwarmHarness.h"
 
 #include <QTemporaryDir>
@@ -74,9 +74,10 @@ private Q_SLOTS:
 
     void overlappedOuterStepsKeepTheAnchorsIdentical()
     {
-        // Local updates with delayed parameter updates: the rounds run beside the next inner
-        // steps. The anchors (params_sha in this mode) agree after every outer step, and each
-        // member computed while its rounds ran.
+        // Local updates with delayed parameter updates and sparse pseudo-gradients: the rounds
+        // run beside the next inner steps, each member sends its top-k and keeps the rest. The
+        // anchors (params_sha in this mode) agree after every outer step, and each member
+        // computed while its rounds ran.
         const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "overlapped";
         std::filesystem::create_directories(d);
         const auto manifest = writeSignedTinyRun(d, 256, [](RunManifest &m) {
@@ -85,6 +86,7 @@ private Q_SLOTS:
             a.innerBatchSize = 16;
             a.delayedParameterUpdates = true;
             m.averagingField = a;
+            m.compression = Compression::TopK4Bit;
         });
         SwarmHarness h(m_app, manifest, d / "peers");
         auto &monitor = h.startMonitor();

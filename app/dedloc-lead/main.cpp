@@ -145,7 +145,8 @@ int makeRun(const QStringList &args)
                      qPrintable(p.value(notANumber)));
         return 2;
     }
-    if (const auto c = dedloc::compressionFromName(p.value(codec).toStdString())) {
+    if (const auto c = dedloc::compressionFromName(p.value(codec).toStdString());
+        c && *c != dedloc::Compression::SparseFp16) { // a wire-only codec
         o.compression = *c;
     } else {
         std::fprintf(stderr, "dedloc-lead make-run: unknown --compression %s (%s)\n", qPrintable(p.value(codec)),

@@ -13,6 +13,7 @@
 namespace dedloc::fuzz {
 
 int fuzzShardHeader(const std::uint8_t *data, std::size_t size);     // net/WireMessage
+int fuzzPayload(const std::uint8_t *data, std::size_t size);         // compress/Compression (every codec)
 int fuzzServiceMessage(const std::uint8_t *data, std::size_t size);  // averaging/SwarmMessages (service)
 int fuzzUpdateHeader(const std::uint8_t *data, std::size_t size);    // averaging/UpdateArchive, AveragedUpdate
 int fuzzDhtPayload(const std::uint8_t *data, std::size_t size);      // averaging/SwarmMessages (DHT payloads)

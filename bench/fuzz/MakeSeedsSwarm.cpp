@@ -29,6 +29,32 @@ std::vector<Seed> shardHeaderSeeds()
             seedOf("ShardHeader", "result.cbor", encodeShardHeader(r))};
 }
 
+// The Payload target's input: the codec's index in FuzzPayload.cpp's list, the count, the bytes.
+Seed payloadSeed(const char *name, std::uint8_t codecIndex, Compression codec, const std::vector<float> &values)
+{
+    std::vector<std::uint8_t> in{codecIndex, static_cast<std::uint8_t>(values.size() & 0xff),
+                                 static_cast<std::uint8_t>(values.size() >> 8)};
+    const auto bytes = encode(codec, values);
+    in.insert(in.end(), bytes.begin(), bytes.end());
+    return seedOf("Payload", name, in);
+}
+
+std::vector<Seed> payloadSeeds()
+{
+    std::vector<float> values(5000);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        values[i] = static_cast<float>((i * 7919) % 201) / 100.0F - 1.0F;
+    return {payloadSeed("fp16.bin", 1, Compression::Fp16, std::vector<float>(values.begin(), values.begin() + 300)),
+            payloadSeed("blockwise8bit.bin", 3, Compression::Blockwise8Bit, values),
+            payloadSeed("topk4bit.bin", 5, Compression::TopK4Bit, values),
+            payloadSeed("sparse_fp16.bin", 6, Compression::SparseFp16, [&] {
+                std::vector<float> sparse(values.size(), 0.0F);
+                for (std::size_t i = 0; i < sparse.size(); i += 37)
+                    sparse[i] = values[i];
+                return sparse;
+            }())};
+}
+
 json groupMessage(const PeerIdentity &a, const PeerIdentity &b)
 {
     GroupInfo g{"group-1", UpdateEpoch, {}};
@@ -102,7 +128,7 @@ std::vector<Seed> dhtSeeds()
 std::vector<Seed> swarmSeeds()
 {
     std::vector<Seed> out;
-    for (auto part : {shardHeaderSeeds(), serviceSeeds(), updateSeeds(), dhtSeeds()})
+    for (auto part : {shardHeaderSeeds(), payloadSeeds(), serviceSeeds(), updateSeeds(), dhtSeeds()})
         for (auto &s : part)
             out.push_back(std::move(s));
     return out;

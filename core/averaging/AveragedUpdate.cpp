@@ -1,12 +1,27 @@
 #include "averaging/AveragedUpdate.h"
 
 #include "net/WireMessage.h"
+#include "util/Error.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 namespace dedloc {
+
+namespace {
+
+// Whether `bytes` is one encoding of `count` values, by its length.
+bool encodesExactly(Compression codec, std::span<const std::uint8_t> bytes, std::uint64_t count)
+{
+    try {
+        return encodedLength(codec, bytes, count) == bytes.size();
+    } catch (const Error &) {
+        return false;
+    }
+}
+
+} // namespace
 
 std::optional<AveragedUpdate> assembleUpdate(long epoch, long batchSamples, Compression codec, std::uint64_t elements,
                                              std::vector<EncodedPiece> pieces)
@@ -15,7 +30,7 @@ std::optional<AveragedUpdate> assembleUpdate(long epoch, long batchSamples, Comp
     AveragedUpdate u{epoch, batchSamples, codec, elements, {}, {}};
     std::uint64_t next = 0;
     for (auto &p : pieces) {
-        if (p.offset != next || p.count == 0 || p.bytes.size() != encodedBytes(codec, p.count))
+        if (p.offset != next || p.count == 0 || !encodesExactly(codec, p.bytes, p.count))
             return std::nullopt;
         next += p.count;
         u.pieces.emplace_back(p.offset, p.count);
@@ -35,7 +50,12 @@ void checkUpdateLayout(const AveragedUpdate &update)
             throw ProtocolError("update pieces do not tile the gradient: a piece at " + std::to_string(offset)
                                 + " where " + std::to_string(next) + " was due");
         next += count;
-        bytes += encodedBytes(update.codec, count);
+        try {
+            bytes += encodedLength(update.codec, std::span(update.bytes).subspan(std::min(bytes, update.bytes.size())),
+                                   count);
+        } catch (const Error &e) {
+            throw ProtocolError(std::string("update piece at ") + std::to_string(offset) + ": " + e.what());
+        }
     }
     if (next != update.elements)
         throw ProtocolError("update pieces cover " + std::to_string(next) + " of " + std::to_string(update.elements)
@@ -51,7 +71,7 @@ std::vector<float> decodeUpdate(const AveragedUpdate &update)
     std::vector<float> out(update.elements);
     std::size_t at = 0;
     for (const auto &[offset, count] : update.pieces) {
-        const auto n = encodedBytes(update.codec, count);
+        const auto n = encodedLength(update.codec, std::span(update.bytes).subspan(at), count);
         decode(update.codec, std::span(update.bytes).subspan(at, n), std::span(out).subspan(offset, count));
         at += n;
     }

@@ -11,7 +11,7 @@
 // tiny run: about 1.3 MB at 8 bits a value against 15 MB of state).
 //
 // Shapes: `pieces` are (offset, count) ranges of the gradient, sorted, tiling [0, elements)
-// without gaps or overlaps; `bytes` is their encodings in that order, encodedBytes(codec, count)
+// without gaps or overlaps; `bytes` is their encodings in that order, encodedLength(codec, ...)
 // each. Threads: plain values. Errors: ProtocolError for an update whose pieces
 // do not tile or whose bytes do not match them (net/WireMessage.h).
 #include "compress/Compression.h"
@@ -28,13 +28,13 @@ namespace dedloc {
 struct EncodedPiece {
     std::uint64_t offset = 0; // first element in the whole vector
     std::uint64_t count = 0;
-    std::vector<std::uint8_t> bytes; // encodedBytes(codec, count)
+    std::vector<std::uint8_t> bytes; // one encoding of `count` values
 };
 
 struct AveragedUpdate {
     long epoch = 0;          // the step was taken at this epoch: applying it gives epoch + 1
     long batchSamples = 0;   // the global batch the step was applied for
-    Compression codec = Compression::None;
+    Compression codec = Compression::None; // of the round's RESULTs (resultCodec())
     std::uint64_t elements = 0;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> pieces; // (offset, count)
     std::vector<std::uint8_t> bytes;

@@ -76,10 +76,23 @@ struct EarlyMessages {
 };
 
 // Shard sizes from the leader's shares (every member computes the same integers), or, in a group
-// without shares (tests and benchmarks that form none), from the bandwidths.
+// without shares (tests and benchmarks that form none), from the bandwidths; in units of
+// `alignment` elements (the codec's), the last shard with any taking the remainder.
 std::vector<std::int64_t> layOutShards(const std::vector<GroupMember> &members, std::int64_t elements,
-                                       std::int64_t minShardElements)
+                                       std::int64_t minShardElements, std::int64_t alignment)
 {
+    if (alignment > 1) {
+        const std::int64_t units = (elements + alignment - 1) / alignment;
+        auto shards = layOutShards(members, units, (minShardElements + alignment - 1) / alignment, 1);
+        for (auto &s : shards)
+            s *= alignment;
+        for (auto it = shards.rbegin(); it != shards.rend(); ++it)
+            if (*it > 0) {
+                *it -= units * alignment - elements; // < alignment <= *it
+                break;
+            }
+        return shards;
+    }
     std::vector<std::int64_t> shares;
     std::vector<double> bandwidths;
     bool leaderDecided = false;
@@ -108,12 +121,14 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.groupId = groupId;
     round.members = members;
     round.me = me;
-    round.shardSizes = layOutShards(members, static_cast<std::int64_t>(values.size()), options.minShardElements);
+    const auto alignment = codecAlignment(options.codec);
+    round.shardSizes = layOutShards(members, static_cast<std::int64_t>(values.size()), options.minShardElements,
+                                    static_cast<std::int64_t>(alignment));
     round.shardOffsets.assign(n, 0);
     for (std::size_t j = 1; j < n; ++j)
         round.shardOffsets[j] = round.shardOffsets[j - 1] + round.shard(j - 1);
     round.codec = options.codec;
-    round.partElements = options.partElements;
+    round.partElements = (options.partElements + alignment - 1) / alignment * alignment;
     round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
     round.maxWeight = options.maxWeight;
     round.aggregation = options.aggregation;
@@ -488,6 +503,10 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     RoundContext round = layOutRound(groupId, members, me, values, options);
     if (round.shard(me) > 0 && !d->router)
         throw Error("all-reduce: this member has a shard but no ROUTER (client mode)");
+    // What this member sends is the compressed form; the rest waits in the residual. A sender of
+    // weight 0 sends nothing, so its residual stays.
+    if (options.errorFeedback && ErrorFeedback::supports(options.codec) && round.myWeight > 0.0)
+        options.errorFeedback->compress(options.codec, values);
     round.start = Clock::now();
     round.security = d->security.get();
     if (d->security)

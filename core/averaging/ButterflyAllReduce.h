@@ -18,6 +18,9 @@
 // authenticates the reducer by GroupMember::publicKey, and a PART is accepted only on a
 // connection whose client key is the key of the member its header names as sender.
 //
+// Sparse codecs (TopK4Bit): shard and part boundaries fall on the codec's blocks
+// (codecAlignment), so a part's blocks are the whole vector's, and the reducers return averages
+// in resultCodec() (SparseFp16: the union of the senders' kept elements).
 // Determinism: a reducer sums senders in member order, and applies to its own shard the same
 // encoded-then-decoded average it sends, so all members end with bitwise-identical values.
 // Faults: every timeout counts from the last progress, not from the round's start (hivemind times
@@ -41,6 +44,7 @@
 #include "averaging/AveragedUpdate.h"
 #include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
+#include "compress/ErrorFeedback.h"
 #include "net/TokenBucket.h"
 #include "run/RunManifest.h"
 
@@ -94,6 +98,11 @@ struct AllReduceOptions {
     // average can be kept as an update others replay (averaging/AveragedUpdate.h). Filled on the
     // calling thread; must outlive run().
     std::vector<EncodedPiece> *capture = nullptr;
+    // Error feedback (compress/ErrorFeedback.h) for a codec that supports it (TopK4Bit): when
+    // set and this member sends values (weight > 0), `values` are first replaced by what the
+    // codec sends of them plus the residual kept here, and the rest becomes the new residual;
+    // the round then averages exactly those values. Ignored for other codecs. Must outlive run().
+    ErrorFeedback *errorFeedback = nullptr;
 };
 
 // A member whose messages broke the protocol in this round (see above).

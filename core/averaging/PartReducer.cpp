@@ -156,11 +156,18 @@ void PartReducer::reducePart(std::size_t p)
                                               &fits);
     noteOutliers(p, who, fits);
     m_shardWeight = std::max(m_shardWeight, shardWeight);
-    zmq::message_t payload(encodedBytes(round.codec, piece.count));
-    encodeInto(round.codec, std::span<const float>(m_average.data(), piece.count),
-               {payload.data<std::uint8_t>(), payload.size()});
+    const auto codec = resultCodec(round.codec);
+    const std::span<const float> average(m_average.data(), piece.count);
+    zmq::message_t payload;
+    if (isVariableLength(codec)) {
+        const auto bytes = encode(codec, average);
+        payload.rebuild(bytes.data(), bytes.size());
+    } else {
+        payload.rebuild(encodedBytes(codec, piece.count));
+        encodeInto(codec, average, {payload.data<std::uint8_t>(), payload.size()});
+    }
     // Apply exactly what the others receive, so that every member ends bitwise equal.
-    decode(round.codec, {payload.data<std::uint8_t>(), payload.size()},
+    decode(codec, {payload.data<std::uint8_t>(), payload.size()},
            round.values.subspan(round.shardOffsets[round.me] + piece.offset, piece.count));
     if (round.capture)
         round.capture->push_back({round.shardOffsets[round.me] + piece.offset, piece.count,
@@ -197,7 +204,7 @@ void PartReducer::sendResult(std::size_t p, zmq::message_t &payload, double shar
                         m_parts[p].offset,
                         m_parts[p].count,
                         shardWeight,
-                        round.codec};
+                        resultCodec(round.codec)};
     const auto header = encodeShardHeader(h);
     for (std::size_t i = 0; i < round.size(); ++i) {
         if (i == round.me || m_senders[i].routingId.empty())

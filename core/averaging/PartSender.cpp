@@ -169,7 +169,7 @@ void PartSender::handleResult(std::size_t j, const std::vector<zmq::message_t> &
         throw ProtocolError("RESULT has " + std::to_string(frames.size()) + " frames");
     const auto h = parseShardHeader({frames[0].data<std::uint8_t>(), frames[0].size()},
                                     ShardSchema{m_round.groupId, static_cast<std::uint32_t>(m_round.size()),
-                                                m_round.shard(j), m_round.partElements, m_round.codec});
+                                                m_round.shard(j), m_round.partElements, resultCodec(m_round.codec)});
     if (h.type != MessageType::Result || h.shard != j)
         throw ProtocolError("not a RESULT for shard " + std::to_string(j));
     if (h.part >= m_resultSeen[j].size() || m_resultSeen[j][h.part])

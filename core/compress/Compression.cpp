@@ -1,5 +1,7 @@
 #include "compress/Compression.h"
 
+#include "compress/LittleEndian.h"
+#include "compress/SparseCodecs.h"
 #include "util/Error.h"
 
 #include <algorithm>
@@ -20,6 +22,8 @@ constexpr std::pair<Compression, const char *> kCompressionNames[] = {
     {Compression::Uniform8Bit, "uniform8bit"},
     {Compression::Blockwise8Bit, "blockwise8bit"},
     {Compression::SizeAdaptive, "size_adaptive"},
+    {Compression::TopK4Bit, "topk4bit"},
+    {Compression::SparseFp16, "sparse_fp16"},
 };
 
 } // namespace
@@ -44,30 +48,19 @@ std::string compressionChoices()
 {
     std::string choices;
     for (const auto &[value, spelling] : kCompressionNames)
-        choices += choices.empty() ? spelling : std::string(", ") + spelling;
+        if (value != Compression::SparseFp16)
+            choices += choices.empty() ? spelling : std::string(", ") + spelling;
     return choices;
 }
 
 namespace {
 
+using le::getF32;
+using le::putF32;
+
 constexpr std::size_t UniformBins = 256;
 constexpr double UniformRangeSigmas = 6.0;
 constexpr std::size_t UniformHeaderBytes = 8 + UniformBins * 4;
-
-void putF32(std::uint8_t *p, float v)
-{
-    const auto bits = std::bit_cast<std::uint32_t>(v);
-    for (int i = 0; i < 4; ++i)
-        p[i] = static_cast<std::uint8_t>(bits >> (8 * i));
-}
-
-float getF32(const std::uint8_t *p)
-{
-    std::uint32_t bits = 0;
-    for (int i = 0; i < 4; ++i)
-        bits |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-    return std::bit_cast<float>(bits);
-}
 
 void requireFinite(std::span<const float> values)
 {
@@ -213,9 +206,37 @@ Compression effectiveCodec(Compression codec, std::size_t elements)
     return codec;
 }
 
+Compression resultCodec(Compression codec)
+{
+    return codec == Compression::TopK4Bit ? Compression::SparseFp16 : codec;
+}
+
+std::size_t codecAlignment(Compression codec)
+{
+    return codec == Compression::TopK4Bit ? BlockwiseBlockElements : 1;
+}
+
+bool isVariableLength(Compression codec)
+{
+    return codec == Compression::SparseFp16;
+}
+
+std::size_t encodedLength(Compression codec, std::span<const std::uint8_t> bytes, std::size_t elements)
+{
+    if (isVariableLength(codec))
+        return sparse::sparseFp16Length(bytes, elements);
+    const auto n = encodedBytes(codec, elements);
+    if (n > bytes.size())
+        throw Error(std::to_string(elements) + " elements in " + compressionName(codec) + " take " + std::to_string(n)
+                    + " bytes; only " + std::to_string(bytes.size()) + " are left");
+    return n;
+}
+
 std::size_t encodedBytes(Compression codec, std::size_t elements)
 {
     switch (effectiveCodec(codec, elements)) {
+    case Compression::TopK4Bit: return sparse::topKBytes(elements);
+    case Compression::SparseFp16: return sparse::sparseFp16MaxBytes(elements);
     case Compression::None: return 4 * elements;
     case Compression::Fp16: return 2 * elements;
     case Compression::Uniform8Bit: return UniformHeaderBytes + elements;
@@ -227,6 +248,10 @@ std::size_t encodedBytes(Compression codec, std::size_t elements)
 
 std::vector<std::uint8_t> encode(Compression codec, std::span<const float> values)
 {
+    if (isVariableLength(codec)) {
+        requireFinite(values);
+        return sparse::encodeSparseFp16(values);
+    }
     std::vector<std::uint8_t> out(encodedBytes(codec, values.size()));
     encodeInto(codec, values, out);
     return out;
@@ -237,6 +262,8 @@ void encodeInto(Compression codec, std::span<const float> values, std::span<std:
     requireFinite(values);
     const std::size_t n = values.size();
     const Compression c = effectiveCodec(codec, n);
+    if (isVariableLength(c))
+        throw Error(std::string("encodeInto: ") + compressionName(c) + " has no fixed size; use encode()");
     if (out.size() != encodedBytes(c, n))
         throw Error("compression buffer has " + std::to_string(out.size()) + " bytes, expected "
                     + std::to_string(encodedBytes(c, n)));
@@ -279,7 +306,11 @@ void encodeInto(Compression codec, std::span<const float> values, std::span<std:
         }
         break;
     }
+    case Compression::TopK4Bit:
+        sparse::encodeTopK(values, out);
+        break;
     case Compression::SizeAdaptive:
+    case Compression::SparseFp16:
         break;
     }
 }
@@ -288,6 +319,10 @@ void decode(Compression codec, std::span<const std::uint8_t> bytes, std::span<fl
 {
     const std::size_t n = out.size();
     const Compression c = effectiveCodec(codec, n);
+    if (isVariableLength(c)) {
+        sparse::decodeSparseFp16(bytes, out);
+        return;
+    }
     if (bytes.size() != encodedBytes(c, n))
         throw Error("compressed tensor has " + std::to_string(bytes.size()) + " bytes; " + std::to_string(n)
                     + " elements in " + compressionName(c) + " take " + std::to_string(encodedBytes(c, n)));
@@ -323,7 +358,11 @@ void decode(Compression codec, std::span<const std::uint8_t> bytes, std::span<fl
         }
         break;
     }
+    case Compression::TopK4Bit:
+        sparse::decodeTopK(bytes, out);
+        break;
     case Compression::SizeAdaptive:
+    case Compression::SparseFp16:
         break;
     }
 }

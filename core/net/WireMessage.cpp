@@ -12,10 +12,8 @@ namespace {
 
 Compression codecFromName(const std::string &name)
 {
-    for (auto c : {Compression::None, Compression::Fp16, Compression::Uniform8Bit, Compression::Blockwise8Bit,
-                   Compression::SizeAdaptive})
-        if (name == compressionName(c))
-            return c;
+    if (const auto c = compressionFromName(name))
+        return *c;
     throw ProtocolError("unknown codec \"" + name + "\"");
 }
 

@@ -97,7 +97,7 @@ bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std:
     out.batchSamples = out.report.groupWeight > 0 ? static_cast<long>(std::llround(out.report.groupWeight))
                                                   : out.localSamples;
     if (out.report.complete)
-        if (auto u = assembleUpdate(epoch, out.batchSamples, options.codec, gradient.size(), std::move(captured)))
+        if (auto u = assembleUpdate(epoch, out.batchSamples, resultCodec(options.codec), gradient.size(), std::move(captured)))
             out.update = std::make_shared<const AveragedUpdate>(std::move(*u));
     out.averaged = true;
     out.complete = out.report.complete;

@@ -12,6 +12,7 @@
 #include "net/TokenBucket.h"
 #include "run/RunManifest.h"
 #include "face/ComputeUtilisation.h"
+#include "compress/ErrorFeedback.h"
 #include "averaging/BanList.h"
 #include "averaging/ButterflyAllReduce.h"
 #include "averaging/PeerService.h"
@@ -75,6 +76,9 @@ struct SwarmPeer::Impl {
     ResourceCaps caps;
     bool capsChanged = false;
     mutable TokenBucket upload;    // the upload cap of every round (rate 0: none)
+    // What sparse gradient rounds left unsent of this peer's contributions (TopK4Bit runs; the
+    // rounds run one at a time). Forgotten when a downloaded state replaces the trainer's.
+    mutable ErrorFeedback errorFeedback;
     mutable TokenBucket download;  // the download cap of every round (rate 0: none)
 
     // --- owned by the worker thread (the control thread only uses dht, which is thread-safe)

@@ -96,6 +96,7 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         if (!s)
             continue;
         trainer->loadStateFlat(s->values, s->epoch);
+        errorFeedback.reset();
         if (mayDiffer)
             log::warning("state", "took a state that may differ from the swarm's (its donor is repairing, or no "
                                   "other peer vouches for it): the next group repairs it");
@@ -185,6 +186,7 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     o.reducerTimeout = opt.reducerTimeout;
     o.upload = &upload;
     o.download = &download;
+    o.errorFeedback = &errorFeedback;
     return o;
 }
 

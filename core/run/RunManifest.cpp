@@ -79,7 +79,8 @@ FileRef readFileRef(const JsonObjectReader &r)
 
 Compression parseCompression(const std::string &name, const std::string &path)
 {
-    if (const auto codec = compressionFromName(name))
+    const auto codec = compressionFromName(name);
+    if (codec && *codec != Compression::SparseFp16)
         return *codec;
     fail(path, "unknown compression \"" + name + "\" (expected one of " + compressionChoices() + ")");
 }

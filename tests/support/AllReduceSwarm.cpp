@@ -68,10 +68,15 @@ std::vector<double> Swarm::expectedAverage(const std::vector<std::size_t> &contr
 
 void Swarm::run(const AllReduceOptions &options, const std::vector<std::size_t> &participants)
 {
+    run(std::vector<AllReduceOptions>(members.size(), options), participants);
+}
+
+void Swarm::run(const std::vector<AllReduceOptions> &options, const std::vector<std::size_t> &participants)
+{
     std::vector<std::thread> threads;
     for (auto i : participants)
         threads.emplace_back(
-            [this, i, &options] { reports[i] = endpoints[i]->run("group-1", members, i, values[i], options); });
+            [this, i, &options] { reports[i] = endpoints[i]->run("group-1", members, i, values[i], options[i]); });
     for (auto &t : threads)
         t.join();
 }

@@ -42,6 +42,8 @@ struct Swarm {
 
     // One round of group "group-1" with every participant on a thread of its own.
     void run(const AllReduceOptions &options, const std::vector<std::size_t> &participants);
+    // Same, member i with options[i] (options.size() == members.size()).
+    void run(const std::vector<AllReduceOptions> &options, const std::vector<std::size_t> &participants);
 };
 
 } // namespace dedloc::test
