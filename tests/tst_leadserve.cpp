@@ -258,6 +258,8 @@ class TestLeadServe : public QObject {
         QVERIFY(epochs.back() >= 2 && epochs.back() <= steps);
         QCOMPARE(status["state"]["latest_checkpoint"]["epoch"].get<long>(), epochs.back());
         QVERIFY(status["state"]["latest_checkpoint"]["bytes"].get<long>() > 1000);
+        // After its first download the monitor follows by replaying the trainers' updates.
+        QVERIFY2(serve.logText().contains(QStringLiteral("replayed the averaged steps")), qPrintable(serve.logText()));
         QVERIFY(status["metrics"]["rows"].get<long>() >= static_cast<long>(jsonl.size()));
         QVERIFY(status["metrics"]["last_error"].is_null());
 

@@ -1,8 +1,8 @@
 #include "averaging/ButterflyAllReduce.h"
 
-#include "averaging/LoadBalancing.h"
 #include "averaging/PartReducer.h"
 #include "averaging/PartSender.h"
+#include "averaging/RoundLayout.h"
 #include "net/DataPlaneSecurity.h"
 #include "net/TcpThroughput.h"
 #include "util/Error.h"
@@ -26,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 using allreduce::PartReducer;
 using allreduce::PartSender;
 using allreduce::RoundContext;
+using allreduce::layOutRound;
 
 // Parts encoded per pass of the poll loop before it looks at the sockets.
 constexpr int SendBudget = 32;
@@ -74,69 +75,6 @@ struct EarlyMessages {
         return out;
     }
 };
-
-// Shard sizes from the leader's shares (every member computes the same integers), or, in a group
-// without shares (tests and benchmarks that form none), from the bandwidths; in units of
-// `alignment` elements (the codec's), the last shard with any taking the remainder.
-std::vector<std::int64_t> layOutShards(const std::vector<GroupMember> &members, std::int64_t elements,
-                                       std::int64_t minShardElements, std::int64_t alignment)
-{
-    if (alignment > 1) {
-        const std::int64_t units = (elements + alignment - 1) / alignment;
-        auto shards = layOutShards(members, units, (minShardElements + alignment - 1) / alignment, 1);
-        for (auto &s : shards)
-            s *= alignment;
-        for (auto it = shards.rbegin(); it != shards.rend(); ++it)
-            if (*it > 0) {
-                *it -= units * alignment - elements; // < alignment <= *it
-                break;
-            }
-        return shards;
-    }
-    std::vector<std::int64_t> shares;
-    std::vector<double> bandwidths;
-    bool leaderDecided = false;
-    for (const auto &m : members) {
-        if (m.endpoint.empty() && m.share != 0)
-            throw Error("all-reduce: client-mode member " + m.peerId + " was given a shard");
-        shares.push_back(m.share);
-        bandwidths.push_back(m.endpoint.empty() ? 0.0 : m.bandwidth);
-        leaderDecided = leaderDecided || m.share != 0;
-    }
-    return leaderDecided ? shardsFromShares(elements, shares) : balanceShards(elements, bandwidths, minShardElements);
-}
-
-// Checks the arguments and lays out the round: shard sizes (layOutShards; client-mode members
-// reduce nothing), their offsets, the codec and part size, this member's
-// weight. Throws dedloc::Error for an empty group, an index out of range or a part size of 0.
-RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMember> &members, std::size_t me,
-                         std::span<float> values, const AllReduceOptions &options)
-{
-    const std::size_t n = members.size();
-    if (n == 0 || me >= n)
-        throw Error("all-reduce: member index " + std::to_string(me) + " outside a group of " + std::to_string(n));
-    if (options.partElements == 0)
-        throw Error("all-reduce: part size must be positive");
-    RoundContext round;
-    round.groupId = groupId;
-    round.members = members;
-    round.me = me;
-    const auto alignment = codecAlignment(options.codec);
-    round.shardSizes = layOutShards(members, static_cast<std::int64_t>(values.size()), options.minShardElements,
-                                    static_cast<std::int64_t>(alignment));
-    round.shardOffsets.assign(n, 0);
-    for (std::size_t j = 1; j < n; ++j)
-        round.shardOffsets[j] = round.shardOffsets[j - 1] + round.shard(j - 1);
-    round.codec = options.codec;
-    round.partElements = (options.partElements + alignment - 1) / alignment * alignment;
-    round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
-    round.maxWeight = options.maxWeight;
-    round.aggregation = options.aggregation;
-    round.values = values;
-    round.upload = options.upload;
-    round.capture = options.capture;
-    return round;
-}
 
 // Per member, the CURVE key its connections authenticate with.
 std::vector<CurveKey> curveKeysOf(const std::vector<GroupMember> &members)

@@ -309,9 +309,12 @@ struct SwarmPeer::Impl {
     // the group of their epoch and reduces a shard with weight 0 (then the state round, when
     // due). Returns at once when no round is due; `doneEpoch`: the last epoch helped.
     void helpNextRound(long &doneEpoch, const std::string &idle);
-    // Monitor: downloads the swarm's state when it is `monitorStateEvery` epochs ahead (at most
-    // every few seconds while no donor delivers); `lastTry`: when it last tried.
-    void refreshMonitorState(double &lastTry);
+    // Monitor: follows the swarm when it is `monitorStateEvery` epochs ahead: replays the
+    // trainers' averaged updates since its epoch (an update is a round's compressed average, far
+    // smaller than the state), or downloads the state when no chain of updates leads there (at
+    // most every few seconds while no donor delivers); `lastTry`: when it last tried; `idle`:
+    // its status line.
+    void refreshMonitorState(double &lastTry, const std::string &idle);
     // Monitor: saves the state, archives it and offers it to the downstream evaluation.
     void keepMonitorState();
     // Monitor: a copy of the checkpoint just saved, per epoch, the oldest beyond the limit removed.

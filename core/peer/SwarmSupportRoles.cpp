@@ -89,7 +89,7 @@ void SwarmPeer::Impl::runMonitor()
         setMyRecord(0, 0.0);
         if (opt.monitorReduces)
             helpNextRound(doneEpoch, idle);
-        refreshMonitorState(lastTry);
+        refreshMonitorState(lastTry, idle);
         if (trainer->step() >= keptEpoch + std::max(1L, opt.monitorStateEvery)) {
             keepMonitorState();
             keptEpoch = trainer->step();
@@ -99,7 +99,7 @@ void SwarmPeer::Impl::runMonitor()
     downstream.reset(); // stops a fine-tuning in progress
 }
 
-void SwarmPeer::Impl::refreshMonitorState(double &lastTry)
+void SwarmPeer::Impl::refreshMonitorState(double &lastTry, const std::string &idle)
 {
     constexpr double RetryAfterSeconds = 2.0;
     long global;
@@ -110,6 +110,12 @@ void SwarmPeer::Impl::refreshMonitorState(double &lastTry)
     if (global < trainer->step() + std::max(1L, opt.monitorStateEvery) || unixNow() - lastTry < RetryAfterSeconds)
         return;
     lastTry = unixNow();
+    // The updates first: they cost the trainers' uplinks a round's compressed average per epoch
+    // instead of a whole state (2-3 fp32 values per parameter).
+    const bool replayed = replayUpdates(global);
+    setState(PeerState::Training, idle);
+    if (replayed && trainer->step() >= global)
+        return;
     std::string why;
     if (!downloadAndLoadState(trainer->step() + 1, &why))
         log::info("monitor", "state not refreshed: " + why);
