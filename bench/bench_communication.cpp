@@ -20,7 +20,8 @@
 // swarm's samples/s, compute utilisation (the trainers' `utilisation` weighted by each step's
 // interval), the bytes every trainer sent (the kernel's count of its namespace's interfaces:
 // rounds, state averaging, state served to the monitor, the DHT and the control plane, all of
-// it) per step and per sample, and the last validation loss with the samples it was reached at.
+// it) per step, per sample and per second, and the last validation loss with the samples it was
+// reached at.
 //
 //   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--target-batch-size N]
 //                       [--modes gradients,delayed,local,local8bit,overlapped,sparse,overlappedsparse]
@@ -183,11 +184,13 @@ double sentBytes(const std::string &ns)
 struct ModeResult {
     long steps = 0, averaged = 0;
     double medianRound = 0, samplesPerSecond = 0, utilisation = 0, bytesPerStep = 0, bytesPerSample = 0;
+    double bytesPerSecond = 0; // per trainer, over the mode's whole run
     double lastValLoss = -1;
     long valAtSamples = 0;
 };
 
-ModeResult measure(const std::vector<SwarmPeerProcess *> &trainers, const std::vector<double> &sent)
+// `seconds`: how long the trainers were asked to run.
+ModeResult measure(const std::vector<SwarmPeerProcess *> &trainers, const std::vector<double> &sent, double seconds)
 {
     ModeResult r;
     struct Step {
@@ -240,6 +243,7 @@ ModeResult measure(const std::vector<SwarmPeerProcess *> &trainers, const std::v
     r.utilisation = wall > 0 ? busy / wall : 0;
     r.bytesPerStep = r.steps > 0 ? bytes / static_cast<double>(trainers.size()) / static_cast<double>(r.steps) : 0;
     r.bytesPerSample = computed > 0 ? bytes / static_cast<double>(computed) : 0;
+    r.bytesPerSecond = bytes / static_cast<double>(trainers.size()) / seconds;
     return r;
 }
 
@@ -291,7 +295,7 @@ ModeResult runMode(const Options &o, const std::string &mode, const fs::path &wo
     for (int i = 0; i < o.trainers; ++i)
         sent.push_back(sentBytes(net.namespaceOf(hostOf.at(trainers[static_cast<std::size_t>(i)]->name))) - before[static_cast<std::size_t>(i)]);
     monitor.stopGracefully(10000);
-    return measure(trainers, sent);
+    return measure(trainers, sent, o.seconds);
 }
 
 } // namespace
@@ -310,16 +314,16 @@ int main(int argc, char **argv)
                     "(work dir %s)\n",
                     o.trainers, o.targetBatchSize > 0 ? std::to_string(o.targetBatchSize).c_str() : "as bundled",
                     o.mbit, o.seconds, work.c_str());
-        std::printf("%-16s %6s %9s %8s %10s %7s %13s %12s %9s %s\n", "mode", "steps", "averaged", "round_s",
-                    "samples/s", "util", "sent/step MB", "sent/sample", "val_loss", "(at samples)");
+        std::printf("%-16s %6s %9s %8s %10s %7s %13s %12s %10s %9s %s\n", "mode", "steps", "averaged", "round_s",
+                    "samples/s", "util", "sent/step MB", "sent/sample", "sent kB/s", "val_loss", "(at samples)");
         for (const auto &mode : o.modes) {
             if (mode != "gradients" && mode != "delayed" && !isLocal(mode))
                 throw std::runtime_error("unknown mode " + mode
                                          + " (gradients, delayed, local, local8bit, overlapped, sparse, overlappedsparse)");
             const auto r = runMode(o, mode, work);
-            std::printf("%-16s %6ld %9ld %8.2f %10.1f %7.2f %13.2f %9.1f kB %9.3f (%ld)\n", mode.c_str(), r.steps,
-                        r.averaged, r.medianRound, r.samplesPerSecond, r.utilisation, r.bytesPerStep / 1e6,
-                        r.bytesPerSample / 1e3, r.lastValLoss, r.valAtSamples);
+            std::printf("%-16s %6ld %9ld %8.2f %10.1f %7.2f %13.2f %9.1f kB %10.1f %9.3f (%ld)\n", mode.c_str(),
+                        r.steps, r.averaged, r.medianRound, r.samplesPerSecond, r.utilisation, r.bytesPerStep / 1e6,
+                        r.bytesPerSample / 1e3, r.bytesPerSecond / 1e3, r.lastValLoss, r.valAtSamples);
             std::fflush(stdout);
         }
         if (qEnvironmentVariableIsEmpty("DEDLOC_KEEP_BENCH_DIR"))
