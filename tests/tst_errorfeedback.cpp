@@ -1,24 +1,23 @@
 // Error feedback (core/compress/ErrorFeedback.h): the residual conserves every contribution bit
 // for bit, nothing is lost over rounds, and bad input changes nothing.
+#include "AllReduceSwarm.h" // randomVector
 #include "compress/ErrorFeedback.h"
 #include "util/Error.h"
 
 #include <QtTest>
 
 #include <cmath>
-#include <random>
 
 using namespace dedloc;
 
 namespace {
 
+// n values of N(0, sigma^2).
 std::vector<float> gaussian(std::size_t n, unsigned seed, float sigma = 1.0F)
 {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0F, sigma);
-    std::vector<float> v(n);
+    auto v = test::randomVector(n, seed);
     for (auto &x : v)
-        x = d(rng);
+        x *= sigma;
     return v;
 }
 

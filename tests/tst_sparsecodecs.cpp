@@ -1,5 +1,6 @@
 // The sparse codecs (core/compress/Compression.h TopK4Bit and SparseFp16, SparseCodecs.cpp):
 // which elements are kept, the error bounds, idempotence, sizes, and hostile bytes.
+#include "AllReduceSwarm.h" // randomVector
 #include "compress/Compression.h"
 #include "compress/LittleEndian.h"
 #include "util/Error.h"
@@ -10,7 +11,6 @@
 #include <bit>
 #include <cmath>
 #include <numeric>
-#include <random>
 
 using namespace dedloc;
 
@@ -18,14 +18,10 @@ namespace {
 
 constexpr std::size_t Block = BlockwiseBlockElements;
 
+// n values of N(0, 1).
 std::vector<float> gaussian(std::size_t n, unsigned seed)
 {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.0F, 1.0F);
-    std::vector<float> v(n);
-    for (auto &x : v)
-        x = d(rng);
-    return v;
+    return test::randomVector(n, seed);
 }
 
 std::vector<float> roundTrip(Compression c, std::span<const float> v)
