@@ -79,7 +79,8 @@ int makeRun(const QStringList &args)
                                            QStringLiteral("x"), QStringLiteral("0.9"));
     const QCommandLineOption codec(QStringLiteral("compression"),
                                    QStringLiteral("Codec of the averaged values: fp16, uniform8bit, "
-                                                  "blockwise8bit, size_adaptive, none."),
+                                                  "blockwise8bit, size_adaptive, none, or topk4bit (sparse, "
+                                                  "with error feedback; for --local-updates)."),
                                    QStringLiteral("name"), QStringLiteral("fp16"));
     p.addOptions({corpus, out, runId, name, lead, description, preset, vocab, seqLen, target, micro, lr, warmup,
                   total, keepTokenizer, closed, delayed, local, outerLr, outerMomentum, codec});
