@@ -101,7 +101,7 @@ int verifyRun(CommandLine &cli, std::string &status)
             std::fprintf(stderr, "dedloc: %s\n", e.what());
             return 2;
         }
-        dedloc::log::warning("app", std::string("--allow-unsigned: training anyway although ") + e.what());
+        dedloc::log::warning("app", std::string("--allow-unsigned overrides this refusal, training anyway: ") + e.what());
         status = std::string("NOT verified (--allow-unsigned): ") + e.what();
     }
     return -1;
