@@ -2,6 +2,8 @@
 // decode to exactly the average every member applied; pieces that do not tile are refused.
 #include "AllReduceSwarm.h"
 #include "averaging/AveragedUpdate.h"
+#include "averaging/SwarmMessages.h"
+#include "averaging/UpdateArchive.h"
 #include "net/WireMessage.h"
 
 #include <QtTest>
@@ -40,6 +42,40 @@ class TestAveragedUpdate final : public QObject {
             QVERIFY(u->bytes.size() < s.values[i].size() * 2); // 8 bits a value and the block scales
             QVERIFY(bitwiseEqual(decodeUpdate(*u), s.values[i]));
         }
+    }
+
+    // A sparse round's update (variable-length pieces) crosses the wire as the replay does: its
+    // header is checked before the bytes arrive (sized, not filled), the bytes when decoded.
+    void sparseUpdateCrossesTheWire()
+    {
+        const std::size_t n = 3 * BlockwiseBlockElements + 100;
+        std::vector<float> values(n, 0.0F);
+        for (std::size_t i = 0; i < n; i += 29)
+            values[i] = 0.125F * static_cast<float>(i % 7) - 0.25F;
+        const auto split = 2 * BlockwiseBlockElements;
+        std::vector<EncodedPiece> pieces{
+            {0, split, encode(Compression::SparseFp16, std::span(values).first(split))},
+            {split, n - split, encode(Compression::SparseFp16, std::span(values).subspan(split))}};
+        const auto sent = *assembleUpdate(3, 64, Compression::SparseFp16, n, std::move(pieces));
+        QVERIFY(sent.bytes.size() < n); // sparse: under a byte an element
+        // As a donor answers and a requester reads it: a service message (CBOR).
+        const auto wire = [](const nlohmann::json &h) { return parseServiceMessage(encodeServiceMessage("update", h)); };
+        auto received = updateFromHeader(wire(updateHeaderToJson(sent)), 3, n);
+        QCOMPARE(received.bytes.size(), sent.bytes.size());
+        received.bytes = sent.bytes; // the chunks arrive
+        QCOMPARE(decodeUpdate(received), decodeUpdate(sent));
+        for (std::size_t i = 0; i < n; ++i)
+            QCOMPARE(decodeUpdate(received)[i], halfToFloat(floatToHalf(values[i])));
+        // A header whose size no encoding of its pieces can have is refused before any download.
+        auto header = updateHeaderToJson(sent);
+        header["s"] = 4; // less than the pieces' block counts
+        header["m"] = updateChunks(4);
+        QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)updateFromHeader(wire(header), 3, n));
+        // Bytes that do not parse as the pieces' encodings are refused when decoded.
+        auto garbled = received;
+        garbled.bytes[0] = 0xff; // the first block counts more values than it has elements
+        garbled.bytes[1] = 0xff;
+        QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)decodeUpdate(garbled));
     }
 
     void piecesThatDoNotTileAreRefused()

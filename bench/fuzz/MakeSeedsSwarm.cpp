@@ -99,7 +99,13 @@ std::vector<Seed> updateSeeds()
     std::vector<EncodedPiece> pieces{{0, 400, encode(Compression::Fp16, std::span(values).first(400))},
                                      {400, 600, encode(Compression::Fp16, std::span(values).subspan(400))}};
     const auto u = *assembleUpdate(UpdateEpoch, 64, Compression::Fp16, ModelElements, std::move(pieces));
+    std::vector<float> sparse(ModelElements, 0.0F);
+    for (std::size_t i = 0; i < sparse.size(); i += 13)
+        sparse[i] = 0.5F;
+    std::vector<EncodedPiece> sparsePieces{{0, ModelElements, encode(Compression::SparseFp16, sparse)}};
+    const auto s = *assembleUpdate(UpdateEpoch, 64, Compression::SparseFp16, ModelElements, std::move(sparsePieces));
     return {seedOf("UpdateHeader", "update.bin", updateInput("update", updateHeaderToJson(u), u.bytes.size())),
+            seedOf("UpdateHeader", "update-sparse.bin", updateInput("update", updateHeaderToJson(s), s.bytes.size())),
             seedOf("UpdateHeader", "update-request.bin", updateInput("update?", {{"run", RunId}, {"e", UpdateEpoch}}, 0)),
             seedOf("UpdateHeader", "upart-request.bin", updateInput("upart?", {{"e", UpdateEpoch}, {"k", 0}}, 0))};
 }

@@ -42,27 +42,44 @@ std::optional<AveragedUpdate> assembleUpdate(long epoch, long batchSamples, Comp
     return u;
 }
 
-void checkUpdateLayout(const AveragedUpdate &update)
+void checkUpdatePieces(const AveragedUpdate &update)
 {
-    std::uint64_t next = 0, bytes = 0;
+    std::uint64_t next = 0, least = 0, most = 0;
     for (const auto &[offset, count] : update.pieces) {
         if (offset != next || count == 0 || count > update.elements - next)
             throw ProtocolError("update pieces do not tile the gradient: a piece at " + std::to_string(offset)
                                 + " where " + std::to_string(next) + " was due");
         next += count;
-        try {
-            bytes += encodedLength(update.codec, std::span(update.bytes).subspan(std::min(bytes, update.bytes.size())),
-                                   count);
-        } catch (const Error &e) {
-            throw ProtocolError(std::string("update piece at ") + std::to_string(offset) + ": " + e.what());
-        }
+        // A variable-length piece takes at least its block counts (every block empty).
+        least += isVariableLength(update.codec) ? 2 * ((count + BlockwiseBlockElements - 1) / BlockwiseBlockElements)
+                                                : encodedBytes(update.codec, count);
+        most += encodedBytes(update.codec, count);
     }
     if (next != update.elements)
         throw ProtocolError("update pieces cover " + std::to_string(next) + " of " + std::to_string(update.elements)
                             + " elements");
-    if (bytes != update.bytes.size())
+    if (update.bytes.size() < least || update.bytes.size() > most)
         throw ProtocolError("update carries " + std::to_string(update.bytes.size()) + " bytes; its pieces take "
-                            + std::to_string(bytes));
+                            + (least == most ? std::to_string(least)
+                                             : "from " + std::to_string(least) + " to " + std::to_string(most)));
+}
+
+void checkUpdateLayout(const AveragedUpdate &update)
+{
+    checkUpdatePieces(update);
+    if (!isVariableLength(update.codec))
+        return;
+    std::size_t at = 0;
+    for (const auto &[offset, count] : update.pieces) {
+        try {
+            at += encodedLength(update.codec, std::span(update.bytes).subspan(at), count);
+        } catch (const Error &e) {
+            throw ProtocolError("update piece at " + std::to_string(offset) + ": " + e.what());
+        }
+    }
+    if (at != update.bytes.size())
+        throw ProtocolError("update carries " + std::to_string(update.bytes.size()) + " bytes; its pieces take "
+                            + std::to_string(at));
 }
 
 std::vector<float> decodeUpdate(const AveragedUpdate &update)

@@ -45,8 +45,13 @@ struct AveragedUpdate {
 [[nodiscard]] std::optional<AveragedUpdate> assembleUpdate(long epoch, long batchSamples, Compression codec,
                                                            std::uint64_t elements, std::vector<EncodedPiece> pieces);
 
-// Throws ProtocolError unless the pieces tile [0, elements) and `bytes` is their encodings'
-// total size. Checks only the layout, before anything is decoded or allocated.
+// What can be checked of an update before its bytes arrive (a header read with `bytes` sized but
+// not filled): throws ProtocolError unless the pieces tile [0, elements) and bytes.size() is
+// their encodings' total size (for a variable-length codec, within the least and the most their
+// encodings can take).
+void checkUpdatePieces(const AveragedUpdate &update);
+// checkUpdatePieces, and for a variable-length codec that `bytes` is exactly one encoding of each
+// piece in turn (read from its block counts). Checks only the layout, before anything is decoded.
 void checkUpdateLayout(const AveragedUpdate &update);
 
 // The averaged gradient (update.elements floats); throws ProtocolError for a bad layout or a

@@ -51,7 +51,8 @@ AveragedUpdate updateFromHeader(const json &header, long expectedEpoch, std::uin
     if (u.elements != expectedElements)
         throw ProtocolError("update has " + std::to_string(u.elements) + " elements, this model "
                             + std::to_string(expectedElements));
-    const auto bytes = unsignedField(header, "s", 4 * expectedElements + 1024);
+    // At most 4 bytes an element (fp32; sparse_fp16 adds a count per block).
+    const auto bytes = unsignedField(header, "s", 4 * expectedElements + 2 * (expectedElements / 4096 + 1) + 1024);
     const auto it = header.find("p");
     if (it == header.end() || !it->is_array() || it->size() > expectedElements)
         throw ProtocolError("update has no piece list");
@@ -62,8 +63,8 @@ AveragedUpdate updateFromHeader(const json &header, long expectedEpoch, std::uin
     }
     if (unsignedField(header, "m", 1ULL << 32) != updateChunks(bytes))
         throw ProtocolError("update chunk count does not match its size");
-    u.bytes.resize(bytes); // bounded above by 4 bytes an element
-    checkUpdateLayout(u);
+    u.bytes.resize(bytes); // bounded above by about 4 bytes an element
+    checkUpdatePieces(u);  // the bytes themselves are checked when decoded (decodeUpdate)
     return u;
 }
 

@@ -34,7 +34,7 @@ inline constexpr std::size_t UpdateChunkBytes = 512 * 1024;
 [[nodiscard]] nlohmann::json updateHeaderToJson(const AveragedUpdate &update);
 // The update an `update` answer describes, with `bytes` sized (zeros) for its chunks; checks the
 // element count against `expectedElements` (the model's parameters), the codec, the layout
-// (checkUpdateLayout) and the chunk count before allocating.
+// (checkUpdatePieces: the bytes are checked when decoded) and the chunk count before allocating.
 [[nodiscard]] AveragedUpdate updateFromHeader(const nlohmann::json &header, long expectedEpoch,
                                               std::uint64_t expectedElements);
 [[nodiscard]] std::uint32_t updateChunks(std::size_t bytes);
