@@ -112,7 +112,8 @@ class TestLeadServe : public QObject {
     void serveBootstrapsRecordsAndReports()
     {
         const auto d = dir("swarm");
-        const auto manifest = writeSignedTinyRun(d, 32);
+        // Sparse rounds (topk4bit): the monitor's replay then reads variable-length updates.
+        const auto manifest = writeSignedTinyRun(d, 32, 1000, Compression::TopK4Bit);
         SwarmHarness h(m_app, manifest, d / "peers");
         auto &serve = h.startLeadServe(m_lead, {QStringLiteral("--state-every"), QStringLiteral("2"),
                                                 QStringLiteral("--keep-checkpoints"), QStringLiteral("2")});
@@ -258,7 +259,7 @@ class TestLeadServe : public QObject {
         QVERIFY(epochs.back() >= 2 && epochs.back() <= steps);
         QCOMPARE(status["state"]["latest_checkpoint"]["epoch"].get<long>(), epochs.back());
         QVERIFY(status["state"]["latest_checkpoint"]["bytes"].get<long>() > 1000);
-        // After its first download the monitor follows by replaying the trainers' updates.
+        // After its first download the monitor follows by replaying the trainers' (sparse) updates.
         QVERIFY2(serve.logText().contains(QStringLiteral("replayed the averaged steps")), qPrintable(serve.logText()));
         QVERIFY(status["metrics"]["rows"].get<long>() >= static_cast<long>(jsonl.size()));
         QVERIFY(status["metrics"]["last_error"].is_null());
