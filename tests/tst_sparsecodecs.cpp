@@ -152,6 +152,8 @@ private Q_SLOTS:
         const auto bytes = encode(Compression::SparseFp16, v);
         QCOMPARE(bytes.size(), std::size_t(3 * 2 + 3 * 4));
         QCOMPARE(encodedLength(Compression::SparseFp16, bytes, v.size()), bytes.size());
+        QCOMPARE(leastEncodedBytes(Compression::SparseFp16, v.size()), std::size_t(3 * 2)); // the counts alone
+        QCOMPARE(leastEncodedBytes(Compression::Fp16, v.size()), encodedBytes(Compression::Fp16, v.size()));
         std::vector<std::uint8_t> longer = bytes;
         longer.insert(longer.end(), {1, 2, 3});
         QCOMPARE(encodedLength(Compression::SparseFp16, longer, v.size()), bytes.size());

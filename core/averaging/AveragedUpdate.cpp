@@ -50,9 +50,7 @@ void checkUpdatePieces(const AveragedUpdate &update)
             throw ProtocolError("update pieces do not tile the gradient: a piece at " + std::to_string(offset)
                                 + " where " + std::to_string(next) + " was due");
         next += count;
-        // A variable-length piece takes at least its block counts (every block empty).
-        least += isVariableLength(update.codec) ? 2 * ((count + BlockwiseBlockElements - 1) / BlockwiseBlockElements)
-                                                : encodedBytes(update.codec, count);
+        least += leastEncodedBytes(update.codec, count);
         most += encodedBytes(update.codec, count);
     }
     if (next != update.elements)

@@ -441,15 +441,17 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     RoundContext round = layOutRound(groupId, members, me, values, options);
     if (round.shard(me) > 0 && !d->router)
         throw Error("all-reduce: this member has a shard but no ROUTER (client mode)");
-    // What this member sends is the compressed form; the rest waits in the residual. A sender of
-    // weight 0 sends nothing, so its residual stays.
-    if (options.errorFeedback && ErrorFeedback::supports(options.codec) && round.myWeight > 0.0)
-        options.errorFeedback->compress(options.codec, values);
+    const bool feedback = options.errorFeedback && ErrorFeedback::supports(options.codec) && round.myWeight > 0.0;
     round.start = Clock::now();
     round.security = d->security.get();
     if (d->security)
         round.curveKeys = curveKeysOf(members);
     RoundRunner runner(std::move(round), d->context, d->router.get(), d->pending, options, d->boundPort);
+    // What this member sends is the compressed form; the rest waits in the residual (once the
+    // round is set up: a round that cannot start leaves the residual as it was). A sender of
+    // weight 0 sends nothing, so its residual stays.
+    if (feedback)
+        options.errorFeedback->compress(options.codec, values);
     return runner.run();
 }
 

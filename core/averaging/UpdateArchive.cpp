@@ -51,8 +51,9 @@ AveragedUpdate updateFromHeader(const json &header, long expectedEpoch, std::uin
     if (u.elements != expectedElements)
         throw ProtocolError("update has " + std::to_string(u.elements) + " elements, this model "
                             + std::to_string(expectedElements));
-    // At most 4 bytes an element (fp32; sparse_fp16 adds a count per block).
-    const auto bytes = unsignedField(header, "s", 4 * expectedElements + 2 * (expectedElements / 4096 + 1) + 1024);
+    // At most the largest encoding of that many elements (sparse_fp16's: fp32's and a count per
+    // block).
+    const auto bytes = unsignedField(header, "s", encodedBytes(Compression::SparseFp16, expectedElements) + 1024);
     const auto it = header.find("p");
     if (it == header.end() || !it->is_array() || it->size() > expectedElements)
         throw ProtocolError("update has no piece list");

@@ -221,6 +221,11 @@ bool isVariableLength(Compression codec)
     return codec == Compression::SparseFp16;
 }
 
+std::size_t leastEncodedBytes(Compression codec, std::size_t elements)
+{
+    return isVariableLength(codec) ? sparse::sparseFp16LeastBytes(elements) : encodedBytes(codec, elements);
+}
+
 std::size_t encodedLength(Compression codec, std::span<const std::uint8_t> bytes, std::size_t elements)
 {
     if (isVariableLength(codec))

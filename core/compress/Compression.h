@@ -77,6 +77,9 @@ inline constexpr std::size_t TopKKeptPerBlock = 64; // of BlockwiseBlockElements
 [[nodiscard]] Compression effectiveCodec(Compression codec, std::size_t elements);
 // Bytes of `elements` values; for a variable-length codec, the most they can take.
 [[nodiscard]] std::size_t encodedBytes(Compression codec, std::size_t elements);
+// The least bytes `elements` values can take: encodedBytes() but for SparseFp16 (all zeros: its
+// block counts alone).
+[[nodiscard]] std::size_t leastEncodedBytes(Compression codec, std::size_t elements);
 // Bytes of the encoding of `elements` values at the start of `bytes`: encodedBytes() for a
 // fixed-size codec (whatever `bytes` holds), read from the block counts for SparseFp16. Throws
 // dedloc::Error when that encoding would run past the end of `bytes` or is malformed.

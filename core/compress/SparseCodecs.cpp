@@ -125,6 +125,11 @@ std::size_t sparseFp16MaxBytes(std::size_t elements)
     return 2 * blocks(elements) + 4 * elements;
 }
 
+std::size_t sparseFp16LeastBytes(std::size_t elements)
+{
+    return 2 * blocks(elements);
+}
+
 std::vector<std::uint8_t> encodeSparseFp16(std::span<const float> values)
 {
     std::vector<std::uint8_t> out;

@@ -18,8 +18,10 @@ void encodeTopK(std::span<const float> values, std::span<std::uint8_t> out);
 // finite and >= 0, an index past its block, a code of -8, or two nonzero codes at one index.
 void decodeTopK(std::span<const std::uint8_t> bytes, std::span<float> out);
 
-// The largest SparseFp16 encoding of `elements` values (every element nonzero).
+// The largest SparseFp16 encoding of `elements` values (every element nonzero), and the least
+// (every element zero: the block counts alone).
 [[nodiscard]] std::size_t sparseFp16MaxBytes(std::size_t elements);
+[[nodiscard]] std::size_t sparseFp16LeastBytes(std::size_t elements);
 [[nodiscard]] std::vector<std::uint8_t> encodeSparseFp16(std::span<const float> values);
 // The length of the SparseFp16 encoding of `elements` values at the start of `bytes`, read from
 // its block counts. Throws dedloc::Error for a count above its block or bytes that end early.
