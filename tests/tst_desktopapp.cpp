@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QImage>
 #include <QStandardPaths>
+#include <QTimer>
 #include <QtTest>
 
 using namespace dedloc;
@@ -55,6 +56,29 @@ class TestDesktopApp final : public QObject {
         const auto text = log.readAll();
         QVERIFY(text.contains("I ui: joining the run"));
         QVERIFY(text.contains("screenshot written to"));
+    }
+
+    // DeDLOC > Quit ends the app while the window is on screen. Qt 6's quit() asks the windows
+    // to close first, and the main window refuses (it hides to the tray, or stays and says why),
+    // so a Quit wired to quit() did nothing.
+    void quitFromTheMenuEndsTheApp()
+    {
+        test::FakePeer peer;
+        RunInfo run;
+        run.runId = "fake-run";
+        QTimer::singleShot(1000, qApp, [] {
+            for (QWidget *w : QApplication::topLevelWidgets())
+                if (w->isVisible())
+                    for (QAction *a : w->findChildren<QAction *>())
+                        if (a->text() == QStringLiteral("&Quit"))
+                            a->trigger();
+        });
+        QTimer::singleShot(20000, qApp, [] { QCoreApplication::exit(3); }); // the quit was lost
+        DesktopRunOptions options;
+        options.joinAtStart = true;
+        const int code = runDesktopApp(*qApp, peer, run, options);
+        QCOMPARE(code, 0);
+        QCOMPARE(peer.snapshot().state, PeerState::Stopped);
     }
 };
 

@@ -1,7 +1,9 @@
-// `dedloc --local-swarm 2 --headless` (app/dedloc/LocalSwarm.h), the README's main job, as a user
-// runs it in a terminal: started in its own process group, then Ctrl-C, i.e. SIGINT to the
-// whole foreground group. Every peer must stop once, cleanly: exit 0, no "second interrupt",
-// and each trainer's newest checkpoint is the last step it reported. Also: the swarm options the
+// `dedloc --local-swarm 2` (app/dedloc/LocalSwarm.h), the README's main job, as a user runs it:
+// in a terminal (its own process group), headless or with the window (offscreen), then stopped
+// as a session ends: Ctrl-C (SIGINT to the whole foreground group), SIGTERM to the app (kill,
+// logout), SIGHUP (the terminal closed). Every peer must stop once, cleanly: exit 0, no
+// "second interrupt", no peer left running, and each trainer's newest checkpoint is the last
+// step it reported. Also: the swarm options the
 // launcher passes on to its trainers (their command lines), and a trainer's wait for --min-peers.
 #include "SwarmHarness.h"
 #include "train/Checkpoint.h"
@@ -60,6 +62,23 @@ std::vector<QStringList> childCommandLines(qint64 parent)
     return out;
 }
 
+// The pids of the running processes whose command line names `path` (a peer's data directory).
+std::vector<int> processesNaming(const std::filesystem::path &path)
+{
+    std::vector<int> out;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator("/proc", ec)) {
+        const auto name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        std::ifstream in(e.path() / "cmdline", std::ios::binary);
+        const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (cmdline.find(path.string()) != std::string::npos)
+            out.push_back(std::stoi(name));
+    }
+    return out;
+}
+
 // The value after the last `option` in `args` (a repeated option's last value is the one taken).
 QString lastValue(const QStringList &args, const QString &option)
 {
@@ -67,7 +86,7 @@ QString lastValue(const QStringList &args, const QString &option)
     return i >= 0 && i + 1 < args.size() ? args[i + 1] : QString();
 }
 
-// `dedloc --local-swarm N --headless` on a fresh tiny run in `root` (its own process group, as a
+// `dedloc --local-swarm N` on a fresh tiny run in `root` (its own process group, as a
 // terminal's foreground job), its metrics in root/metrics, with `extra` options. Returns the
 // run manifest.
 std::filesystem::path startLocalSwarm(QProcess &swarm, const std::filesystem::path &root, int trainers, const QStringList &extra)
@@ -77,7 +96,7 @@ std::filesystem::path startLocalSwarm(QProcess &swarm, const std::filesystem::pa
     swarm.setProcessChannelMode(QProcess::MergedChannels);
     swarm.setChildProcessModifier([] { ::setpgid(0, 0); });
     swarm.start(QStringLiteral(DEDLOC_APP),
-                QStringList{QStringLiteral("--local-swarm"), QString::number(trainers), QStringLiteral("--headless"),
+                QStringList{QStringLiteral("--local-swarm"), QString::number(trainers),
                             QStringLiteral("--manifest"), QString::fromStdString(manifest.string()),
                             QStringLiteral("--data-dir"), QString::fromStdString((root / "data").string()),
                             QStringLiteral("--dht-port"), QString::number(freeUdpPort()), QStringLiteral("--metrics-dir"),
@@ -92,13 +111,39 @@ class TestLocalSwarm final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void ctrlCStopsEveryPeerOnceWithAFinalCheckpoint()
+    // Every way a volunteer's session ends: Ctrl-C in the terminal (SIGINT to the foreground
+    // group), `kill` or a logout's SIGTERM to the window's process (the window is one of the
+    // trainers and launches the rest), and a closed terminal's SIGHUP.
+    void everyPeerStopsOnceWithAFinalCheckpoint_data()
     {
+        QTest::addColumn<bool>("window");
+        QTest::addColumn<int>("signal");
+        QTest::addColumn<bool>("toGroup");
+        QTest::newRow("headless, Ctrl-C to the terminal's group") << false << int(SIGINT) << true;
+        QTest::newRow("window, SIGTERM to the app") << true << int(SIGTERM) << false;
+        QTest::newRow("headless, SIGHUP to the app") << false << int(SIGHUP) << false;
+    }
+
+    void everyPeerStopsOnceWithAFinalCheckpoint()
+    {
+        QFETCH(bool, window);
+        QFETCH(int, signal);
+        QFETCH(bool, toGroup);
         QTemporaryDir tmp;
         const std::filesystem::path root = tmp.path().toStdString();
         const auto data = root / "data", metrics = root / "metrics";
         QProcess swarm;
-        const auto manifest = startLocalSwarm(swarm, root, 2, {QStringLiteral("--status-interval"), QStringLiteral("0")});
+        if (window) { // the window offscreen, its settings and log in the temporary directory
+            auto env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+            env.insert(QStringLiteral("XDG_CONFIG_HOME"), tmp.filePath(QStringLiteral("config")));
+            env.insert(QStringLiteral("XDG_DATA_HOME"), tmp.filePath(QStringLiteral("share")));
+            swarm.setProcessEnvironment(env);
+        }
+        QStringList extra{QStringLiteral("--status-interval"), QStringLiteral("0")};
+        if (!window)
+            extra << QStringLiteral("--headless");
+        const auto manifest = startLocalSwarm(swarm, root, 2, extra);
         QVERIFY(swarm.waitForStarted(10000));
         QString output;
         auto enoughSteps = [&] {
@@ -108,7 +153,8 @@ private Q_SLOTS:
         };
         QVERIFY2(SwarmHarness::waitFor(enoughSteps, 180), qPrintable(output.right(3000)));
 
-        QCOMPARE(::kill(-static_cast<pid_t>(swarm.processId()), SIGINT), 0); // Ctrl-C
+        const auto pid = static_cast<pid_t>(swarm.processId());
+        QCOMPARE(::kill(toGroup ? -pid : pid, signal), 0);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
         while (swarm.state() != QProcess::NotRunning && std::chrono::steady_clock::now() < deadline) {
             swarm.waitForFinished(200);
@@ -118,6 +164,7 @@ private Q_SLOTS:
         QVERIFY2(swarm.state() == QProcess::NotRunning, qPrintable(output.right(3000)));
         QCOMPARE(swarm.exitStatus(), QProcess::NormalExit);
         QVERIFY2(swarm.exitCode() == 0, qPrintable(output.right(3000)));
+        QVERIFY2(processesNaming(data).empty(), "a peer of the swarm outlived its launcher");
         QVERIFY2(!output.contains(QStringLiteral("second interrupt")), qPrintable(output.right(3000)));
 
         const auto runId = nlohmann::json::parse(std::ifstream(manifest)).at("run_id").get<std::string>();
@@ -144,7 +191,7 @@ private Q_SLOTS:
         const auto metrics = root / "metrics";
         QProcess swarm;
         startLocalSwarm(swarm, root, 1,
-                        {QStringLiteral("--status-interval"), QStringLiteral("1"), QStringLiteral("--min-peers"),
+                        {QStringLiteral("--headless"), QStringLiteral("--status-interval"), QStringLiteral("1"), QStringLiteral("--min-peers"),
                          QStringLiteral("3"), QStringLiteral("--threads"), QStringLiteral("2"), QStringLiteral("--bandwidth"),
                          QStringLiteral("42"), QStringLiteral("--client-mode")});
         QVERIFY(swarm.waitForStarted(10000));

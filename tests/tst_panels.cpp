@@ -125,6 +125,8 @@ class TestPanels final : public QObject {
         s.lossHistory.push_back({8, 7.0});
         p.update(s);
         QCOMPARE(p.progressPercent(), 100);
+        QCOMPARE(p.findChild<QProgressBar *>()->format(), QString("9\u2009000 samples: target of 4\u2009096 reached"));
+        QVERIFY(labelTexts(p).contains("now")); // not a time to wait for a batch already full
         QCOMPARE(p.lossPoints(), 4);
         s.targetBatchSize = 0; // not known yet: no division by zero
         p.update(s);

@@ -46,9 +46,9 @@ class TestStatusLine final : public QObject {
                "1 trainer, 1 auxiliary, 1 monitor | you 198.0 samples/s, 388 samples (50.0% of swarm)";
         QTest::newRow("error") << 2 << "Error: cannot reach the bootstrap peers; check the network and press Resume";
         QTest::newRow("idle") << 3 << "Idle";
-        QTest::newRow("long eta, batch overfull")
+        QTest::newRow("long eta, batch overfull: no percentage over 100, no time to wait")
             << 4
-            << "Averaging | step 12 | batch 70/64 (100%), next in 1 h 2 min | swarm 396.1 samples/s, "
+            << "Averaging | step 12 | batch 70/64 (target reached) | swarm 396.1 samples/s, "
                "2 trainers, 1 auxiliary, 1 monitor | you 198.0 samples/s, 388 samples (50.0% of swarm) | loss 4.930";
         QTest::newRow("in client mode (found out or asked for); reachable says nothing")
             << 5

@@ -79,7 +79,9 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, cons
     int code = 0;
     {
         DesktopApp desktop(peer, settings, run, std::move(options));
-        QObject::connect(&desktop, &DesktopApp::quitRequested, &app, &QCoreApplication::quit);
+        // exit(), not quit(): Qt 6's quit() asks the windows to close first, and the main window
+        // refuses (closing it hides it to the tray), which would cancel the Quit of the menus.
+        QObject::connect(&desktop, &DesktopApp::quitRequested, &app, [] { QCoreApplication::exit(0); });
         desktop.start();
         if (runOptions.joinAtStart)
             desktop.bridge().join();

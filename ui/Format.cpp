@@ -68,6 +68,21 @@ QString formatCount(long long n)
     return n < 0 ? QStringLiteral("-") + digits : digits;
 }
 
+QString peerActivity(const SwarmPeerInfo &peer)
+{
+    if (peer.paused)
+        return QObject::tr("paused");
+    switch (peer.role) {
+    case PeerRole::Trainer:
+        return QObject::tr("training");
+    case PeerRole::Auxiliary:
+        return QObject::tr("averaging");
+    case PeerRole::Monitor:
+        return peer.averages ? QObject::tr("recording, reducing") : QObject::tr("recording");
+    }
+    return {};
+}
+
 QString stateTitle(PeerState state)
 {
     return QString::fromLatin1(peerStateName(state));

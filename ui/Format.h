@@ -15,6 +15,9 @@ namespace dedloc::ui {
 // The swarm's live peers by role, singular where one: "1 trainer, 0 auxiliary, 1 monitor (0 in
 // client mode)", "3 trainers, 1 auxiliary, 2 monitors (1 in client mode)".
 [[nodiscard]] QString formatPeerCounts(const PeerSnapshot &s);
+// What a peer of the swarm does, for the peers table: "paused", "training" (trainers),
+// "averaging" (auxiliary peers), "recording" or "recording, reducing" (monitors).
+[[nodiscard]] QString peerActivity(const SwarmPeerInfo &peer);
 // The state as the volunteer reads it ("Training", "Paused", ...), and one line of explanation.
 [[nodiscard]] QString stateTitle(PeerState state);
 [[nodiscard]] QString stateExplanation(const PeerSnapshot &s);

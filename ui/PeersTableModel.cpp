@@ -1,5 +1,7 @@
 #include "PeersTableModel.h"
 
+#include "Format.h"
+
 #include <QString>
 
 namespace dedloc::ui {
@@ -49,7 +51,7 @@ QVariant PeersTableModel::data(const QModelIndex &index, int role) const
     case Reachability:
         return p.clientMode ? QStringLiteral("client mode") : QStringLiteral("reachable");
     case State:
-        return p.paused ? QStringLiteral("paused") : QStringLiteral("training");
+        return peerActivity(p);
     case Epoch:
         return qlonglong(p.epoch);
     case Samples:

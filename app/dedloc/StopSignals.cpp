@@ -41,6 +41,7 @@ void installStopSignals()
 {
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
+    std::signal(SIGHUP, onSignal);
 }
 
 const std::atomic<bool> &stopRequested() { return g_stop; }

@@ -1,5 +1,6 @@
 #pragma once
-// How `dedloc` stops on SIGINT (Ctrl-C) and SIGTERM (kill, logout, GNU timeout): the first
+// How `dedloc` stops on SIGINT (Ctrl-C), SIGTERM (kill, logout, GNU timeout, systemd) and SIGHUP
+// (the terminal closed, a session's end): the first
 // signal sets a flag that every mode checks (between micro-batches; each peer then writes its
 // final checkpoint); a second, different or later signal exits at once without a checkpoint,
 // saying so. The same signal arriving again within a second is one request, not a second
@@ -10,7 +11,7 @@
 // read from any thread.
 #include <atomic>
 
-// Installs the handler for SIGINT and SIGTERM.
+// Installs the handler for SIGINT, SIGTERM and SIGHUP.
 void installStopSignals();
 // Set by the first signal.
 [[nodiscard]] const std::atomic<bool> &stopRequested();

@@ -35,10 +35,12 @@ int runWindow(QCoreApplication &app, dedloc::SwarmPeer &peer, const CommandLine 
     ui.joinAtStart = cli.localSwarmTrainers > 0 || cli.join;
     ui.screenshotPath = cli.screenshotPath;
     ui.screenshotAfterSeconds = cli.screenshotAfter;
-    QTimer signalWatch; // Ctrl-C in the terminal quits the window too
+    // A stop signal ends the window too. exit(), not quit(): Qt 6's quit() first asks every
+    // window to close, and the main window refuses (it hides to the tray or says why it stays).
+    QTimer signalWatch;
     QObject::connect(&signalWatch, &QTimer::timeout, [&stop] {
         if (stop.load())
-            QCoreApplication::quit();
+            QCoreApplication::exit(0);
     });
     signalWatch.start(200);
     auto runInfo = dedloc::ui::runInfoFromManifest(manifest);

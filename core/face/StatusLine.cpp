@@ -40,11 +40,14 @@ std::string statusLine(const PeerSnapshot &s)
     line += " | step " + std::to_string(s.globalEpoch);
     if (s.targetBatchSize > 0) {
         const auto have = static_cast<long long>(s.swarmSamplesAccumulated);
-        const double pct = 100.0 * std::min(1.0, s.swarmSamplesAccumulated / double(s.targetBatchSize));
-        line +=
-            " | batch " + std::to_string(have) + "/" + std::to_string(s.targetBatchSize) + " (" + fixed(pct, 0) + "%)";
-        if (s.etaSeconds >= 0.0 && std::isfinite(s.etaSeconds))
-            line += ", next in " + duration(s.etaSeconds);
+        line += " | batch " + std::to_string(have) + "/" + std::to_string(s.targetBatchSize);
+        if (have >= s.targetBatchSize) {
+            line += " (target reached)"; // the peers are agreeing on the step: no time to wait
+        } else {
+            line += " (" + fixed(100.0 * s.swarmSamplesAccumulated / double(s.targetBatchSize), 0) + "%)";
+            if (s.etaSeconds >= 0.0 && std::isfinite(s.etaSeconds))
+                line += ", next in " + duration(s.etaSeconds);
+        }
     }
     line += " | swarm " + fixed(s.swarmSamplesPerSecond, 1) + " samples/s, " +
             plural(s.trainers, "trainer", "trainers") + ", " + std::to_string(s.auxiliaries) + " auxiliary, " +

@@ -57,10 +57,11 @@ void SwarmPanel::update(const PeerSnapshot &s)
     const double fraction =
         s.targetBatchSize > 0 ? std::clamp(s.swarmSamplesAccumulated / double(s.targetBatchSize), 0.0, 1.0) : 0.0;
     m_progress->setValue(int(fraction * 1000.0 + 0.5));
-    m_progress->setFormat(
-        tr("%1 of %2 samples")
-            .arg(formatCount((long long)(s.swarmSamplesAccumulated)), formatCount(s.targetBatchSize)));
-    m_eta->setText(formatDuration(s.etaSeconds));
+    const auto have = (long long)(s.swarmSamplesAccumulated);
+    const bool reached = s.targetBatchSize > 0 && have >= s.targetBatchSize;
+    m_progress->setFormat(reached ? tr("%1 samples: target of %2 reached").arg(formatCount(have), formatCount(s.targetBatchSize))
+                                  : tr("%1 of %2 samples").arg(formatCount(have), formatCount(s.targetBatchSize)));
+    m_eta->setText(reached ? tr("now") : formatDuration(s.etaSeconds));
     m_peers->setText(formatPeerCounts(s));
     m_throughput->setText(tr("%1 samples/s").arg(s.swarmSamplesPerSecond, 0, 'f', 1));
 
