@@ -10,7 +10,7 @@ if(TORCH_CXX_FLAGS)
   add_compile_options(${_dedloc_torch_flags})
 endif()
 
-find_package(Qt6 REQUIRED COMPONENTS Core Test)
+find_package(Qt6 REQUIRED COMPONENTS Core Network Test) # Network: the local control socket (QLocalServer)
 find_package(nlohmann_json 3.10 REQUIRED)
 
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)

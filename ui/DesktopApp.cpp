@@ -82,9 +82,13 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, cons
         // exit(), not quit(): Qt 6's quit() asks the windows to close first, and the main window
         // refuses (closing it hides it to the tray), which would cancel the Quit of the menus.
         QObject::connect(&desktop, &DesktopApp::quitRequested, &app, [] { QCoreApplication::exit(0); });
+        if (runOptions.startPaused)
+            desktop.bridge().pauseManually();
         desktop.start();
         if (runOptions.joinAtStart)
             desktop.bridge().join();
+        if (runOptions.onStarted)
+            runOptions.onStarted(desktop);
         if (!runOptions.screenshotPath.isEmpty()) {
             QTimer::singleShot(int(runOptions.screenshotAfterSeconds * 1000.0), &desktop, [&] {
                 const bool ok = saveScreenshot(desktop.window(), runOptions.screenshotPath);

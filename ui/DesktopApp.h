@@ -18,6 +18,7 @@
 
 #include <QString>
 
+#include <functional>
 #include <memory>
 
 class QApplication;
@@ -77,6 +78,9 @@ struct DesktopRunOptions {
     bool joinAtStart = false;             // join without waiting for the Join button (main job)
     QString screenshotPath;               // non-empty: save the window here, then quit
     double screenshotAfterSeconds = 30.0; // ... this long after start (lets the swarm show progress)
+    bool startPaused = false;             // a manual pause before joining: nothing computed until Resume
+    // Called once the window is shown, before the event loop runs (the app's control socket).
+    std::function<void(DesktopApp &)> onStarted;
 };
 int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, const DesktopRunOptions &options);
 

@@ -12,7 +12,7 @@ std::unique_ptr<QCoreApplication> makeApplication(bool, int &argc, char **argv)
 }
 
 int runWindow(QCoreApplication &, dedloc::SwarmPeer &, const CommandLine &, const dedloc::SwarmOptions &, LocalSwarm *,
-              const std::string &, const std::atomic<bool> &)
+              const std::string &, const QString &, const std::atomic<bool> &)
 {
     std::fprintf(stderr, "dedloc: this build has no window (built with DEDLOC_GUI=OFF); use --headless\n");
     return 2;

@@ -1,7 +1,9 @@
 #include "Window.h"
 
+#include "ControlChannel.h"
 #include "DesktopApp.h"
 #include "LocalSwarm.h"
+#include "MainWindow.h"
 #include "peer/RunAccess.h"
 #include "run/RunManifest.h"
 
@@ -10,6 +12,50 @@
 
 #include <cstdio>
 #include <filesystem>
+
+namespace {
+
+dedloc::ControlPauseState pauseState(const dedloc::PauseDecision &d)
+{
+    if (!d.paused)
+        return {};
+    return {true, dedloc::pauseCauseName(d.cause), d.reason, d.resumesAt};
+}
+
+// What `dedloc ctl` asks of the window, done as the window's own buttons do it.
+nlohmann::json handleControl(dedloc::ui::DesktopApp &desktop, const dedloc::ControlRequest &r)
+{
+    auto &bridge = desktop.bridge();
+    switch (r.command) {
+    case dedloc::ControlCommand::Status: {
+        auto reply = dedloc::controlOk();
+        reply["status"] = dedloc::controlStatus(bridge.snapshot(), pauseState(bridge.pauseDecision()), true);
+        return reply;
+    }
+    case dedloc::ControlCommand::Pause:
+        if (r.pauseSeconds > 0.0)
+            bridge.pauseFor(r.pauseSeconds);
+        else
+            bridge.pauseManually();
+        return dedloc::controlOk();
+    case dedloc::ControlCommand::Resume:
+        bridge.resumeManually();
+        return dedloc::controlOk();
+    case dedloc::ControlCommand::Quit:
+        QTimer::singleShot(0, [] { QCoreApplication::exit(0); }); // after the answer is sent
+        return dedloc::controlOk();
+    case dedloc::ControlCommand::Raise: {
+        auto &window = desktop.window();
+        window.showNormal();
+        window.raise();
+        window.activateWindow();
+        return dedloc::controlOk();
+    }
+    }
+    return dedloc::controlError("unknown command");
+}
+
+} // namespace
 
 bool buildHasWindow() { return true; }
 
@@ -22,7 +68,7 @@ std::unique_ptr<QCoreApplication> makeApplication(bool window, int &argc, char *
 
 int runWindow(QCoreApplication &app, dedloc::SwarmPeer &peer, const CommandLine &cli,
               const dedloc::SwarmOptions &swarm, LocalSwarm *local, const std::string &signatureStatus,
-              const std::atomic<bool> &stop)
+              const QString &controlPath, const std::atomic<bool> &stop)
 {
     dedloc::RunManifest manifest;
     try {
@@ -35,6 +81,16 @@ int runWindow(QCoreApplication &app, dedloc::SwarmPeer &peer, const CommandLine 
     ui.joinAtStart = cli.localSwarmTrainers > 0 || cli.join;
     ui.screenshotPath = cli.screenshotPath;
     ui.screenshotAfterSeconds = cli.screenshotAfter;
+    ui.startPaused = cli.startPaused;
+    std::unique_ptr<ControlServer> control;
+    ui.onStarted = [&](dedloc::ui::DesktopApp &desktop) {
+        control = std::make_unique<ControlServer>([&desktop](const dedloc::ControlRequest &r) { return handleControl(desktop, r); });
+        QString error;
+        if (!control->listen(controlPath, &error)) {
+            std::fprintf(stderr, "dedloc: %s\n", qPrintable(error));
+            QTimer::singleShot(0, [] { QCoreApplication::exit(1); });
+        }
+    };
     // A stop signal ends the window too. exit(), not quit(): Qt 6's quit() first asks every
     // window to close, and the main window refuses (it hides to the tray or says why it stays).
     QTimer signalWatch;
@@ -52,6 +108,7 @@ int runWindow(QCoreApplication &app, dedloc::SwarmPeer &peer, const CommandLine 
         runInfo.access = dedloc::ui::closedRunAccessText(token.string(), std::filesystem::is_regular_file(token, ec));
     }
     const int code = dedloc::ui::runDesktopApp(static_cast<QApplication &>(app), peer, runInfo, ui);
+    control.reset();
     if (local)
         local->stopAll();
     return code;

@@ -5,6 +5,7 @@
 #include "CommandLine.h"
 
 #include <QCoreApplication>
+#include <QString>
 
 #include <atomic>
 #include <memory>
@@ -19,8 +20,9 @@ class LocalSwarm;
 // QCoreApplication later, so this is decided before Qt starts).
 [[nodiscard]] std::unique_ptr<QCoreApplication> makeApplication(bool window, int &argc, char **argv);
 
-// Runs the window for `peer` until it quits (or `stop` is set, as Ctrl-C does); stops the local
-// swarm's other peers afterwards. Returns the exit code.
+// Runs the window for `peer` until it quits (or `stop` is set, as Ctrl-C does), serving the
+// control socket at `controlPath` (ControlChannel.h: `dedloc ctl`, and a second start that
+// raises the window); stops the local swarm's other peers afterwards. Returns the exit code.
 int runWindow(QCoreApplication &app, dedloc::SwarmPeer &peer, const CommandLine &cli,
               const dedloc::SwarmOptions &swarm, LocalSwarm *local, const std::string &signatureStatus,
-              const std::atomic<bool> &stop);
+              const QString &controlPath, const std::atomic<bool> &stop);

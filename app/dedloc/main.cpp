@@ -3,12 +3,14 @@
 // machine (a monitor and N trainers, each its own process; with a window, the window's process
 // is one of the trainers).
 #include "CommandLine.h"
+#include "ControlChannel.h"
+#include "CtlCommand.h"
+#include "Headless.h"
 #include "LocalSwarm.h"
 #include "StopSignals.h"
 #include "Window.h"
 #include "net/PeerIdentity.h"
 #include "run/RunPaths.h"
-#include "face/StatusLine.h"
 #include "security/RunTrust.h"
 #include "peer/SwarmPeer.h"
 #include "train/TrainingSession.h"
@@ -43,26 +45,6 @@ bool wantsWindow(int argc, char *argv[])
     }
     return qEnvironmentVariableIsSet("DISPLAY") || qEnvironmentVariableIsSet("WAYLAND_DISPLAY")
            || qgetenv("QT_QPA_PLATFORM") == "offscreen";
-}
-
-int runHeadless(dedloc::SwarmPeer &peer, double statusInterval, const std::string &name)
-{
-    const std::string prefix = name.empty() ? std::string() : "[" + name + "] ";
-    peer.start();
-    auto lastStatus = std::chrono::steady_clock::now();
-    while (!stopRequested().load()) {
-        const auto snapshot = peer.snapshot();
-        if (snapshot.state == dedloc::PeerState::Stopped || snapshot.state == dedloc::PeerState::Error)
-            break;
-        if (statusInterval > 0 && std::chrono::steady_clock::now() - lastStatus >= std::chrono::duration<double>(statusInterval)) {
-            std::printf("%s%s\n", prefix.c_str(), dedloc::statusLine(snapshot).c_str());
-            std::fflush(stdout);
-            lastStatus = std::chrono::steady_clock::now();
-        }
-        QThread::msleep(100);
-    }
-    peer.stop();
-    return peer.wait();
 }
 
 int printPeerKey(const std::filesystem::path &dataDir)
@@ -107,10 +89,31 @@ int verifyRun(CommandLine &cli, std::string &status)
     return -1;
 }
 
+// One app per data directory: a second start raises the first one's window, or (headless)
+// says that one runs. Returns -1 to go on, or the exit code.
+int refuseSecondInstance(const QString &controlPath, bool window)
+{
+    QString error;
+    const auto reply = sendControlRequest(controlPath, {window ? dedloc::ControlCommand::Raise : dedloc::ControlCommand::Status, 0.0},
+                                          2000, &error);
+    if (!reply)
+        return -1;
+    if (window && reply->value("ok", false)) {
+        std::printf("dedloc already runs for this data directory: its window was raised\n");
+        return 0;
+    }
+    std::fprintf(stderr, "dedloc: another dedloc runs for this data directory; stop it (dedloc ctl quit) or use another --data-dir\n");
+    return 1;
+}
+
 } // namespace
 
 int main(int argc, char *argv[])
 {
+    if (argc >= 2 && !std::strcmp(argv[1], "ctl")) { // dedloc ctl ...: talk to the running app
+        QCoreApplication ctl(argc, argv);
+        return runCtl(QCoreApplication::arguments().mid(2));
+    }
     const bool window = wantsWindow(argc, argv);
     const auto app = makeApplication(window, argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("dedloc"));
@@ -121,6 +124,12 @@ int main(int argc, char *argv[])
         return code;
     if (cli.printPeerKey)
         return printPeerKey(cli.session.dataDir);
+    // The socket `dedloc ctl` finds: keyed by the data directory the volunteer gave (a local
+    // swarm's peers use directories below it, each with its own socket).
+    const QString controlPath = controlSocketPath(QString::fromStdString(cli.swarm.dataDir.string()));
+    if (!cli.solo)
+        if (const int code = refuseSecondInstance(controlPath, window); code >= 0)
+            return code;
     std::string signatureStatus = "not checked";
     if (const int code = verifyRun(cli, signatureStatus); code >= 0)
         return code;
@@ -160,9 +169,9 @@ int main(int argc, char *argv[])
     dedloc::log::info("app", "Ctrl-C stops after the current micro-batch and saves a checkpoint");
     if (!window) {
         dedloc::SwarmPeer peer(swarm);
-        return runHeadless(peer, cli.statusInterval, swarm.name);
+        return runHeadless(peer, {cli.statusInterval, swarm.name, controlPath, cli.startPaused}, stop);
     }
     swarm.statusOut = nullptr; // the window shows the status
     dedloc::SwarmPeer peer(swarm);
-    return runWindow(*app, peer, cli, swarm, local.get(), signatureStatus, stop);
+    return runWindow(*app, peer, cli, swarm, local.get(), signatureStatus, controlPath, stop);
 }
