@@ -30,4 +30,5 @@ set_target_properties(dedloc::natpmp PROPERTIES IMPORTED_LOCATION "${NATPMP_LIBR
   INTERFACE_INCLUDE_DIRECTORIES "${NATPMP_INCLUDE_DIR}")
 if(DEDLOC_GUI)
   find_package(Qt6 REQUIRED COMPONENTS Widgets Charts Svg)  # the volunteer window (ui/)
+  pkg_check_modules(XCB REQUIRED IMPORTED_TARGET xcb)       # the full-screen probe (ui/FullScreenProbe)
 endif()

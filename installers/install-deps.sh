@@ -15,8 +15,9 @@ PACKAGES=(
   libtorch-dev libopenblas0-openmp
   # Qt 6: Core/Gui/Widgets/Test + Charts + Svg
   qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev
-  # Qt6Charts' CMake package needs Qt6OpenGL's (and Qt6Gui looks for xkbcommon)
-  libqt6opengl6-dev libxkbcommon-dev
+  # Qt6Charts' CMake package needs Qt6OpenGL's (and Qt6Gui looks for xkbcommon); XCB: the window
+  # asks the X server whether a program is full screen
+  libqt6opengl6-dev libxkbcommon-dev libxcb1-dev
   # networking, crypto, tokenizer, JSON; port mappings on the home router (UPnP-IGD, NAT-PMP)
   libzmq3-dev cppzmq-dev libopendht-dev libsodium-dev libminiupnpc-dev libnatpmp-dev
   libsentencepiece-dev sentencepiece nlohmann-json3-dev

@@ -2,6 +2,7 @@
 #include "system/AutoPausePolicy.h"
 
 #include "TestSupport.h"
+#include "util/Error.h"
 
 #include <QtTest>
 
@@ -104,6 +105,40 @@ class TestAutoPausePolicy final : public QObject {
         QTest::newRow("user idle unknown") << active << unknown << 10 * 3600 << false << QString();
         QTest::newRow("user active, rule off") << base << typing << 10 * 3600 << false << QString();
 
+        HostObservation film;
+        film.fullScreenProgram = "mpv";
+        QTest::newRow("a program full screen") << base << film << 10 * 3600 << true << QString("mpv is full screen");
+        auto noFullScreen = base;
+        noFullScreen.pauseOnFullScreen = false;
+        QTest::newRow("full screen, rule off") << noFullScreen << film << 10 * 3600 << false << QString();
+
+        auto hot = base; // limits without a grace period act at the first reading above them
+        hot.limitGraceSeconds = 0.0;
+        hot.gpuTemperature.limit = 85.0;
+        hot.cpuTemperature.limit = 90.0;
+        hot.gpuPower.limit = 250.0;
+        hot.fanSpeed.limit = 70.0;
+        HostObservation gpuHot = game; // a limit comes before every other automatic rule
+        gpuHot.gpuTemperatureCelsius = 86.0;
+        QTest::newRow("GPU temperature above its limit")
+            << hot << gpuHot << 10 * 3600 << true << QString("cooling down: GPU at 86 °C (limit 85 °C)");
+        HostObservation atLimit;
+        atLimit.gpuTemperatureCelsius = 85.0;
+        atLimit.cpuTemperatureCelsius = 90.0;
+        atLimit.gpuPowerWatts = 250.0;
+        atLimit.fanPercent = 70.0;
+        QTest::newRow("at the limits is not above them") << hot << atLimit << 10 * 3600 << false << QString();
+        HostObservation cpuHot;
+        cpuHot.cpuTemperatureCelsius = 95.4;
+        QTest::newRow("CPU temperature") << hot << cpuHot << 10 * 3600 << true << QString("cooling down: CPU at 95 °C (limit 90 °C)");
+        HostObservation power;
+        power.gpuPowerWatts = 301.0;
+        QTest::newRow("GPU power") << hot << power << 10 * 3600 << true << QString("GPU power 301 W (limit 250 W)");
+        HostObservation fan;
+        fan.fanPercent = 82.0;
+        QTest::newRow("fan speed") << hot << fan << 10 * 3600 << true << QString("fan at 82% (limit 70%)");
+        QTest::newRow("limits off") << base << gpuHot << 10 * 3600 << true << QString("witcher3.exe is using the GPU for graphics");
+
         HostObservation both = game;
         both.onBattery = true;
         QTest::newRow("first rule names the reason")
@@ -124,6 +159,76 @@ class TestAutoPausePolicy final : public QObject {
         QCOMPARE(d.paused, paused);
         QCOMPARE(QString::fromStdString(d.reason), reason);
         QCOMPARE(d.cause, paused ? PauseCause::Automatic : PauseCause::None);
+    }
+
+    // A limit acts only after its reading stayed above it for the grace period, and stops only
+    // below limit - hysteresis; then the quiet period runs as for every automatic rule.
+    void hardwareLimitGraceAndHysteresis()
+    {
+        FakeClock clock;
+        auto rules = defaults();
+        rules.gpuTemperature = {85.0, 5.0};
+        rules.limitGraceSeconds = 30.0;
+        AutoPausePolicy policy(rules, clock.fn());
+        HostObservation o;
+        auto at = [&](double seconds, double celsius) {
+            clock.unix = clock.start + seconds;
+            o.gpuTemperatureCelsius = celsius;
+            return policy.evaluate(o);
+        };
+        QVERIFY(!at(0, 86.0).paused);
+        QVERIFY(!at(20, 88.0).paused);
+        QVERIFY(!at(25, 84.0).paused); // a spike below the limit ends the grace period
+        QVERIFY(!at(26, 86.0).paused);
+        QVERIFY(!at(55, 86.0).paused); // 29 s above
+        auto d = at(56, 87.0);         // 30 s above: it acts
+        QVERIFY(d.paused);
+        QCOMPARE(d.cause, PauseCause::Automatic);
+        QCOMPARE(QString::fromStdString(d.reason), QString("cooling down: GPU at 87 °C (limit 85 °C)"));
+        QVERIFY(at(100, 82.0).paused); // below the limit, not below limit - hysteresis
+        QVERIFY(at(200, 80.0).paused); // 80 is not below 80
+        d = at(300, 79.0);             // cooled down: the quiet period starts
+        QVERIFY(d.paused);
+        QCOMPARE(d.quietSecondsLeft, 15.0);
+        QVERIFY(at(314, 78.0).paused);
+        QVERIFY(!at(315, 78.0).paused);
+        QVERIFY(!at(316, 86.0).paused); // above again: a new grace period
+        QVERIFY(at(346, 86.0).paused);
+        QVERIFY(at(347, -1.0).paused); // the sensor stopped answering: no longer acts, quiet period
+        QVERIFY(!at(362, -1.0).paused);
+    }
+
+    void powerAndFanHysteresisDefaultsToATenth()
+    {
+        FakeClock clock;
+        auto rules = defaults();
+        rules.quietPeriodSeconds = 0.0;
+        rules.limitGraceSeconds = 0.0;
+        rules.gpuPower = {200.0, 0.0};
+        AutoPausePolicy policy(rules, clock.fn());
+        HostObservation o;
+        o.gpuPowerWatts = 210.0;
+        QVERIFY(policy.evaluate(o).paused);
+        o.gpuPowerWatts = 181.0;
+        QVERIFY(policy.evaluate(o).paused); // not below 180
+        o.gpuPowerWatts = 179.0;
+        QVERIFY(!policy.evaluate(o).paused);
+    }
+
+    void badLimitsAreRefused()
+    {
+        FakeClock clock;
+        AutoPausePolicy policy(defaults(), clock.fn());
+        auto rules = defaults();
+        rules.gpuTemperature = {80.0, 80.0};
+        QVERIFY_THROWS_EXCEPTION(Error, policy.setRules(rules));
+        rules = defaults();
+        rules.fanSpeed = {60.0, -1.0};
+        QVERIFY_THROWS_EXCEPTION(Error, policy.setRules(rules));
+        rules = defaults();
+        rules.limitGraceSeconds = -1.0;
+        QVERIFY_THROWS_EXCEPTION(Error, policy.setRules(rules));
+        QCOMPARE(policy.rules().gpuTemperature.limit, 0.0); // the old rules stay
     }
 
     void quietPeriod_data()

@@ -63,6 +63,7 @@ class TestGpuProbe final : public QObject {
             QCOMPARE(s.memoryTotalBytes, std::uint64_t(8) << 30);
             QCOMPARE(s.temperatureCelsius, 61.0);
             QCOMPARE(s.powerWatts, 123.456);
+            QCOMPARE(s.fanPercent, 64.0);
             // 12 reported: own pid 7 and Xorg dropped; 4242 named from comm, 200..208 by pid.
             QCOMPARE(int(s.graphicsProcesses.size()), 10);
             QCOMPARE(s.graphicsProcesses[0].pid, 4242u);
@@ -136,6 +137,7 @@ class TestGpuProbe final : public QObject {
         writeFile(amd / "mem_info_vram_total", "25753026560");
         writeFile(amd / "hwmon" / "hwmon3" / "temp1_input", "55000");
         writeFile(amd / "hwmon" / "hwmon3" / "power1_average", "87000000");
+        writeFile(amd / "hwmon" / "hwmon3" / "pwm1", "102");
         writeStat(root / "proc", "1 0 1 8 0 0 0 0");
 
         GpuProbeOptions o;
@@ -151,6 +153,7 @@ class TestGpuProbe final : public QObject {
         QCOMPARE(s.memoryTotalBytes, std::uint64_t(25753026560ULL));
         QCOMPARE(s.temperatureCelsius, 55.0);
         QCOMPARE(s.powerWatts, 87.0);
+        QCOMPARE(s.fanPercent, 40.0); // 102 of 255
         QCOMPARE(s.cpuUsagePercent, 20.0);
 
         // Without product_name the PCI device id names it.

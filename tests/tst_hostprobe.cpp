@@ -1,6 +1,7 @@
 // Host probe (core/system/HostProbe.h) over fake /sys and /proc trees.
 #include "system/HostProbe.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <filesystem>
@@ -103,6 +104,32 @@ class TestHostProbe final : public QObject {
         HostObservation o;
         o.runningProcesses = {"DaVinci Resolve"};
         QVERIFY(policy.evaluate(o).paused);
+    }
+
+    // The hottest input of the CPU's hwmon sensors; other sensors (the GPU's, the NVMe's) and
+    // broken files do not count; no CPU sensor: unknown.
+    void cpuTemperature()
+    {
+        QTemporaryDir dir;
+        const fs::path sys = dir.path().toStdString();
+        HostProbe probe({sys, sys / "proc"});
+        QCOMPARE(probe.cpuTemperatureCelsius(), -1.0);
+        const auto hwmon = sys / "class" / "hwmon";
+        writeFile(hwmon / "hwmon0" / "name", "nvme");
+        writeFile(hwmon / "hwmon0" / "temp1_input", "91000");
+        writeFile(hwmon / "hwmon1" / "name", "amdgpu");
+        writeFile(hwmon / "hwmon1" / "temp1_input", "88000");
+        QCOMPARE(probe.cpuTemperatureCelsius(), -1.0);
+        writeFile(hwmon / "hwmon2" / "name", "coretemp");
+        writeFile(hwmon / "hwmon2" / "temp1_input", "67000"); // package
+        writeFile(hwmon / "hwmon2" / "temp2_input", "71500"); // hottest core
+        writeFile(hwmon / "hwmon2" / "temp3_input", "garbage");
+        writeFile(hwmon / "hwmon2" / "temp3_label", "Core 1");
+        writeFile(hwmon / "hwmon2" / "temp4_input", "999999999"); // a broken sensor
+        QCOMPARE(probe.cpuTemperatureCelsius(), 71.5);
+        HostObservation o;
+        probe.observe(o);
+        QCOMPARE(o.cpuTemperatureCelsius, 71.5);
     }
 };
 

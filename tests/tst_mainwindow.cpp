@@ -20,6 +20,8 @@
 #include <QImage>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QCheckBox>
+#include <QSpinBox>
 #include <QtTest>
 
 #include <memory>
@@ -248,9 +250,21 @@ class TestMainWindow final : public QObject {
         SettingsDialog dialog(*h.settings);
         auto *upload = dialog.findChild<QDoubleSpinBox *>("upload");
         upload->setValue(512.0);
+        dialog.findChild<QSpinBox *>("gpuTemperatureLimit")->setValue(80);
+        dialog.findChild<QSpinBox *>("coolingMargin")->setValue(8);
+        dialog.findChild<QSpinBox *>("fanLimit")->setValue(70);
+        dialog.findChild<QSpinBox *>("computeShare")->setValue(50);
+        dialog.findChild<QCheckBox *>("pauseOnFullScreen")->setChecked(false);
         dialog.apply();
         QCOMPARE(h.settings->caps().uploadBytesPerSecond, 512.0 * 1024);
         QCOMPARE(h.peer.caps().uploadBytesPerSecond, 512.0 * 1024);
+        QCOMPARE(h.peer.caps().computeShare, 0.5); // the trainer rests as long as it computes
+        const auto rules = h.app->bridge().policy().rules();
+        QCOMPARE(rules.gpuTemperature.limit, 80.0);
+        QCOMPARE(rules.gpuTemperature.hysteresis, 8.0);
+        QCOMPARE(rules.cpuTemperature.limit, 0.0); // left at "no limit"
+        QCOMPARE(rules.fanSpeed.limit, 70.0);
+        QCOMPARE(rules.pauseOnFullScreen, false);
     }
 
     void screenshot()

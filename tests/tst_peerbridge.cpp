@@ -39,6 +39,8 @@ struct Fixture {
     ScriptedPeer peer;
     double now = 1000.0;
     std::vector<std::string> graphics;
+    double gpuCelsius = 60.0, gpuWatts = 120.0, fan = 40.0;
+    std::string fullScreen;
     std::unique_ptr<PeerBridge> bridge;
     Fixture()
     {
@@ -52,9 +54,12 @@ struct Fixture {
             s.name = "Fake";
             for (const auto &g : graphics)
                 s.graphicsProcesses.push_back({1, g, 0});
+            s.temperatureCelsius = gpuCelsius;
+            s.powerWatts = gpuWatts;
+            s.fanPercent = fan;
             return s;
         };
-        o.hostProbe = [](HostObservation &) {};
+        o.hostProbe = [this](HostObservation &h) { h.fullScreenProgram = fullScreen; };
         bridge = std::make_unique<PeerBridge>(peer, *settings, std::move(o));
     }
 };
@@ -136,6 +141,41 @@ class TestPeerBridge final : public QObject {
         QCOMPARE(f.peer.resumes, 1);
         f.bridge->evaluatePolicy();
         QCOMPARE(f.peer.resumes, 1);
+    }
+
+    // The GPU sample's temperature, power and fan reach the policy's limits; the full-screen
+    // probe's program reaches its rule; the peer is told why.
+    void heatAndFullScreenPauseThePeer()
+    {
+        Fixture f;
+        auto rules = f.settings->pauseRules();
+        rules.gpuTemperature = {85.0, 5.0};
+        rules.fanSpeed = {90.0, 0.0};
+        rules.limitGraceSeconds = 10.0;
+        rules.quietPeriodSeconds = 0.0;
+        f.settings->setPauseRules(rules);
+        f.bridge->join();
+        f.gpuCelsius = 88.0;
+        f.bridge->evaluatePolicy();
+        QVERIFY(f.peer.pauses.empty()); // within the grace period
+        f.now += 10.0;
+        f.bridge->evaluatePolicy();
+        QCOMPARE(f.peer.pauses, std::vector<std::string>{"cooling down: GPU at 88 °C (limit 85 °C)"});
+        f.gpuCelsius = 79.0;
+        f.bridge->evaluatePolicy();
+        QCOMPARE(f.peer.resumes, 1);
+        f.fan = 95.0;
+        f.now += 10.0;
+        f.bridge->evaluatePolicy();
+        f.now += 10.0;
+        f.bridge->evaluatePolicy();
+        QCOMPARE(f.peer.pauses.back(), std::string("fan at 95% (limit 90%)"));
+        f.fan = 40.0;
+        f.bridge->evaluatePolicy();
+        QCOMPARE(f.peer.resumes, 2);
+        f.fullScreen = "steam_app_1091500";
+        f.bridge->evaluatePolicy();
+        QCOMPARE(f.peer.pauses.back(), std::string("steam_app_1091500 is full screen"));
     }
 
     void manualPauseWinsOverRulesClearing()

@@ -21,6 +21,10 @@ class TestSettings final : public QObject {
         QCOMPARE(s->pauseRules().quietPeriodSeconds, 15.0);
         QCOMPARE(s->pauseRules().pauseOnGpuGraphics, true);
         QCOMPARE(s->resumeTomorrowAt(), 8 * 3600);
+        QCOMPARE(s->caps().computeShare, 1.0);
+        QCOMPARE(s->pauseRules().pauseOnFullScreen, true);
+        QCOMPARE(s->pauseRules().gpuTemperature.limit, 0.0); // no hardware limit until set
+        QCOMPARE(s->pauseRules().limitGraceSeconds, 30.0);
     }
 
     void roundTripAndChangeSignal()
@@ -39,6 +43,7 @@ class TestSettings final : public QObject {
             c.microBatchSize = 8;
             c.uploadBytesPerSecond = 1.5e6;
             c.downloadBytesPerSecond = 3e6;
+            c.computeShare = 0.6;
             s->setCaps(c);
             QCOMPARE(changed.count(), 2); // one signal for the group
             s->setCaps(c);
@@ -50,6 +55,12 @@ class TestSettings final : public QObject {
             r.scheduleStartSeconds = 22 * 3600;
             r.scheduleEndSeconds = 7 * 3600;
             r.quietPeriodSeconds = 30.0;
+            r.pauseOnFullScreen = false;
+            r.gpuTemperature = {83.0, 7.0};
+            r.cpuTemperature = {95.0, 5.0};
+            r.gpuPower = {220.0, 0.0};
+            r.fanSpeed = {75.0, 0.0};
+            r.limitGraceSeconds = 45.0;
             s->setPauseRules(r);
             QCOMPARE(changed.count(), 3);
             s->setLastJoinedRun("bn-albert-demo");
@@ -64,7 +75,15 @@ class TestSettings final : public QObject {
         QCOMPARE(c.microBatchSize, 8);
         QCOMPARE(c.uploadBytesPerSecond, 1.5e6);
         QCOMPARE(c.downloadBytesPerSecond, 3e6);
+        QCOMPARE(c.computeShare, 0.6);
         const auto r = s->pauseRules();
+        QCOMPARE(r.pauseOnFullScreen, false);
+        QCOMPARE(r.gpuTemperature.limit, 83.0);
+        QCOMPARE(r.gpuTemperature.hysteresis, 7.0);
+        QCOMPARE(r.cpuTemperature.limit, 95.0);
+        QCOMPARE(r.gpuPower.limit, 220.0);
+        QCOMPARE(r.fanSpeed.limit, 75.0);
+        QCOMPARE(r.limitGraceSeconds, 45.0);
         QCOMPARE(r.listedApplications, (std::vector<std::string>{"blender", "steam"}));
         QCOMPARE(r.pauseOnBattery, false);
         QCOMPARE(r.scheduleEnabled, true);
@@ -88,12 +107,20 @@ class TestSettings final : public QObject {
             raw.setValue("caps/gpuMemoryFraction", 7.0);
             raw.setValue("pause/scheduleStart", 999999);
             raw.setValue("pause/quietPeriod", -3);
+            raw.setValue("caps/computeShare", 0.01);
+            raw.setValue("limits/gpuTemperature", 4);  // at or below its cooling margin (5): off
+            raw.setValue("limits/graceSeconds", -10);
         }
         auto s = Settings::forTesting(file);
         QCOMPARE(s->caps().cpuThreads, 0);
         QCOMPARE(s->caps().gpuMemoryFraction, 1.0);
         QCOMPARE(s->pauseRules().scheduleStartSeconds, 86399);
         QCOMPARE(s->pauseRules().quietPeriodSeconds, 0.0);
+        QCOMPARE(s->caps().computeShare, MinComputeShare);
+        QCOMPARE(s->pauseRules().gpuTemperature.limit, 0.0);
+        QCOMPARE(s->pauseRules().limitGraceSeconds, 0.0);
+        AutoPausePolicy policy(s->pauseRules(), {}); // what is read is always a valid policy
+        Q_UNUSED(policy);
     }
 };
 

@@ -85,6 +85,8 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, cons
         if (runOptions.startPaused)
             desktop.bridge().pauseManually();
         desktop.start();
+        if (runOptions.startInTray && desktop.window().trayAvailable())
+            desktop.window().hide();
         if (runOptions.joinAtStart)
             desktop.bridge().join();
         if (runOptions.onStarted)

@@ -79,6 +79,7 @@ struct DesktopRunOptions {
     QString screenshotPath;               // non-empty: save the window here, then quit
     double screenshotAfterSeconds = 30.0; // ... this long after start (lets the swarm show progress)
     bool startPaused = false;             // a manual pause before joining: nothing computed until Resume
+    bool startInTray = false;             // the window hidden, where a tray shows the icon (login)
     // Called once the window is shown, before the event loop runs (the app's control socket).
     std::function<void(DesktopApp &)> onStarted;
 };

@@ -36,6 +36,7 @@ class MainWindow final : public QMainWindow {
                QWidget *parent = nullptr);
 
     void setTrayAvailable(bool available);
+    [[nodiscard]] bool trayAvailable() const { return m_trayAvailable; }
     [[nodiscard]] bool dashboardShown() const;
     [[nodiscard]] QString noticeText() const; // "" when no notice is shown
 

@@ -1,5 +1,6 @@
 #include "PeerBridge.h"
 
+#include "FullScreenProbe.h"
 #include "LogindIdleProbe.h"
 #include "Settings.h"
 #include "system/HostProbe.h"
@@ -22,8 +23,12 @@ PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, Q
     }
     if (!m_options.hostProbe) {
         m_idleProbe = std::make_unique<LogindIdleProbe>();
+        m_fullScreenProbe = std::make_unique<FullScreenProbe>();
         m_options.hostProbe = [this, probe = HostProbe()](HostObservation &o) {
             o.onBattery = probe.onBattery();
+            o.cpuTemperatureCelsius = probe.cpuTemperatureCelsius();
+            if (m_policy.rules().pauseOnFullScreen)
+                o.fullScreenProgram = m_fullScreenProbe->fullScreenProgram();
             // Walking /proc costs a few ms on the GUI thread: only when a program is listed.
             if (!m_policy.rules().listedApplications.empty())
                 o.runningProcesses = probe.runningProcesses();
@@ -108,9 +113,14 @@ void PeerBridge::evaluatePolicy()
     m_gpu = m_options.gpuProbe();
     Q_EMIT gpuSampled(m_gpu);
     HostObservation o;
-    m_options.hostProbe(o);
+    if (m_gpu.vendor != GpuVendor::None) { // a CPU volunteer's limits read the CPU's temperature
+        o.gpuTemperatureCelsius = m_gpu.temperatureCelsius;
+        o.gpuPowerWatts = m_gpu.powerWatts;
+        o.fanPercent = m_gpu.fanPercent;
+    }
     for (const auto &p : m_gpu.graphicsProcesses)
         o.gpuGraphicsProcesses.push_back(p.name);
+    m_options.hostProbe(o);
     applyDecision(m_policy.evaluate(o));
 }
 

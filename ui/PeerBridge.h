@@ -6,8 +6,9 @@
 // snapshot is a copy made under the peer's mutex; it never waits for a step or the network),
 // skips a snapshot whose sequence did not change, and emits snapshotChanged() once per change:
 // the coalescing point, so widgets never see more than ~4 updates a second.
-// Once a second it samples the probes (GPU/CPU, battery, running programs, user idle time from
-// logind: LogindIdleProbe) and emits
+// Once a second it samples the probes (GPU/CPU with temperatures, power and fan, battery, running
+// programs, a full-screen window: FullScreenProbe, user idle time from logind: LogindIdleProbe)
+// and emits
 // gpuSampled(), then runs the AutoPausePolicy and calls pause(reason) / resume() on the peer
 // when the decision changes. A manual pause always wins (policy rule 1).
 // UI -> core: join(), pauseManually(), pauseFor(), pauseUntilTomorrow(), resumeManually(),
@@ -27,6 +28,7 @@
 
 namespace dedloc::ui {
 
+class FullScreenProbe;
 class LogindIdleProbe;
 class Settings;
 
@@ -38,7 +40,9 @@ class PeerBridge final : public QObject {
         int snapshotIntervalMs = 250; // 4 Hz
         int probeEveryTicks = 4;      // probes and policy once a second
         LocalClock clock;             // empty: the system clock
-        // Empty: the real probes (GpuProbe, HostProbe). Tests pass fixed answers.
+        // Empty: the real probes (GpuProbe, HostProbe, FullScreenProbe, LogindIdleProbe). Tests
+        // pass fixed answers; hostProbe runs after the GPU sample filled its part of the
+        // observation, and may override it.
         std::function<GpuSample()> gpuProbe;
         std::function<void(HostObservation &)> hostProbe;
     };
@@ -78,6 +82,7 @@ class PeerBridge final : public QObject {
     Options m_options;
     std::unique_ptr<GpuProbe> m_gpuProbe;
     std::unique_ptr<LogindIdleProbe> m_idleProbe;
+    std::unique_ptr<FullScreenProbe> m_fullScreenProbe;
     LocalClock m_policyClock;
     AutoPausePolicy m_policy;
     QTimer m_timer;

@@ -68,6 +68,7 @@ ResourceCaps Settings::caps() const
     c.microBatchSize = std::max(0, m_store->value("caps/microBatchSize", 0).toInt());
     c.uploadBytesPerSecond = std::max(0.0, m_store->value("caps/uploadBytesPerSecond", 0.0).toDouble());
     c.downloadBytesPerSecond = std::max(0.0, m_store->value("caps/downloadBytesPerSecond", 0.0).toDouble());
+    c.computeShare = std::clamp(m_store->value("caps/computeShare", 1.0).toDouble(), MinComputeShare, 1.0);
     return c;
 }
 
@@ -79,6 +80,7 @@ void Settings::setCaps(const ResourceCaps &c)
     any |= store("caps/microBatchSize", c.microBatchSize);
     any |= store("caps/uploadBytesPerSecond", c.uploadBytesPerSecond);
     any |= store("caps/downloadBytesPerSecond", c.downloadBytesPerSecond);
+    any |= store("caps/computeShare", c.computeShare > 0.0 ? std::clamp(c.computeShare, MinComputeShare, 1.0) : 1.0);
     if (any) {
         m_store->sync();
         Q_EMIT changed(); // one signal for the group
@@ -101,6 +103,18 @@ AutoPauseRules Settings::pauseRules() const
     r.userIdleThresholdSeconds =
         std::max(0.0, s.value("pause/userIdleThreshold", r.userIdleThresholdSeconds).toDouble());
     r.quietPeriodSeconds = std::max(0.0, s.value("pause/quietPeriod", r.quietPeriodSeconds).toDouble());
+    r.pauseOnFullScreen = s.value("pause/onFullScreen", r.pauseOnFullScreen).toBool();
+    // A limit at or below its hysteresis would never clear: such a stored value reads as off.
+    auto limit = [&](const char *key, HardwareLimit l) {
+        const double v = s.value(QString::fromLatin1(key), 0.0).toDouble();
+        const double hysteresis = std::max(0.0, s.value(QString::fromLatin1(key) + "Hysteresis", l.hysteresis).toDouble());
+        return v > hysteresis ? HardwareLimit{v, hysteresis} : HardwareLimit{0.0, hysteresis};
+    };
+    r.gpuTemperature = limit("limits/gpuTemperature", r.gpuTemperature);
+    r.cpuTemperature = limit("limits/cpuTemperature", r.cpuTemperature);
+    r.gpuPower = limit("limits/gpuPower", r.gpuPower);
+    r.fanSpeed = limit("limits/fanSpeed", r.fanSpeed);
+    r.limitGraceSeconds = std::max(0.0, s.value("limits/graceSeconds", r.limitGraceSeconds).toDouble());
     return r;
 }
 
@@ -119,6 +133,13 @@ void Settings::setPauseRules(const AutoPauseRules &r)
     any |= store("pause/whenUserActive", r.pauseWhenUserActive);
     any |= store("pause/userIdleThreshold", r.userIdleThresholdSeconds);
     any |= store("pause/quietPeriod", r.quietPeriodSeconds);
+    any |= store("pause/onFullScreen", r.pauseOnFullScreen);
+    for (const auto &[key, l] : {std::pair{"limits/gpuTemperature", r.gpuTemperature}, std::pair{"limits/cpuTemperature", r.cpuTemperature},
+                                 std::pair{"limits/gpuPower", r.gpuPower}, std::pair{"limits/fanSpeed", r.fanSpeed}}) {
+        any |= store(QString::fromLatin1(key), l.limit);
+        any |= store(QString::fromLatin1(key) + "Hysteresis", l.hysteresis);
+    }
+    any |= store("limits/graceSeconds", r.limitGraceSeconds);
     if (any) {
         m_store->sync();
         Q_EMIT changed();

@@ -1,8 +1,12 @@
 #include "SettingsDialog.h"
 
+#include "HeatLimitsBox.h"
+#include "LoginAutostart.h"
 #include "Settings.h"
+#include "util/Log.h"
 
 #include <QCheckBox>
+#include <QCoreApplication>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -64,6 +68,9 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     auto *pauseForm = new QFormLayout(pauseBox);
     m_onGraphics = new QCheckBox(tr("when another program uses the GPU for graphics (games)"), pauseBox);
     m_onGraphics->setChecked(rules.pauseOnGpuGraphics);
+    m_onFullScreen = new QCheckBox(tr("when a program is full screen (games, films)"), pauseBox);
+    m_onFullScreen->setObjectName(QStringLiteral("pauseOnFullScreen"));
+    m_onFullScreen->setChecked(rules.pauseOnFullScreen);
     m_apps = new QPlainTextEdit(pauseBox);
     m_apps->setPlaceholderText(tr("one program name per line, e.g. blender"));
     QStringList apps;
@@ -89,6 +96,7 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     m_quiet->setValue(rules.quietPeriodSeconds);
     m_tomorrow = new QTimeEdit(timeOf(settings.resumeTomorrowAt()), pauseBox);
     pauseForm->addRow(m_onGraphics);
+    pauseForm->addRow(m_onFullScreen);
     pauseForm->addRow(tr("when these run"), m_apps);
     pauseForm->addRow(m_onBattery);
     pauseForm->addRow(m_schedule);
@@ -101,6 +109,9 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
 
     m_rejoin = new QCheckBox(tr("Join the run automatically when the app starts"), this);
     m_rejoin->setChecked(settings.autoRejoin());
+    m_atLogin = new QCheckBox(tr("Start DeDLOC in the tray when I log in, and join"), this);
+    m_atLogin->setObjectName(QStringLiteral("startAtLogin"));
+    m_atLogin->setChecked(loginAutostartEnabled());
 
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     connect(buttons, &QDialogButtonBox::accepted, this, [this] {
@@ -111,7 +122,10 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     auto *box = new QVBoxLayout(this);
     box->addWidget(capsBox);
     box->addWidget(pauseBox);
+    m_heat = new HeatLimitsBox(rules, caps, this);
+    box->addWidget(m_heat);
     box->addWidget(m_rejoin);
+    box->addWidget(m_atLogin);
     box->addWidget(buttons);
 }
 
@@ -123,10 +137,12 @@ void SettingsDialog::apply()
     caps.microBatchSize = m_microBatch->value();
     caps.uploadBytesPerSecond = m_upload->value() * 1024.0;
     caps.downloadBytesPerSecond = m_download->value() * 1024.0;
+    AutoPauseRules rules = m_settings.pauseRules();
+    m_heat->apply(rules, caps);
     m_settings.setCaps(caps);
 
-    AutoPauseRules rules = m_settings.pauseRules();
     rules.pauseOnGpuGraphics = m_onGraphics->isChecked();
+    rules.pauseOnFullScreen = m_onFullScreen->isChecked();
     rules.listedApplications.clear();
     for (const auto &line : m_apps->toPlainText().split('\n'))
         if (!line.trimmed().isEmpty())
@@ -141,6 +157,14 @@ void SettingsDialog::apply()
     m_settings.setPauseRules(rules);
     m_settings.setResumeTomorrowAt(secondsOf(m_tomorrow->time()));
     m_settings.setAutoRejoin(m_rejoin->isChecked());
+    if (m_atLogin->isChecked() != loginAutostartEnabled()) {
+        QString error;
+        if (setLoginAutostart(m_atLogin->isChecked(), QCoreApplication::applicationFilePath(), &error))
+            log::info("ui", std::string(m_atLogin->isChecked() ? "starts at login: " : "no longer starts at login: ") +
+                                loginAutostartFile().toStdString());
+        else
+            log::error("ui", error.toStdString());
+    }
 }
 
 } // namespace dedloc::ui

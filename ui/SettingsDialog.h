@@ -1,7 +1,8 @@
 #pragma once
 // The settings dialog: caps (CPU threads, GPU memory share, micro-batch, upload/download),
-// auto-pause rules (GPU graphics, listed applications, battery, schedule, user active, quiet
-// period), "pause until tomorrow" time, auto-rejoin. Reads Settings when made; writes them on
+// auto-pause rules (GPU graphics, full screen, listed applications, battery, schedule, user
+// active, quiet period), heat and noise (HeatLimitsBox), "pause until tomorrow" time,
+// auto-rejoin, start at login (LoginAutostart). Reads Settings when made; writes them on
 // OK (apply()); Cancel changes nothing. Bandwidth is entered in KiB/s (0 = no cap).
 #include <QDialog>
 
@@ -13,6 +14,7 @@ class QTimeEdit;
 
 namespace dedloc::ui {
 
+class HeatLimitsBox;
 class Settings;
 
 class SettingsDialog final : public QDialog {
@@ -26,7 +28,8 @@ class SettingsDialog final : public QDialog {
     Settings &m_settings;
     QSpinBox *m_threads, *m_microBatch;
     QDoubleSpinBox *m_gpuFraction, *m_upload, *m_download, *m_quiet, *m_idle;
-    QCheckBox *m_onGraphics, *m_onBattery, *m_schedule, *m_userActive, *m_rejoin;
+    QCheckBox *m_onGraphics, *m_onBattery, *m_schedule, *m_userActive, *m_rejoin, *m_atLogin, *m_onFullScreen;
+    HeatLimitsBox *m_heat;
     QPlainTextEdit *m_apps;
     QTimeEdit *m_start, *m_end, *m_tomorrow;
 };

@@ -50,6 +50,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto metricsDir = option("metrics-dir", "With --local-swarm: every peer's metrics as <name>.jsonl here.", "dir");
     const auto soloOpt = option("solo", "Train alone, without the swarm.");
     const auto joinOpt = option("join", "With the window: join at once instead of waiting for the Join button.");
+    const auto inTrayOpt = option("in-tray", "With the window: start in the system tray, the window hidden (as at login), where the desktop has a tray.");
     const auto startPausedOpt = option("start-paused", "Join paused: nothing is computed until Resume (window, tray, or `dedloc ctl resume`).");
     const auto role = option("role", "trainer, auxiliary or monitor.", "role", "trainer");
     const auto name = option("name", "Name shown in status lines.", "name");
@@ -83,7 +84,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto tokenOpt = option("token", "Closed runs: the access token file from the run's lead (default: <data dir>/runs/<run id>/access.token).", "file");
     p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt, tokenOpt, noPortMapping});
     p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
-                  soloOpt, joinOpt, startPausedOpt, role, name, bootstrap, dhtPort, dataPort, host, announce, clientMode, bandwidth, microBatch, dataSeed,
+                  soloOpt, joinOpt, inTrayOpt, startPausedOpt, role, name, bootstrap, dhtPort, dataPort, host, announce, clientMode, bandwidth, microBatch, dataSeed,
                   progressPeriod, matchmakingTime, averageStateEvery, reduce, swarmMetrics, hashParameters, dumpParameters,
                   evaluateEvery, senderTimeout, reducerTimeout, minPeers, statusEvery, screenshot, screenshotAfterOpt});
     // parse() rather than process(): a bad option exits with 2 like every other bad input.
@@ -253,6 +254,7 @@ int CommandLine::parse(const QStringList &arguments)
     w.dumpParameters = p.value(dumpParameters).toStdString();
     screenshotPath = p.value(screenshot);
     startPaused = p.isSet(startPausedOpt);
+    inTray = p.isSet(inTrayOpt);
 
     if (p.isSet(localSwarmOpt)) {
         localSwarmTrainers = p.value(localSwarmOpt).toInt(&ok);

@@ -17,6 +17,7 @@ struct CommandLine {
     int localSwarmTrainers = 0;      // > 0: --local-swarm N
     bool solo = false;
     bool join = false;               // --join: join at start (no Join button)
+    bool inTray = false;             // --in-tray: the window starts hidden in the tray (login)
     bool startPaused = false;        // --start-paused: join paused (the window, or headless)
     double statusInterval = 10.0;    // headless: seconds between status lines
     QString screenshotPath;

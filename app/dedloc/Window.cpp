@@ -82,6 +82,7 @@ int runWindow(QCoreApplication &app, dedloc::SwarmPeer &peer, const CommandLine 
     ui.screenshotPath = cli.screenshotPath;
     ui.screenshotAfterSeconds = cli.screenshotAfter;
     ui.startPaused = cli.startPaused;
+    ui.startInTray = cli.inTray;
     std::unique_ptr<ControlServer> control;
     ui.onStarted = [&](dedloc::ui::DesktopApp &desktop) {
         control = std::make_unique<ControlServer>([&desktop](const dedloc::ControlRequest &r) { return handleControl(desktop, r); });

@@ -19,7 +19,22 @@ struct ResourceCaps {
     int microBatchSize = 0;              // samples per forward/backward; <= manifest's value
     double uploadBytesPerSecond = 0.0;   // data plane token bucket
     double downloadBytesPerSecond = 0.0;
+    // Share of the time a trainer computes, for heat and noise: after a micro-batch of t seconds
+    // it rests t * (1 - share) / share (throttleRestSeconds). 1 (or 0): no cap; at least
+    // MinComputeShare.
+    double computeShare = 1.0;
 };
+
+inline constexpr double MinComputeShare = 0.1;
+
+// The rest after a micro-batch of `computeSeconds` that keeps computing at `share` of the time.
+[[nodiscard]] inline double throttleRestSeconds(double computeSeconds, double share)
+{
+    if (!(share > 0.0) || share >= 1.0 || !(computeSeconds > 0.0))
+        return 0.0;
+    const double s = share < MinComputeShare ? MinComputeShare : share;
+    return computeSeconds * (1.0 - s) / s;
+}
 
 class PeerControl {
 public:

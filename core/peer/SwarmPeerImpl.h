@@ -75,6 +75,7 @@ struct SwarmPeer::Impl {
     std::thread control;
     ResourceCaps caps;
     bool capsChanged = false;
+    double computeShare = 1.0; // the caps' share, as the worker applied it (ResourceCaps::computeShare)
     mutable TokenBucket upload;    // the upload cap of every round (rate 0: none)
     // What sparse gradient rounds left unsent of this peer's contributions (TopK4Bit runs; the
     // rounds run one at a time). Forgotten when a downloaded state replaces the trainer's.

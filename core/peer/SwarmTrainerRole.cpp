@@ -211,9 +211,14 @@ void SwarmPeer::Impl::computeMicroBatch(int samples)
 {
     const int fullMicroBatch = trainer->microBatchSize();
     const auto r = trainer->accumulateMicroBatch(samples);
+    // Heat and noise: computing only a share of the time, the trainer rests after each
+    // micro-batch; its throughput (what the swarm's ETA counts on) includes the rest.
+    const double rest = throttleRestSeconds(r.seconds, computeShare);
+    if (rest > 0.0)
+        sleepFor(rest);
     // Only full micro-batches update the throughput: a fitted one pays the same fixed
     // cost per call for fewer samples and would drag the estimate (and the ETA) down.
-    const double rate = r.seconds > 0 ? r.samples / r.seconds : 0.0;
+    const double rate = r.seconds > 0 ? r.samples / (r.seconds + rest) : 0.0;
     if (r.samples >= fullMicroBatch || emaSamplesPerSecond == 0.0)
         emaSamplesPerSecond = emaSamplesPerSecond == 0.0 ? rate : 0.9 * emaSamplesPerSecond + 0.1 * rate;
     const auto c = trainer->contribution();
@@ -464,6 +469,7 @@ void SwarmPeer::Impl::applyCaps()
         configureTorchThreads(c.cpuThreads);
     if (c.microBatchSize > 0)
         trainer->setMicroBatchSize(c.microBatchSize);
+    computeShare = c.computeShare;
     upload.setRate(std::max(0.0, c.uploadBytesPerSecond));
     download.setRate(std::max(0.0, c.downloadBytesPerSecond));
     if (c.gpuMemoryFraction > 0.0)

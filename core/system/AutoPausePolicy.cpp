@@ -24,6 +24,13 @@ std::string clockText(int secondsOfDay)
     return text;
 }
 
+std::string number(double v)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0f", v);
+    return text;
+}
+
 bool insideWindow(int t, int start, int end)
 {
     if (start == end)
@@ -78,6 +85,11 @@ void AutoPausePolicy::setRules(AutoPauseRules rules)
                     std::to_string(rules.scheduleStartSeconds) + " and " + std::to_string(rules.scheduleEndSeconds));
     if (rules.quietPeriodSeconds < 0.0)
         throw Error("auto-pause quiet period must not be negative");
+    if (rules.limitGraceSeconds < 0.0)
+        throw Error("the grace period of the hardware limits must not be negative");
+    for (const auto *l : {&rules.gpuTemperature, &rules.cpuTemperature, &rules.gpuPower, &rules.fanSpeed})
+        if (l->hysteresis < 0.0 || (l->limit > 0.0 && l->hysteresis >= l->limit))
+            throw Error("a hardware limit's hysteresis must be at least 0 and below the limit");
     m_rules = std::move(rules);
 }
 
@@ -116,10 +128,56 @@ void AutoPausePolicy::resumeManually()
         m_autoPaused = false; // re-armed by evaluate() if a rule still holds
 }
 
+void AutoPausePolicy::updateLimits(const HostObservation &o, double now)
+{
+    const double grace = std::max(0.0, m_rules.limitGraceSeconds);
+    auto track = [&](LimitState &state, const HardwareLimit &rule, double reading, double defaultShare) {
+        state.reading = reading;
+        if (rule.limit <= 0.0 || reading < 0.0) { // no limit, or nothing known: never acts
+            state = {-1.0, false, reading};
+            return;
+        }
+        if (state.acting) {
+            const double hysteresis = rule.hysteresis > 0.0 ? rule.hysteresis : defaultShare * rule.limit;
+            if (reading < rule.limit - hysteresis)
+                state = {-1.0, false, reading};
+            return;
+        }
+        if (reading <= rule.limit) {
+            state.overSince = -1.0;
+            return;
+        }
+        if (state.overSince < 0.0)
+            state.overSince = now;
+        state.acting = now - state.overSince >= grace;
+    };
+    track(m_gpuTemperature, m_rules.gpuTemperature, o.gpuTemperatureCelsius, 0.1);
+    track(m_cpuTemperature, m_rules.cpuTemperature, o.cpuTemperatureCelsius, 0.1);
+    track(m_gpuPower, m_rules.gpuPower, o.gpuPowerWatts, 0.1);
+    track(m_fanSpeed, m_rules.fanSpeed, o.fanPercent, 0.1);
+}
+
+std::string AutoPausePolicy::limitReason() const
+{
+    if (m_gpuTemperature.acting)
+        return "cooling down: GPU at " + number(m_gpuTemperature.reading) + " °C (limit " + number(m_rules.gpuTemperature.limit) + " °C)";
+    if (m_cpuTemperature.acting)
+        return "cooling down: CPU at " + number(m_cpuTemperature.reading) + " °C (limit " + number(m_rules.cpuTemperature.limit) + " °C)";
+    if (m_gpuPower.acting)
+        return "GPU power " + number(m_gpuPower.reading) + " W (limit " + number(m_rules.gpuPower.limit) + " W)";
+    if (m_fanSpeed.acting)
+        return "fan at " + number(m_fanSpeed.reading) + "% (limit " + number(m_rules.fanSpeed.limit) + "%)";
+    return {};
+}
+
 std::string AutoPausePolicy::automaticReason(const HostObservation &o, const LocalClockReading &now) const
 {
+    if (auto limit = limitReason(); !limit.empty())
+        return limit;
     if (m_rules.pauseOnGpuGraphics && !o.gpuGraphicsProcesses.empty())
         return o.gpuGraphicsProcesses.front() + " is using the GPU for graphics";
+    if (m_rules.pauseOnFullScreen && !o.fullScreenProgram.empty())
+        return o.fullScreenProgram + " is full screen";
     for (const auto &listed : m_rules.listedApplications) {
         if (listed.empty())
             continue;
@@ -150,6 +208,7 @@ PauseDecision AutoPausePolicy::evaluate(const HostObservation &observation)
 
     // Automatic state is tracked even under a manual pause, so that ending the manual pause
     // resumes only when the rules are clear.
+    updateLimits(observation, now.unixSeconds);
     const std::string reason = automaticReason(observation, now);
     double quietLeft = 0.0;
     if (!reason.empty()) {

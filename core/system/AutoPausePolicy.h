@@ -9,15 +9,22 @@
 // Rules, checked in this order (the first one that holds gives the reason shown):
 //   1. a manual pause always wins: plain (never ends by itself), for a duration, or until the next
 //      occurrence of a local time of day;
-//   2. another process uses the GPU for graphics (NVML graphics process list; our own process is
+//   2. a hardware limit the volunteer set acts: GPU temperature, CPU temperature, GPU board
+//      power, fan speed. A limit starts to act once its reading has stayed above it for the grace
+//      period (default 30 s: a short spike does not pause), and stops once the reading is below
+//      limit - hysteresis (temperatures: the set degrees, default 5 °C; power and fan: 10% of
+//      the limit), so the machine cools down before training heats it again. An unknown reading
+//      (< 0) never acts;
+//   3. another process uses the GPU for graphics (NVML graphics process list; our own process is
 //      excluded by the probe);
-//   3. one of the user-listed applications runs (executable names, compared case-insensitively);
-//   4. on battery power;
-//   5. outside the scheduled hours (a local window [start, end), may wrap past midnight);
-//   6. the user is active (optional, off by default; idle time below a threshold).
-// When rules 2-6 stop holding, training resumes only after they have stayed clear for the quiet
+//   4. a program shows full screen (a game, a film; the probe excludes this app's own windows);
+//   5. one of the user-listed applications runs (executable names, compared case-insensitively);
+//   6. on battery power;
+//   7. outside the scheduled hours (a local window [start, end), may wrap past midnight);
+//   8. the user is active (optional, off by default; idle time below a threshold).
+// When rules 2-8 stop holding, training resumes only after they have stayed clear for the quiet
 // period (default 15 s), so a game that restarts or a flickering battery state does not toggle
-// the peer. A manual or timed pause that ends resumes at once (unless a rule 2-6 holds).
+// the peer. A manual or timed pause that ends resumes at once (unless a rule 2-8 holds).
 //
 // Times: seconds. `unixSeconds` is wall-clock time; `localSecondsOfDay` is the same instant as
 // seconds since local midnight (0..86399), given by the clock so DST and time zones stay outside
@@ -40,8 +47,20 @@ using LocalClock = std::function<LocalClockReading()>;
 // The system clock (std::chrono::system_clock + localtime_r).
 [[nodiscard]] LocalClock systemLocalClock();
 
+// A limit on one hardware reading (rule 2). limit <= 0: no limit.
+struct HardwareLimit {
+    double limit = 0.0;
+    double hysteresis = 0.0; // the reading must fall below limit - hysteresis to clear
+};
+
 struct AutoPauseRules {
+    HardwareLimit gpuTemperature{0.0, 5.0}; // degrees C
+    HardwareLimit cpuTemperature{0.0, 5.0}; // degrees C
+    HardwareLimit gpuPower{0.0, 0.0};       // watts; hysteresis 0: 10% of the limit
+    HardwareLimit fanSpeed{0.0, 0.0};       // percent of the fan's maximum; hysteresis 0: 10%
+    double limitGraceSeconds = 30.0;        // above a limit this long before it acts
     bool pauseOnGpuGraphics = true;
+    bool pauseOnFullScreen = true;
     std::vector<std::string> listedApplications; // executable names ("blender", "steam")
     bool pauseOnBattery = true;
     bool scheduleEnabled = false;
@@ -54,7 +73,12 @@ struct AutoPauseRules {
 
 // What the probes saw at one instant.
 struct HostObservation {
+    double gpuTemperatureCelsius = -1.0; // < 0: unknown (never acts)
+    double cpuTemperatureCelsius = -1.0;
+    double gpuPowerWatts = -1.0;
+    double fanPercent = -1.0;
     std::vector<std::string> gpuGraphicsProcesses; // names of OTHER processes drawing on the GPU
+    std::string fullScreenProgram;                 // the full-screen window's program; "" none or unknown
     std::vector<std::string> runningProcesses;     // executable names of running processes
     bool onBattery = false;
     double userIdleSeconds = -1.0; // < 0: unknown (the rule is then ignored)
@@ -89,11 +113,22 @@ class AutoPausePolicy final {
     // Call once per tick with what the probes see now.
     [[nodiscard]] PauseDecision evaluate(const HostObservation &observation);
 
-    // The reason an automatic rule holds for `observation` at `now`, or "" (no state change).
+    // The reason an automatic rule holds for `observation` at `now`, or "" (no state change; the
+    // hardware limits are those evaluate() last found acting).
     [[nodiscard]] std::string automaticReason(const HostObservation &observation, const LocalClockReading &now) const;
 
   private:
+    // Rule 2's state for one reading: since when it is above the limit, and whether it acts.
+    struct LimitState {
+        double overSince = -1.0;
+        bool acting = false;
+        double reading = -1.0; // the last one, for the reason
+    };
+    void updateLimits(const HostObservation &observation, double now);
+    [[nodiscard]] std::string limitReason() const;
+
     AutoPauseRules m_rules;
+    LimitState m_gpuTemperature, m_cpuTemperature, m_gpuPower, m_fanSpeed;
     LocalClock m_clock;
     PauseCause m_manual = PauseCause::None; // None, Manual or Timed
     double m_manualUntil = -1.0;

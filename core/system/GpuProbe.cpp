@@ -85,6 +85,7 @@ struct GpuProbe::Nvml {
     NvmlReturn (*getMemory)(NvmlDevice, NvmlMemory *) = nullptr;
     NvmlReturn (*getTemperature)(NvmlDevice, int, unsigned *) = nullptr;
     NvmlReturn (*getPower)(NvmlDevice, unsigned *) = nullptr;
+    NvmlReturn (*getFanSpeed)(NvmlDevice, unsigned *) = nullptr;
     NvmlReturn (*getGraphicsV2)(NvmlDevice, unsigned *, NvmlProcessInfoV2 *) = nullptr; // _v3 or _v2
     NvmlReturn (*getGraphicsV1)(NvmlDevice, unsigned *, NvmlProcessInfoV1 *) = nullptr;
     std::string name;
@@ -115,6 +116,7 @@ struct GpuProbe::Nvml {
         getMemory = symbol<decltype(getMemory)>("nvmlDeviceGetMemoryInfo");
         getTemperature = symbol<decltype(getTemperature)>("nvmlDeviceGetTemperature");
         getPower = symbol<decltype(getPower)>("nvmlDeviceGetPowerUsage");
+        getFanSpeed = symbol<decltype(getFanSpeed)>("nvmlDeviceGetFanSpeed");
         getGraphicsV2 = symbol<decltype(getGraphicsV2)>("nvmlDeviceGetGraphicsRunningProcesses_v3");
         if (!getGraphicsV2)
             getGraphicsV2 = symbol<decltype(getGraphicsV2)>("nvmlDeviceGetGraphicsRunningProcesses_v2");
@@ -226,6 +228,9 @@ void GpuProbe::sampleNvml(GpuSample &s)
     unsigned mw = 0;
     if (n.getPower && n.getPower(n.device, &mw) == kNvmlSuccess)
         s.powerWatts = mw / 1000.0;
+    unsigned fan = 0; // boards without a fan (laptops, passive) answer NVML_ERROR_NOT_SUPPORTED
+    if (n.getFanSpeed && n.getFanSpeed(n.device, &fan) == kNvmlSuccess)
+        s.fanPercent = fan;
 
     std::vector<std::pair<unsigned, unsigned long long>> procs;
     auto query = [&](auto fn, auto tag) {
@@ -281,6 +286,9 @@ void GpuProbe::sampleAmd(GpuSample &s) const
             s.temperatureCelsius = v / 1000.0;
         if (readNumber(hw.path() / "power1_average", v) || readNumber(hw.path() / "power1_input", v))
             s.powerWatts = v / 1e6;
+        double most = 255.0; // pwm1 is the fan's duty cycle, 0..pwm1_max (255 unless it says)
+        if (readNumber(hw.path() / "pwm1", v) && (!readNumber(hw.path() / "pwm1_max", most) || most > 0.0))
+            s.fanPercent = std::clamp(100.0 * v / most, 0.0, 100.0);
         break;
     }
 }

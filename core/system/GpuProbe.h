@@ -9,11 +9,13 @@
 //      nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetName,
 //      nvmlDeviceGetUtilizationRates (percent over the driver's last sample period),
 //      nvmlDeviceGetMemoryInfo (bytes), nvmlDeviceGetTemperature (NVML_TEMPERATURE_GPU, degrees C),
-//      nvmlDeviceGetPowerUsage (milliwatts), nvmlDeviceGetGraphicsRunningProcesses_v3 (falling
+//      nvmlDeviceGetPowerUsage (milliwatts), nvmlDeviceGetFanSpeed (percent of the fan's maximum;
+//      boards without a fan answer not supported), nvmlDeviceGetGraphicsRunningProcesses_v3 (falling
 //      back to _v2 and the unversioned v1 of older drivers).
 //   2. AMD: sysfs, <sysRoot>/class/drm/card*/device with vendor 0x1002 (amdgpu): gpu_busy_percent,
 //      mem_info_vram_used / mem_info_vram_total (bytes), hwmon/hwmon*/temp1_input (millidegrees C),
-//      power1_average (microwatts), product_name when present. amdgpu lists no graphics processes.
+//      power1_average (microwatts), pwm1 / pwm1_max (the fan's duty cycle; pwm1_max 255 when
+//      absent; kernel Documentation/hwmon/sysfs-interface), product_name when present. amdgpu lists no graphics processes.
 //   3. None: "training on CPU"; the sample carries CPU usage only.
 // CPU usage is always filled: the busy share of all CPUs between two sample() calls, from the
 // first line of <procRoot>/stat (fields user nice system idle iowait irq softirq steal; idle +
@@ -51,6 +53,7 @@ struct GpuSample {
     std::uint64_t memoryTotalBytes = 0;
     double temperatureCelsius = -1.0;          // < 0 unknown
     double powerWatts = -1.0;                  // < 0 unknown
+    double fanPercent = -1.0;                  // 0..100 of the fan's maximum; < 0 unknown or no fan
     std::vector<GpuProcess> graphicsProcesses; // other processes drawing on this GPU
     double cpuUsagePercent = -1.0;             // all CPUs, 0..100; < 0 unknown
     int cpuCount = 0;                          // logical CPUs in /proc/stat

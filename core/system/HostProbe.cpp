@@ -52,9 +52,35 @@ std::vector<std::string> HostProbe::runningProcesses() const
     return names;
 }
 
+double HostProbe::cpuTemperatureCelsius() const
+{
+    static const char *const cpuSensors[] = {"coretemp", "k10temp", "zenpower", "cpu_thermal", "cpu-thermal"};
+    double hottest = -1.0;
+    std::error_code ec;
+    for (const auto &hwmon : std::filesystem::directory_iterator(m_options.sysRoot / "class" / "hwmon", ec)) {
+        const auto name = firstLine(hwmon.path() / "name");
+        if (std::find(std::begin(cpuSensors), std::end(cpuSensors), name) == std::end(cpuSensors))
+            continue;
+        std::error_code inner;
+        for (const auto &file : std::filesystem::directory_iterator(hwmon.path(), inner)) {
+            const auto f = file.path().filename().string();
+            if (f.rfind("temp", 0) != 0 || f.size() < 11 || f.compare(f.size() - 6, 6, "_input") != 0)
+                continue;
+            try {
+                const double millidegrees = std::stod(firstLine(file.path()));
+                if (millidegrees > -50000.0 && millidegrees < 200000.0) // a sensor's plausible range
+                    hottest = std::max(hottest, millidegrees / 1000.0);
+            } catch (const std::exception &) { // unreadable or not a number: absent
+            }
+        }
+    }
+    return hottest;
+}
+
 void HostProbe::observe(HostObservation &observation) const
 {
     observation.onBattery = onBattery();
+    observation.cpuTemperatureCelsius = cpuTemperatureCelsius();
     observation.runningProcesses = runningProcesses();
     observation.userIdleSeconds = -1.0;
 }

@@ -6,6 +6,10 @@
 //   - battery: <sysRoot>/class/power_supply/*: "on battery" when at least one supply of type
 //     "Battery" reports status "Discharging" and no supply of type "Mains" reports online = 1
 //     (kernel Documentation/ABI/testing/sysfs-class-power). No power_supply: not on battery.
+//   - CPU temperature: the hottest tempN_input (millidegrees C) of the hwmon devices
+//     <sysRoot>/class/hwmon/hwmon* whose name is a CPU's sensor (coretemp: Intel, k10temp and
+//     zenpower: AMD, cpu_thermal: ARM boards); none: unknown (< 0). Kernel
+//     Documentation/hwmon/sysfs-interface.
 //   - programs: <procRoot>/<pid>/comm of every numeric entry (proc(5); the kernel truncates
 //     names to 15 characters, so a listed name is compared with that prefix too).
 //   - user idle time: not probed here (core has no D-Bus); observe() sets it unknown (< 0) and the
@@ -30,8 +34,9 @@ class HostProbe final {
     explicit HostProbe(HostProbeOptions options = {});
 
     [[nodiscard]] bool onBattery() const;
+    [[nodiscard]] double cpuTemperatureCelsius() const; // degrees C; < 0 unknown
     [[nodiscard]] std::vector<std::string> runningProcesses() const; // sorted, unique
-    // Fills runningProcesses, onBattery and userIdleSeconds of an observation
+    // Fills runningProcesses, onBattery, cpuTemperatureCelsius and userIdleSeconds of an observation
     // (gpuGraphicsProcesses comes from GpuProbe).
     void observe(HostObservation &observation) const;
 

@@ -82,6 +82,11 @@ __attribute__((visibility("default"))) int nvmlDeviceGetPowerUsage(void *, unsig
     *milliwatts = 123456;
     return 0;
 }
+__attribute__((visibility("default"))) int nvmlDeviceGetFanSpeed(void *, unsigned *percent)
+{
+    *percent = 64;
+    return 0;
+}
 __attribute__((visibility("default"))) int nvmlDeviceGetGraphicsRunningProcesses_v3(void *, unsigned *count,
                                                                                     ProcessInfo *infos)
 {
