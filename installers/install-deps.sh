@@ -31,6 +31,8 @@ PACKAGES=(
   # for its routers (tst_portmapping). miniupnpd-nftables alone has no service to start and asks
   # nothing (the `miniupnpd` package, a recommendation, has the debconf questions and is skipped)
   minisign xvfb xauth iproute2 nftables miniupnpd-nftables
+  # tests: a private session bus for the desktop notifications (tst_notifier)
+  dbus-daemon
   # tests: a reference ALBERT in PyTorch checks the Hugging Face export (tst_huggingfaceexport)
   python3-torch
   # packaging: CPack's DEB generator runs `file` and dpkg-shlibdeps (dpkg-dev) on the binaries

@@ -3,6 +3,7 @@
 #include "Format.h"
 #include "LogModel.h"
 #include "MainWindow.h"
+#include "Notifier.h"
 #include "PeersTableModel.h"
 #include "Settings.h"
 #include "SettingsDialog.h"
@@ -26,6 +27,18 @@ DesktopApp::DesktopApp(PeerControl &peer, Settings &settings, const RunInfo &run
     m_window = std::make_unique<MainWindow>(*m_bridge, *m_peers, *m_log, settings, run);
     m_tray = std::make_unique<TrayController>(*m_bridge, *m_window);
     m_window->setTrayAvailable(options.trayAvailable < 0 ? TrayController::available() : options.trayAvailable != 0);
+    Notifier::Options notify;
+    notify.busConnection = options.notificationBus;
+    notify.fallback = [tray = m_tray.get()](const QString &summary, const QString &body) { tray->showMessage(summary, body); };
+    m_notifier = std::make_unique<Notifier>(std::move(notify));
+    auto applyNotifySettings = [this] {
+        m_notifier->setEnabled(m_settings.notifications());
+        m_notifier->setMilestoneSamples(m_settings.milestoneNotifications() ? MilestoneSamples : 0);
+    };
+    applyNotifySettings();
+    connect(&m_settings, &Settings::changed, this, applyNotifySettings);
+    connect(m_bridge.get(), &PeerBridge::snapshotChanged, m_notifier.get(), &Notifier::onSnapshot);
+    connect(m_bridge.get(), &PeerBridge::pauseDecisionChanged, m_notifier.get(), &Notifier::onPauseDecision);
     connect(m_window.get(), &MainWindow::quitRequested, this, &DesktopApp::quitRequested);
     connect(m_window.get(), &MainWindow::settingsRequested, this, &DesktopApp::openSettings);
     connect(m_window.get(), &MainWindow::hiddenToTray, m_tray.get(), &TrayController::notifyHidden);
@@ -39,6 +52,7 @@ DesktopApp::DesktopApp(PeerControl &peer, Settings &settings, const RunInfo &run
 DesktopApp::~DesktopApp()
 {
     // Widgets first (they hold pointers into the models and the bridge), the log sink last.
+    m_notifier.reset();
     m_tray.reset();
     m_window.reset();
     m_bridge.reset();

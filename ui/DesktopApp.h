@@ -28,6 +28,7 @@ namespace dedloc::ui {
 
 class LogModel;
 class MainWindow;
+class Notifier;
 class PeersTableModel;
 class Settings;
 class TrayController;
@@ -36,10 +37,14 @@ class DesktopApp final : public QObject {
     Q_OBJECT
 
   public:
+    // Milestone notifications (when the volunteer opts in): every this many samples contributed.
+    static constexpr long long MilestoneSamples = 10000;
+
     struct Options {
         PeerBridge::Options bridge;
         QString logFile;        // "" = no file (tests); runDesktopApp passes LogModel::defaultLogFile()
         int trayAvailable = -1; // -1 ask QSystemTrayIcon; 0/1 force (tests)
+        QString notificationBus; // a QDBusConnection name for the notifications; "" the session bus
     };
 
     DesktopApp(PeerControl &peer, Settings &settings, const RunInfo &run, Options options);
@@ -54,6 +59,7 @@ class DesktopApp final : public QObject {
     [[nodiscard]] TrayController &tray() { return *m_tray; }
     [[nodiscard]] LogModel &log() { return *m_log; }
     [[nodiscard]] PeersTableModel &peers() { return *m_peers; }
+    [[nodiscard]] Notifier &notifier() { return *m_notifier; }
 
   Q_SIGNALS:
     void quitRequested();
@@ -68,6 +74,7 @@ class DesktopApp final : public QObject {
     std::unique_ptr<PeerBridge> m_bridge;
     std::unique_ptr<MainWindow> m_window;
     std::unique_ptr<TrayController> m_tray;
+    std::unique_ptr<Notifier> m_notifier;
 };
 
 // Runs the volunteer window until Quit (see above). Returns the event loop's exit code.

@@ -146,6 +146,11 @@ void Settings::setPauseRules(const AutoPauseRules &r)
     }
 }
 
+bool Settings::notifications() const { return m_store->value("notify/enabled", true).toBool(); }
+void Settings::setNotifications(bool on) { put("notify/enabled", on); }
+bool Settings::milestoneNotifications() const { return m_store->value("notify/milestones", false).toBool(); }
+void Settings::setMilestoneNotifications(bool on) { put("notify/milestones", on); }
+
 int Settings::resumeTomorrowAt() const
 {
     return std::clamp(m_store->value("pause/resumeTomorrowAt", 8 * 3600).toInt(), 0, 86399);

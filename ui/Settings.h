@@ -39,6 +39,12 @@ class Settings final : public QObject {
     [[nodiscard]] AutoPauseRules pauseRules() const;
     void setPauseRules(const AutoPauseRules &rules);
 
+    // Desktop notifications (Notifier): on by default; milestones of samples contributed, off.
+    [[nodiscard]] bool notifications() const;
+    void setNotifications(bool on);
+    [[nodiscard]] bool milestoneNotifications() const;
+    void setMilestoneNotifications(bool on);
+
     // "Pause until tomorrow" ends at this local time (seconds of day, default 08:00).
     [[nodiscard]] int resumeTomorrowAt() const;
     void setResumeTomorrowAt(int localSecondsOfDay);

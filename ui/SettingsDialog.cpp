@@ -112,6 +112,12 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     m_atLogin = new QCheckBox(tr("Start DeDLOC in the tray when I log in, and join"), this);
     m_atLogin->setObjectName(QStringLiteral("startAtLogin"));
     m_atLogin->setChecked(loginAutostartEnabled());
+    m_notify = new QCheckBox(tr("Notify me when DeDLOC pauses by itself, resumes or stops with an error"), this);
+    m_notify->setObjectName(QStringLiteral("notifications"));
+    m_notify->setChecked(settings.notifications());
+    m_milestones = new QCheckBox(tr("... and each time my computer has trained on 10 000 more samples"), this);
+    m_milestones->setObjectName(QStringLiteral("milestoneNotifications"));
+    m_milestones->setChecked(settings.milestoneNotifications());
 
     auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     connect(buttons, &QDialogButtonBox::accepted, this, [this] {
@@ -126,6 +132,8 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     box->addWidget(m_heat);
     box->addWidget(m_rejoin);
     box->addWidget(m_atLogin);
+    box->addWidget(m_notify);
+    box->addWidget(m_milestones);
     box->addWidget(buttons);
 }
 
@@ -157,6 +165,8 @@ void SettingsDialog::apply()
     m_settings.setPauseRules(rules);
     m_settings.setResumeTomorrowAt(secondsOf(m_tomorrow->time()));
     m_settings.setAutoRejoin(m_rejoin->isChecked());
+    m_settings.setNotifications(m_notify->isChecked());
+    m_settings.setMilestoneNotifications(m_milestones->isChecked());
     if (m_atLogin->isChecked() != loginAutostartEnabled()) {
         QString error;
         if (setLoginAutostart(m_atLogin->isChecked(), QCoreApplication::applicationFilePath(), &error))

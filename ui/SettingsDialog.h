@@ -28,7 +28,7 @@ class SettingsDialog final : public QDialog {
     Settings &m_settings;
     QSpinBox *m_threads, *m_microBatch;
     QDoubleSpinBox *m_gpuFraction, *m_upload, *m_download, *m_quiet, *m_idle;
-    QCheckBox *m_onGraphics, *m_onBattery, *m_schedule, *m_userActive, *m_rejoin, *m_atLogin, *m_onFullScreen;
+    QCheckBox *m_onGraphics, *m_onBattery, *m_schedule, *m_userActive, *m_rejoin, *m_atLogin, *m_onFullScreen, *m_notify, *m_milestones;
     HeatLimitsBox *m_heat;
     QPlainTextEdit *m_apps;
     QTimeEdit *m_start, *m_end, *m_tomorrow;

@@ -50,6 +50,12 @@ void TrayController::show()
 
 void TrayController::hide() { m_icon->hide(); }
 
+void TrayController::showMessage(const QString &title, const QString &body)
+{
+    if (m_icon->isVisible())
+        m_icon->showMessage(title, body, QSystemTrayIcon::Information, 8000);
+}
+
 QString TrayController::toolTip() const
 {
     return m_icon->toolTip();

@@ -41,6 +41,8 @@ class TrayController final : public QObject {
 
     // Shows a balloon once ("still running in the tray").
     void notifyHidden();
+    // A balloon from the icon (where a tray shows it): the notifications' fallback.
+    void showMessage(const QString &title, const QString &body);
 
   Q_SIGNALS:
     void quitRequested();

@@ -1,0 +1,220 @@
+// Desktop notifications (ui/Notifier.h) over a real D-Bus: a private dbus-daemon started here,
+// and a notification server on it (org.freedesktop.Notifications, on its own thread) that
+// records what it is asked to show. Each event notifies once (errors per message, automatic
+// pauses per cause, resumes after them, opted-in milestones), manual pauses never, nothing when
+// switched off; without a server the tray's balloon is used.
+#include "Notifier.h"
+
+#include <QDBusConnection>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QThread>
+#include <QtTest>
+
+#include <mutex>
+
+using namespace dedloc;
+using namespace dedloc::ui;
+
+namespace {
+
+struct Shown {
+    QString app, summary, body, desktopEntry;
+};
+
+class NotificationServer final : public QObject {
+    Q_OBJECT
+    Q_CLASSINFO("D-Bus Interface", "org.freedesktop.Notifications")
+
+  public:
+    std::mutex mutex;
+    std::vector<Shown> shown;
+
+  public Q_SLOTS:
+    Q_SCRIPTABLE uint Notify(const QString &app, uint, const QString &, const QString &summary, const QString &body,
+                             const QStringList &, const QVariantMap &hints, int)
+    {
+        std::lock_guard lock(mutex);
+        shown.push_back({app, summary, body, hints.value(QStringLiteral("desktop-entry")).toString()});
+        return uint(shown.size());
+    }
+};
+
+// The server's own connection and event loop, so that the Notifier's blocking call is answered.
+class ServerThread final : public QThread {
+  public:
+    QString address;
+    NotificationServer *server = nullptr;
+    std::atomic<bool> ready{false};
+
+  protected:
+    void run() override
+    {
+        auto bus = QDBusConnection::connectToBus(address, QStringLiteral("server"));
+        NotificationServer object;
+        server = &object;
+        bus.registerObject(QStringLiteral("/org/freedesktop/Notifications"), &object, QDBusConnection::ExportScriptableSlots);
+        ready = bus.registerService(QStringLiteral("org.freedesktop.Notifications"));
+        exec();
+        bus.unregisterService(QStringLiteral("org.freedesktop.Notifications"));
+        server = nullptr;
+        QDBusConnection::disconnectFromBus(QStringLiteral("server"));
+    }
+};
+
+PauseDecision automatic(const char *reason)
+{
+    PauseDecision d;
+    d.paused = true;
+    d.cause = PauseCause::Automatic;
+    d.reason = reason;
+    return d;
+}
+
+PeerSnapshot withSamples(long long samples, PeerState state = PeerState::Training, const char *detail = "")
+{
+    PeerSnapshot s;
+    s.state = state;
+    s.stateDetail = detail;
+    s.allTime.samples = samples;
+    return s;
+}
+
+} // namespace
+
+class TestNotifier final : public QObject {
+    Q_OBJECT
+
+  private:
+    QProcess m_daemon;
+    ServerThread m_server;
+
+    std::vector<Shown> shown()
+    {
+        std::lock_guard lock(m_server.server->mutex);
+        return m_server.server->shown;
+    }
+    void forget()
+    {
+        std::lock_guard lock(m_server.server->mutex);
+        m_server.server->shown.clear();
+    }
+    Notifier::Options options()
+    {
+        Notifier::Options o;
+        o.busConnection = QStringLiteral("client");
+        return o;
+    }
+
+  private Q_SLOTS:
+    void initTestCase()
+    {
+        const QString daemon = QStandardPaths::findExecutable(QStringLiteral("dbus-daemon"));
+        if (daemon.isEmpty())
+            QSKIP("dbus-daemon is not installed (installers/install-deps.sh installs it)");
+        m_daemon.start(daemon, {QStringLiteral("--session"), QStringLiteral("--nofork"), QStringLiteral("--print-address=1")});
+        QVERIFY(m_daemon.waitForStarted(10000));
+        QByteArray address;
+        QVERIFY(QTest::qWaitFor([&] { address += m_daemon.readAllStandardOutput(); return address.contains('\n'); }, 10000));
+        m_server.address = QString::fromUtf8(address.trimmed());
+        m_server.start();
+        QVERIFY(QTest::qWaitFor([&] { return m_server.ready.load(); }, 10000));
+        QVERIFY(QDBusConnection::connectToBus(m_server.address, QStringLiteral("client")).isConnected());
+    }
+
+    void cleanupTestCase()
+    {
+        m_server.quit();
+        m_server.wait(5000);
+        QDBusConnection::disconnectFromBus(QStringLiteral("client"));
+        m_daemon.terminate();
+        m_daemon.waitForFinished(5000);
+    }
+
+    void init() { forget(); }
+
+    void automaticPausesNotifyOncePerCause()
+    {
+        Notifier n(options());
+        QSignalSpy spy(&n, &Notifier::notified);
+        n.onPauseDecision(automatic("cooling down: GPU at 86 °C (limit 85 °C)"));
+        n.onPauseDecision(automatic("cooling down: GPU at 88 °C (limit 85 °C)")); // the same cause
+        n.onPauseDecision(automatic("cooling down: GPU at 79 °C (limit 85 °C) (resuming after 9 s of quiet)"));
+        n.onPauseDecision(PauseDecision{}); // resumed
+        n.onPauseDecision(PauseDecision{}); // still training: nothing new
+        PauseDecision manual;
+        manual.paused = true;
+        manual.cause = PauseCause::Manual;
+        manual.reason = "paused by you";
+        n.onPauseDecision(manual); // the volunteer's own pause: no notification
+        n.onPauseDecision(PauseDecision{});
+        n.onPauseDecision(automatic("mpv is full screen"));
+        const auto s = shown();
+        QCOMPARE(s.size(), std::size_t(3));
+        QCOMPARE(s[0].app, QString("DeDLOC"));
+        QCOMPARE(s[0].desktopEntry, QString("dedloc"));
+        QCOMPARE(s[0].summary, QString("DeDLOC paused"));
+        QCOMPARE(s[0].body, QString("cooling down: GPU at 86 °C (limit 85 °C)"));
+        QCOMPARE(s[1].summary, QString("DeDLOC trains again"));
+        QCOMPARE(s[2].body, QString("mpv is full screen"));
+        QCOMPARE(spy.count(), 3);
+        QCOMPARE(spy.at(0).at(2).toString(), QString("dbus"));
+    }
+
+    void errorsNotifyOncePerMessage()
+    {
+        Notifier n(options());
+        n.onSnapshot(withSamples(0, PeerState::Error, "the access token expired; ask the lead for a new one"));
+        n.onSnapshot(withSamples(0, PeerState::Error, "the access token expired; ask the lead for a new one"));
+        n.onSnapshot(withSamples(0, PeerState::Connecting));
+        n.onSnapshot(withSamples(0, PeerState::Error, "the access token expired; ask the lead for a new one"));
+        const auto s = shown();
+        QCOMPARE(s.size(), std::size_t(2));
+        QCOMPARE(s[0].summary, QString("DeDLOC stopped training"));
+        QCOMPARE(s[0].body, QString("the access token expired; ask the lead for a new one"));
+    }
+
+    void milestonesOnlyWhenOptedIn()
+    {
+        Notifier off(options());
+        off.onSnapshot(withSamples(500));
+        off.onSnapshot(withSamples(50000));
+        QVERIFY(shown().empty());
+
+        auto o = options();
+        o.milestoneSamples = 10000;
+        Notifier n(o);
+        for (long long samples : {500LL, 9000LL, 10500LL, 12000LL, 31000LL})
+            n.onSnapshot(withSamples(samples));
+        const auto s = shown();
+        QCOMPARE(s.size(), std::size_t(2));
+        QCOMPARE(s[0].body, QString("Your computer has trained the model on 10\u2009000 samples."));
+        QCOMPARE(s[1].body, QString("Your computer has trained the model on 30\u2009000 samples."));
+    }
+
+    void switchedOffShowsNothing()
+    {
+        auto o = options();
+        o.enabled = false;
+        Notifier n(o);
+        n.onPauseDecision(automatic("on battery power"));
+        n.onSnapshot(withSamples(0, PeerState::Error, "disk full"));
+        QVERIFY(shown().empty());
+    }
+
+    void withoutAServerTheTrayShowsIt()
+    {
+        QString balloon;
+        Notifier::Options o;
+        o.busConnection = QStringLiteral("no-such-connection"); // not connected
+        o.fallback = [&](const QString &summary, const QString &body) { balloon = summary + ": " + body; };
+        Notifier n(o);
+        QSignalSpy spy(&n, &Notifier::notified);
+        n.onPauseDecision(automatic("on battery power"));
+        QCOMPARE(balloon, QString("DeDLOC paused: on battery power"));
+        QCOMPARE(spy.at(0).at(2).toString(), QString("tray"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestNotifier)
+#include "tst_notifier.moc"
