@@ -13,8 +13,9 @@ Q_DECLARE_METATYPE(dedloc::HostObservation)
 
 namespace {
 
-// A clock the test moves by hand. Starts on 2026-11-30 10:00:00 local (= unix 1'796'032'800,
-// the local offset does not matter to the policy).
+// A clock the test moves by hand. Starts on Monday 2026-11-30 10:00:00 local (= unix
+// 1'796'032'800, the local offset does not matter to the policy). dayStart past 86400 starts on
+// a later day of that week.
 struct FakeClock {
     double unix = 1796032800.0;
     int dayStart = 10 * 3600; // local seconds of day at `unix`
@@ -22,7 +23,7 @@ struct FakeClock {
     LocalClockReading read() const
     {
         const long elapsed = long(unix - start);
-        return {unix, int((dayStart + elapsed) % 86400)};
+        return {unix, int((dayStart + elapsed) % 86400), int((dayStart + elapsed) / 86400 % 7)};
     }
     LocalClock fn()
     {
@@ -81,16 +82,30 @@ class TestAutoPausePolicy final : public QObject {
 
         auto night = base; // train only 22:00-07:00
         night.scheduleEnabled = true;
-        night.scheduleStartSeconds = 22 * 3600;
-        night.scheduleEndSeconds = 7 * 3600;
+        night.schedule = *parseWeeklySchedule("daily 22:00-07:00").schedule;
         QTest::newRow("outside schedule (day)")
-            << night << HostObservation{} << 10 * 3600 << true << QString("outside the scheduled hours (22:00-07:00)");
+            << night << HostObservation{} << 10 * 3600 << true << QString("outside the schedule (next: Mon 22:00)");
         QTest::newRow("inside schedule (before midnight)")
             << night << HostObservation{} << 23 * 3600 << false << QString();
         QTest::newRow("inside schedule (after midnight)")
             << night << HostObservation{} << 3 * 3600 << false << QString();
         QTest::newRow("schedule end is exclusive")
-            << night << HostObservation{} << 7 * 3600 << true << QString("outside the scheduled hours (22:00-07:00)");
+            << night << HostObservation{} << 7 * 3600 << true << QString("outside the schedule (next: Mon 22:00)");
+        auto week = base; // weekday evenings into the morning, weekends all day
+        week.scheduleEnabled = true;
+        week.schedule = *parseWeeklySchedule("Mon-Fri 18:00-08:00\nSat,Sun all day").schedule;
+        constexpr int day = 86400;
+        QTest::newRow("weekly: Tuesday noon")
+            << week << HostObservation{} << 1 * day + 12 * 3600 << true << QString("outside the schedule (next: Tue 18:00)");
+        QTest::newRow("weekly: Tuesday evening") << week << HostObservation{} << 1 * day + 19 * 3600 << false << QString();
+        QTest::newRow("weekly: Saturday 07:00, Friday's window") << week << HostObservation{} << 5 * day + 7 * 3600 << false << QString();
+        QTest::newRow("weekly: Sunday noon") << week << HostObservation{} << 6 * day + 12 * 3600 << false << QString();
+        QTest::newRow("weekly: Monday 07:00, Sunday's window ended at midnight")
+            << week << HostObservation{} << 0 * day + 7 * 3600 << true << QString("outside the schedule (next: Mon 18:00)");
+        auto empty = base;
+        empty.scheduleEnabled = true;
+        QTest::newRow("schedule on without a window")
+            << empty << HostObservation{} << 10 * 3600 << true << QString("outside the schedule (it has no window)");
 
         auto active = base;
         active.pauseWhenUserActive = true;
@@ -386,7 +401,9 @@ class TestAutoPausePolicy final : public QObject {
         QVERIFY(test::errorOf([&] { policy.pauseFor(-5.0); }).contains("positive duration"));
         QVERIFY(test::errorOf([&] { policy.pauseUntilLocalTime(86400); }).contains("0..86399"));
         auto bad = defaults();
-        bad.scheduleStartSeconds = -1;
+        bad.schedule.windows = {ScheduleWindow{0x7f, -1, 3600}};
+        QVERIFY(test::errorOf([&] { policy.setRules(bad); }).contains("local times of day"));
+        bad.schedule.windows = {ScheduleWindow{0, 0, 3600}}; // no day
         QVERIFY(test::errorOf([&] { policy.setRules(bad); }).contains("local times of day"));
         bad = defaults();
         bad.quietPeriodSeconds = -1.0;

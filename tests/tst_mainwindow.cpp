@@ -21,6 +21,8 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QCheckBox>
+#include <QLabel>
+#include <QPlainTextEdit>
 #include <QSpinBox>
 #include <QtTest>
 
@@ -265,6 +267,19 @@ class TestMainWindow final : public QObject {
         QCOMPARE(rules.cpuTemperature.limit, 0.0); // left at "no limit"
         QCOMPARE(rules.fanSpeed.limit, 70.0);
         QCOMPARE(rules.pauseOnFullScreen, false);
+
+        // The weekly schedule: a mistake is shown under the text and changes nothing.
+        auto *schedule = dialog.findChild<QPlainTextEdit *>("weeklySchedule");
+        auto *scheduleError = dialog.findChild<QLabel *>("scheduleError");
+        schedule->setPlainText("Mon-Fry 18:00-08:00");
+        QVERIFY(scheduleError->isVisibleTo(&dialog));
+        QVERIFY(scheduleError->text().contains("unknown day in \"Mon-Fry\""));
+        dialog.apply();
+        QVERIFY(h.app->bridge().policy().rules().schedule.windows.empty());
+        schedule->setPlainText("Mon-Fri 18:00-08:00\nSat,Sun all day");
+        QVERIFY(!scheduleError->isVisibleTo(&dialog));
+        dialog.apply();
+        QCOMPARE(formatWeeklySchedule(h.app->bridge().policy().rules().schedule), std::string("Mon-Fri 18:00-08:00\nSat-Sun all day"));
     }
 
     void screenshot()

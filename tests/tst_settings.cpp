@@ -52,8 +52,7 @@ class TestSettings final : public QObject {
             r.listedApplications = {"blender", "steam"};
             r.pauseOnBattery = false;
             r.scheduleEnabled = true;
-            r.scheduleStartSeconds = 22 * 3600;
-            r.scheduleEndSeconds = 7 * 3600;
+            r.schedule = *parseWeeklySchedule("Mon-Fri 22:00-07:00\nSat,Sun all day").schedule;
             r.quietPeriodSeconds = 30.0;
             r.pauseOnFullScreen = false;
             r.gpuTemperature = {83.0, 7.0};
@@ -87,8 +86,7 @@ class TestSettings final : public QObject {
         QCOMPARE(r.listedApplications, (std::vector<std::string>{"blender", "steam"}));
         QCOMPARE(r.pauseOnBattery, false);
         QCOMPARE(r.scheduleEnabled, true);
-        QCOMPARE(r.scheduleStartSeconds, 22 * 3600);
-        QCOMPARE(r.scheduleEndSeconds, 7 * 3600);
+        QCOMPARE(formatWeeklySchedule(r.schedule), std::string("Mon-Fri 22:00-07:00\nSat-Sun all day"));
         QCOMPARE(r.quietPeriodSeconds, 30.0);
         // Writing back what was read changes nothing (INI strings compare equal).
         s->setCaps(c);
@@ -105,7 +103,7 @@ class TestSettings final : public QObject {
             QSettings raw(file, QSettings::IniFormat);
             raw.setValue("caps/cpuThreads", -4);
             raw.setValue("caps/gpuMemoryFraction", 7.0);
-            raw.setValue("pause/scheduleStart", 999999);
+            raw.setValue("pause/scheduleStart", 999999); // the daily window of earlier versions
             raw.setValue("pause/quietPeriod", -3);
             raw.setValue("caps/computeShare", 0.01);
             raw.setValue("limits/gpuTemperature", 4);  // at or below its cooling margin (5): off
@@ -114,13 +112,29 @@ class TestSettings final : public QObject {
         auto s = Settings::forTesting(file);
         QCOMPARE(s->caps().cpuThreads, 0);
         QCOMPARE(s->caps().gpuMemoryFraction, 1.0);
-        QCOMPARE(s->pauseRules().scheduleStartSeconds, 86399);
+        QCOMPARE(s->pauseRules().schedule.windows.size(), std::size_t(1)); // became a daily window
+        QCOMPARE(s->pauseRules().schedule.windows[0].startSeconds, 86399);
+        QCOMPARE(int(s->pauseRules().schedule.windows[0].days), 0x7f);
         QCOMPARE(s->pauseRules().quietPeriodSeconds, 0.0);
         QCOMPARE(s->caps().computeShare, MinComputeShare);
         QCOMPARE(s->pauseRules().gpuTemperature.limit, 0.0);
         QCOMPARE(s->pauseRules().limitGraceSeconds, 0.0);
         AutoPausePolicy policy(s->pauseRules(), {}); // what is read is always a valid policy
         Q_UNUSED(policy);
+    }
+
+    void aHandEditedScheduleThatDoesNotParseKeepsNoWindow()
+    {
+        QTemporaryDir dir;
+        const auto file = dir.filePath("s.ini");
+        {
+            QSettings raw(file, QSettings::IniFormat);
+            raw.setValue("pause/schedule", "Mon-Fry 18:00-08:00");
+            raw.setValue("pause/scheduleEnabled", true);
+        }
+        auto s = Settings::forTesting(file);
+        QVERIFY(s->pauseRules().scheduleEnabled);
+        QVERIFY(s->pauseRules().schedule.windows.empty()); // then the policy says the schedule has no window
     }
 };
 

@@ -97,8 +97,15 @@ AutoPauseRules Settings::pauseRules() const
             r.listedApplications.push_back(app.trimmed().toStdString());
     r.pauseOnBattery = s.value("pause/onBattery", r.pauseOnBattery).toBool();
     r.scheduleEnabled = s.value("pause/scheduleEnabled", false).toBool();
-    r.scheduleStartSeconds = std::clamp(s.value("pause/scheduleStart", 0).toInt(), 0, 86399);
-    r.scheduleEndSeconds = std::clamp(s.value("pause/scheduleEnd", 0).toInt(), 0, 86399);
+    if (s.contains("pause/schedule")) {
+        // Written by setPauseRules, so it parses; a hand-edited file that does not keeps no window.
+        if (const auto parsed = parseWeeklySchedule(s.value("pause/schedule").toString().toStdString()); parsed.schedule)
+            r.schedule = *parsed.schedule;
+    } else if (s.contains("pause/scheduleStart")) { // the single daily window of earlier versions
+        const int start = std::clamp(s.value("pause/scheduleStart", 0).toInt(), 0, 86399);
+        const int end = std::clamp(s.value("pause/scheduleEnd", 0).toInt(), 0, 86399);
+        r.schedule.windows = {ScheduleWindow{0x7f, start, end}};
+    }
     r.pauseWhenUserActive = s.value("pause/whenUserActive", false).toBool();
     r.userIdleThresholdSeconds =
         std::max(0.0, s.value("pause/userIdleThreshold", r.userIdleThresholdSeconds).toDouble());
@@ -128,8 +135,7 @@ void Settings::setPauseRules(const AutoPauseRules &r)
     any |= store("pause/listedApplications", apps);
     any |= store("pause/onBattery", r.pauseOnBattery);
     any |= store("pause/scheduleEnabled", r.scheduleEnabled);
-    any |= store("pause/scheduleStart", r.scheduleStartSeconds);
-    any |= store("pause/scheduleEnd", r.scheduleEndSeconds);
+    any |= store("pause/schedule", QString::fromStdString(formatWeeklySchedule(r.schedule)));
     any |= store("pause/whenUserActive", r.pauseWhenUserActive);
     any |= store("pause/userIdleThreshold", r.userIdleThresholdSeconds);
     any |= store("pause/quietPeriod", r.quietPeriodSeconds);

@@ -3,6 +3,7 @@
 #include "HeatLimitsBox.h"
 #include "LoginAutostart.h"
 #include "Settings.h"
+#include "system/WeeklySchedule.h"
 #include "util/Log.h"
 
 #include <QCheckBox>
@@ -11,6 +12,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QLabel>
 #include <QPlainTextEdit>
 #include <QSpinBox>
 #include <QTimeEdit>
@@ -80,10 +82,23 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     m_apps->setMaximumHeight(80);
     m_onBattery = new QCheckBox(tr("on battery power"), pauseBox);
     m_onBattery->setChecked(rules.pauseOnBattery);
-    m_schedule = new QCheckBox(tr("outside these hours:"), pauseBox);
+    m_schedule = new QCheckBox(tr("outside this weekly schedule:"), pauseBox);
     m_schedule->setChecked(rules.scheduleEnabled);
-    m_start = new QTimeEdit(timeOf(rules.scheduleStartSeconds), pauseBox);
-    m_end = new QTimeEdit(timeOf(rules.scheduleEndSeconds), pauseBox);
+    m_scheduleText = new QPlainTextEdit(pauseBox);
+    m_scheduleText->setObjectName(QStringLiteral("weeklySchedule"));
+    m_scheduleText->setPlaceholderText(tr("one window per line, e.g.\nMon-Fri 18:00-08:00\nSat,Sun all day"));
+    m_scheduleText->setPlainText(QString::fromStdString(formatWeeklySchedule(rules.schedule)));
+    m_scheduleText->setMaximumHeight(80);
+    m_scheduleError = new QLabel(pauseBox);
+    m_scheduleError->setObjectName(QStringLiteral("scheduleError"));
+    m_scheduleError->setStyleSheet(QStringLiteral("color: #b00020"));
+    m_scheduleError->setWordWrap(true);
+    m_scheduleError->hide();
+    connect(m_scheduleText, &QPlainTextEdit::textChanged, this, [this] {
+        const auto parsed = parseWeeklySchedule(m_scheduleText->toPlainText().toStdString());
+        m_scheduleError->setText(QString::fromStdString(parsed.error));
+        m_scheduleError->setVisible(!parsed.schedule);
+    });
     m_userActive = new QCheckBox(tr("while I use the computer (where idle time is known)"), pauseBox);
     m_userActive->setChecked(rules.pauseWhenUserActive);
     m_idle = new QDoubleSpinBox(pauseBox);
@@ -100,8 +115,8 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     pauseForm->addRow(tr("when these run"), m_apps);
     pauseForm->addRow(m_onBattery);
     pauseForm->addRow(m_schedule);
-    pauseForm->addRow(tr("train from"), m_start);
-    pauseForm->addRow(tr("until"), m_end);
+    pauseForm->addRow(m_scheduleText);
+    pauseForm->addRow(m_scheduleError);
     pauseForm->addRow(m_userActive);
     pauseForm->addRow(tr("idle means"), m_idle);
     pauseForm->addRow(tr("resume after quiet for"), m_quiet);
@@ -157,8 +172,10 @@ void SettingsDialog::apply()
             rules.listedApplications.push_back(line.trimmed().toStdString());
     rules.pauseOnBattery = m_onBattery->isChecked();
     rules.scheduleEnabled = m_schedule->isChecked();
-    rules.scheduleStartSeconds = secondsOf(m_start->time());
-    rules.scheduleEndSeconds = secondsOf(m_end->time());
+    if (const auto parsed = parseWeeklySchedule(m_scheduleText->toPlainText().toStdString()); parsed.schedule)
+        rules.schedule = *parsed.schedule;
+    else // the dialog shows the mistake under the text; the schedule in force stays
+        log::error("ui", "the weekly schedule was not changed: " + parsed.error);
     rules.pauseWhenUserActive = m_userActive->isChecked();
     rules.userIdleThresholdSeconds = m_idle->value();
     rules.quietPeriodSeconds = m_quiet->value();

@@ -8,6 +8,7 @@
 
 class QCheckBox;
 class QDoubleSpinBox;
+class QLabel;
 class QPlainTextEdit;
 class QSpinBox;
 class QTimeEdit;
@@ -31,7 +32,9 @@ class SettingsDialog final : public QDialog {
     QCheckBox *m_onGraphics, *m_onBattery, *m_schedule, *m_userActive, *m_rejoin, *m_atLogin, *m_onFullScreen, *m_notify, *m_milestones;
     HeatLimitsBox *m_heat;
     QPlainTextEdit *m_apps;
-    QTimeEdit *m_start, *m_end, *m_tomorrow;
+    QTimeEdit *m_tomorrow;
+    QPlainTextEdit *m_scheduleText;
+    QLabel *m_scheduleError;
 };
 
 } // namespace dedloc::ui

@@ -17,27 +17,11 @@ std::string lower(std::string s)
     return s;
 }
 
-std::string clockText(int secondsOfDay)
-{
-    char text[8];
-    std::snprintf(text, sizeof text, "%02d:%02d", secondsOfDay / 3600 % 24, secondsOfDay / 60 % 60);
-    return text;
-}
-
 std::string number(double v)
 {
     char text[32];
     std::snprintf(text, sizeof text, "%.0f", v);
     return text;
-}
-
-bool insideWindow(int t, int start, int end)
-{
-    if (start == end)
-        return true;
-    if (start < end)
-        return t >= start && t < end;
-    return t >= start || t < end; // wraps past midnight
 }
 
 } // namespace
@@ -50,7 +34,7 @@ LocalClock systemLocalClock()
         const std::time_t t = std::chrono::system_clock::to_time_t(now);
         std::tm tm{};
         localtime_r(&t, &tm);
-        return LocalClockReading{secs, tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec};
+        return LocalClockReading{secs, tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec, (tm.tm_wday + 6) % 7};
     };
 }
 
@@ -80,9 +64,10 @@ AutoPausePolicy::AutoPausePolicy(AutoPauseRules rules, LocalClock clock)
 void AutoPausePolicy::setRules(AutoPauseRules rules)
 {
     auto validDay = [](int s) { return s >= 0 && s < 86400; };
-    if (!validDay(rules.scheduleStartSeconds) || !validDay(rules.scheduleEndSeconds))
-        throw Error("auto-pause schedule: start and end must be local times of day (0..86399 s), got " +
-                    std::to_string(rules.scheduleStartSeconds) + " and " + std::to_string(rules.scheduleEndSeconds));
+    for (const auto &w : rules.schedule.windows)
+        if (!validDay(w.startSeconds) || !validDay(w.endSeconds) || (w.days & 0x7f) == 0 || w.days > 0x7f)
+            throw Error("auto-pause schedule: a window needs days and local times of day (0..86399 s), got " +
+                        std::to_string(w.startSeconds) + " and " + std::to_string(w.endSeconds));
     if (rules.quietPeriodSeconds < 0.0)
         throw Error("auto-pause quiet period must not be negative");
     if (rules.limitGraceSeconds < 0.0)
@@ -189,10 +174,10 @@ std::string AutoPausePolicy::automaticReason(const HostObservation &o, const Loc
     }
     if (m_rules.pauseOnBattery && o.onBattery)
         return "on battery power";
-    if (m_rules.scheduleEnabled &&
-        !insideWindow(now.localSecondsOfDay, m_rules.scheduleStartSeconds, m_rules.scheduleEndSeconds))
-        return "outside the scheduled hours (" + clockText(m_rules.scheduleStartSeconds) + "-" +
-               clockText(m_rules.scheduleEndSeconds) + ")";
+    if (m_rules.scheduleEnabled && !scheduleAllows(m_rules.schedule, now.localDayOfWeek, now.localSecondsOfDay)) {
+        const auto next = nextScheduleStart(m_rules.schedule, now.localDayOfWeek, now.localSecondsOfDay);
+        return next.empty() ? "outside the schedule (it has no window)" : "outside the schedule (next: " + next + ")";
+    }
     if (m_rules.pauseWhenUserActive && o.userIdleSeconds >= 0.0 && o.userIdleSeconds < m_rules.userIdleThresholdSeconds)
         return "you are using the computer";
     return {};

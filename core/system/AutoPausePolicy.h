@@ -20,7 +20,7 @@
 //   4. a program shows full screen (a game, a film; the probe excludes this app's own windows);
 //   5. one of the user-listed applications runs (executable names, compared case-insensitively);
 //   6. on battery power;
-//   7. outside the scheduled hours (a local window [start, end), may wrap past midnight);
+//   7. outside the weekly schedule (windows of local time on chosen days, system/WeeklySchedule.h);
 //   8. the user is active (optional, off by default; idle time below a threshold).
 // When rules 2-8 stop holding, training resumes only after they have stayed clear for the quiet
 // period (default 15 s), so a game that restarts or a flickering battery state does not toggle
@@ -33,6 +33,8 @@
 // the hour; accepted).
 //
 // Threads: not thread-safe; owned by one thread (the GUI thread in the app).
+#include "system/WeeklySchedule.h"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -42,6 +44,7 @@ namespace dedloc {
 struct LocalClockReading {
     double unixSeconds = 0.0;  // seconds since 1970-01-01 UTC
     int localSecondsOfDay = 0; // 0..86399 in the user's time zone
+    int localDayOfWeek = 0;    // 0 = Monday .. 6 = Sunday, the same instant's local day
 };
 using LocalClock = std::function<LocalClockReading()>;
 // The system clock (std::chrono::system_clock + localtime_r).
@@ -64,8 +67,7 @@ struct AutoPauseRules {
     std::vector<std::string> listedApplications; // executable names ("blender", "steam")
     bool pauseOnBattery = true;
     bool scheduleEnabled = false;
-    int scheduleStartSeconds = 0; // local seconds of day when training may start
-    int scheduleEndSeconds = 0;   // ... and must stop; start == end means all day
+    WeeklySchedule schedule;      // when on: train only inside its windows
     bool pauseWhenUserActive = false;
     double userIdleThresholdSeconds = 300.0; // "active" = input within this many seconds
     double quietPeriodSeconds = 15.0;        // rules must stay clear this long before resuming
