@@ -36,6 +36,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # BLAS: about 18x slower training. An optimised OpenBLAS wins the libblas.so.3 alternative by
 # priority once installed (docs/DECISIONS.md "BLAS"); CPack appends the computed dependencies.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp | libopenblas0-pthread")
+# The window can speak Bengali (ui/Language.h): a font with Bengali glyphs draws it, any of these.
+if(DEDLOC_GUI)
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "fonts-lohit-beng-bengali | fonts-noto-core | fonts-beng")
+endif()
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://example.invalid/dedloc-desktop")
 # TGZ: relocatable tree (bin/, lib/, share/); the programs find their files relative to bin/.
 set(CPACK_ARCHIVE_COMPONENT_INSTALL OFF)

@@ -18,6 +18,10 @@ PACKAGES=(
   # Qt6Charts' CMake package needs Qt6OpenGL's (and Qt6Gui looks for xkbcommon); XCB: the window
   # asks the X server whether a program is full screen
   libqt6opengl6-dev libxkbcommon-dev libxcb1-dev
+  # Qt Linguist: lrelease/lupdate (qt6-l10n-tools) and their CMake package Qt6LinguistTools
+  # (qt6-tools-dev) compile the window's Bengali translation (resources/translations); a Bengali
+  # font draws it (the .deb recommends one)
+  qt6-l10n-tools qt6-tools-dev fonts-lohit-beng-bengali
   # networking, crypto, tokenizer, JSON; port mappings on the home router (UPnP-IGD, NAT-PMP)
   libzmq3-dev cppzmq-dev libopendht-dev libsodium-dev libminiupnpc-dev libnatpmp-dev
   libsentencepiece-dev sentencepiece nlohmann-json3-dev
@@ -31,8 +35,10 @@ PACKAGES=(
   # for its routers (tst_portmapping). miniupnpd-nftables alone has no service to start and asks
   # nothing (the `miniupnpd` package, a recommendation, has the debconf questions and is skipped)
   minisign xvfb xauth iproute2 nftables miniupnpd-nftables
-  # tests: a private session bus for the desktop notifications (tst_notifier)
-  dbus-daemon
+  # tests: a private session bus for the desktop notifications (tst_notifier), and a real desktop
+  # on Xvfb for tst_realdesktop: a window manager with EWMH full screen, a system tray host, a
+  # notification daemon, and mouse clicks
+  dbus-daemon openbox trayer dunst xdotool
   # tests: a reference ALBERT in PyTorch checks the Hugging Face export (tst_huggingfaceexport)
   python3-torch
   # packaging: CPack's DEB generator runs `file` and dpkg-shlibdeps (dpkg-dev) on the binaries

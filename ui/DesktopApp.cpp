@@ -1,6 +1,7 @@
 #include "DesktopApp.h"
 
 #include "Format.h"
+#include "Language.h"
 #include "LogModel.h"
 #include "MainWindow.h"
 #include "Notifier.h"
@@ -84,6 +85,7 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run)
 
 int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, const DesktopRunOptions &runOptions)
 {
+    installUiLanguage(app, qEnvironmentVariable("DEDLOC_LANGUAGE")); // before any widget: texts are translated when made
     QGuiApplication::setDesktopFileName(QStringLiteral("dedloc")); // GNOME trays match the .desktop file
     QApplication::setQuitOnLastWindowClosed(false);                // the tray keeps the app alive
     app.setWindowIcon(appIcon());

@@ -8,9 +8,12 @@
 //     QGuiApplication::setDesktopFileName("dedloc");   // runDesktopApp also does it
 //     SwarmPeer peer(...);                              // implements dedloc::PeerControl
 //     return dedloc::ui::runDesktopApp(qtApp, peer, dedloc::ui::runInfoFromManifest(manifest));
-// runDesktopApp installs the log sink (window + QStandardPaths::AppLocalDataLocation/logs/
-// dedloc.log), shows the window (or, with auto-rejoin set and the same run, joins at once), runs
-// the event loop, and calls peer.stop() after it ends. Returns the exit code of exec().
+// runDesktopApp first installs the window's language (Language.h) from the environment variable
+// DEDLOC_LANGUAGE: "bn" Bengali, "en" English, unset or empty the system's locale (Bengali when
+// its language is Bengali); an unknown value logs a warning and keeps English. It then installs
+// the log sink (window + QStandardPaths::AppLocalDataLocation/logs/dedloc.log), shows the window
+// (or, with auto-rejoin set and the same run, joins at once), runs the event loop, and calls
+// peer.stop() after it ends. Returns the exit code of exec().
 //
 // Threads: GUI thread only. The peer runs its own threads (PeerControl contract).
 #include "PeerBridge.h"

@@ -9,6 +9,7 @@
 static void initDedlocResources()
 {
     Q_INIT_RESOURCE(dedloc);
+    Q_INIT_RESOURCE(dedloc_ui_translations); // the compiled-in translations (ui/CMakeLists.txt)
 }
 
 namespace dedloc::ui {
@@ -38,15 +39,15 @@ QString formatBytes(std::uint64_t bytes)
 QString formatDuration(double seconds)
 {
     if (!(seconds >= 0.0) || !std::isfinite(seconds))
-        return QStringLiteral("unknown");
+        return QObject::tr("unknown");
     const auto s = static_cast<long long>(std::llround(seconds));
     if (s < 60)
-        return QStringLiteral("%1 s").arg(s);
+        return QObject::tr("%1 s").arg(s);
     if (s < 3600)
-        return QStringLiteral("%1 min").arg(s / 60);
+        return QObject::tr("%1 min").arg(s / 60);
     if (s < 86400)
-        return QStringLiteral("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0'));
-    return QStringLiteral("%1 d %2 h").arg(s / 86400).arg(s / 3600 % 24);
+        return QObject::tr("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0'));
+    return QObject::tr("%1 d %2 h").arg(s / 86400).arg(s / 3600 % 24);
 }
 
 QString formatPeerCounts(const PeerSnapshot &s)
@@ -85,6 +86,24 @@ QString peerActivity(const SwarmPeerInfo &peer)
 
 QString stateTitle(PeerState state)
 {
+    switch (state) {
+    case PeerState::Idle:
+        return QObject::tr("Idle");
+    case PeerState::Connecting:
+        return QObject::tr("Connecting");
+    case PeerState::Syncing:
+        return QObject::tr("Syncing");
+    case PeerState::Training:
+        return QObject::tr("Training");
+    case PeerState::Averaging:
+        return QObject::tr("Averaging");
+    case PeerState::Paused:
+        return QObject::tr("Paused");
+    case PeerState::Error:
+        return QObject::tr("Error");
+    case PeerState::Stopped:
+        return QObject::tr("Stopped");
+    }
     return QString::fromLatin1(peerStateName(state));
 }
 
@@ -93,30 +112,32 @@ QString stateExplanation(const PeerSnapshot &s)
     const auto detail = QString::fromStdString(s.stateDetail);
     switch (s.state) {
     case PeerState::Idle:
-        return QStringLiteral("Not joined yet.");
+        return QObject::tr("Not joined yet.");
     case PeerState::Connecting:
-        return detail.isEmpty() ? QStringLiteral("Looking for the swarm...")
-                                : QStringLiteral("Looking for the swarm: %1.").arg(detail);
+        return detail.isEmpty() ? QObject::tr("Looking for the swarm...")
+                                : QObject::tr("Looking for the swarm: %1.").arg(detail);
     case PeerState::Syncing:
-        return QStringLiteral("Downloading the latest model state from another peer.");
+        return QObject::tr("Downloading the latest model state from another peer.");
     case PeerState::Training: {
-        const QString computing = QStringLiteral("Computing gradients on %1.").arg(QString::fromStdString(s.deviceName));
+        const QString computing = QObject::tr("Computing gradients on %1.").arg(QString::fromStdString(s.deviceName));
         if (s.reachability.empty())
             return computing;
-        // First letter up: "Client mode: ...", "Reachable: ..."
+        // First letter up: "Client mode: ...", "Reachable: ..." (the core's words, in English)
         QString reach = QString::fromStdString(s.reachability);
         reach[0] = reach[0].toUpper();
-        return computing + QLatin1Char(' ') + reach + QLatin1Char('.');
+        //: %1: the sentence before ("Computing gradients on ..."), %2: how the peer is reached,
+        //: in the core's English words ("Client mode: ...")
+        return QObject::tr("%1 %2.").arg(computing, reach);
     }
     case PeerState::Averaging:
-        return QStringLiteral("Averaging gradients with the other peers.");
+        return QObject::tr("Averaging gradients with the other peers.");
     case PeerState::Paused:
-        return detail.isEmpty() ? QStringLiteral("Paused.") : QStringLiteral("Paused: %1.").arg(detail);
+        return detail.isEmpty() ? QObject::tr("Paused.") : QObject::tr("Paused: %1.").arg(detail);
     case PeerState::Error:
-        return detail.isEmpty() ? QStringLiteral("Stopped by an error. See the log below; Resume tries again.")
+        return detail.isEmpty() ? QObject::tr("Stopped by an error. See the log below; Resume tries again.")
                                 : detail;
     case PeerState::Stopped:
-        return QStringLiteral("Left the swarm.");
+        return QObject::tr("Left the swarm.");
     }
     return {};
 }
@@ -126,7 +147,9 @@ QIcon stateIcon(PeerState state)
     initUiResources();
     if (state == PeerState::Idle || state == PeerState::Stopped)
         return appIcon();
-    return QIcon(QStringLiteral(":/dedloc/icons/state-%1.svg").arg(stateTitle(state).toLower()));
+    // The file names follow the core's English state names, whatever the window's language.
+    const QString name = QString::fromLatin1(peerStateName(state)).toLower();
+    return QIcon(QStringLiteral(":/dedloc/icons/state-%1.svg").arg(name));
 }
 
 QIcon appIcon()

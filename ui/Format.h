@@ -18,7 +18,8 @@ namespace dedloc::ui {
 // What a peer of the swarm does, for the peers table: "paused", "training" (trainers),
 // "averaging" (auxiliary peers), "recording" or "recording, reducing" (monitors).
 [[nodiscard]] QString peerActivity(const SwarmPeerInfo &peer);
-// The state as the volunteer reads it ("Training", "Paused", ...), and one line of explanation.
+// The state as the volunteer reads it ("Training", "Paused", ...), and one line of explanation,
+// in the window's language (Language.h); details that come from the core stay in its English words.
 [[nodiscard]] QString stateTitle(PeerState state);
 [[nodiscard]] QString stateExplanation(const PeerSnapshot &s);
 // The icon of a state, from the compiled-in SVGs (resources/icons/state-*.svg); the app icon for Idle.

@@ -6,6 +6,21 @@
 
 namespace dedloc::ui {
 
+QString LogModel::levelName(log::Level level)
+{
+    switch (level) {
+    case log::Level::Debug:
+        return tr("Debug");
+    case log::Level::Info:
+        return tr("Info");
+    case log::Level::Warning:
+        return tr("Warning");
+    case log::Level::Error:
+        return tr("Error");
+    }
+    return QString::fromLatin1(log::levelName(level));
+}
+
 LogModel::LogModel(QObject *parent, int capacity) : QAbstractTableModel(parent), m_capacity(std::max(1, capacity)) {}
 
 LogModel::~LogModel()
@@ -100,7 +115,7 @@ QVariant LogModel::data(const QModelIndex &index, int role) const
     case Time:
         return l.time.toString(QStringLiteral("HH:mm:ss"));
     case Level:
-        return QString::fromLatin1(log::levelName(l.level));
+        return levelName(l.level);
     case Category:
         return l.category;
     case Message:
@@ -114,8 +129,9 @@ QVariant LogModel::headerData(int section, Qt::Orientation orientation, int role
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
-    static const char *const names[] = {"Time", "Level", "Category", "Message"};
-    return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
+    static const char *const names[] = {QT_TR_NOOP("Time"), QT_TR_NOOP("Level"), QT_TR_NOOP("Category"),
+                                        QT_TR_NOOP("Message")};
+    return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
 } // namespace dedloc::ui

@@ -45,6 +45,8 @@ class LogModel final : public QAbstractTableModel {
 
     // Where the app keeps its log: QStandardPaths::AppLocalDataLocation + "/logs/dedloc.log".
     [[nodiscard]] static QString defaultLogFile();
+    // A level as the Level column shows it, in the window's language (the file keeps English).
+    [[nodiscard]] static QString levelName(log::Level level);
 
   private:
     struct Line {

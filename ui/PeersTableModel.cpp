@@ -6,6 +6,19 @@
 
 namespace dedloc::ui {
 
+QString PeersTableModel::roleName(PeerRole role)
+{
+    switch (role) {
+    case PeerRole::Trainer:
+        return tr("trainer");
+    case PeerRole::Auxiliary:
+        return tr("auxiliary");
+    case PeerRole::Monitor:
+        return tr("monitor");
+    }
+    return QString::fromLatin1(peerRoleName(role));
+}
+
 void PeersTableModel::setPeers(const std::vector<SwarmPeerInfo> &peers)
 {
     bool sameIds = peers.size() == m_peers.size();
@@ -47,9 +60,9 @@ QVariant PeersTableModel::data(const QModelIndex &index, int role) const
     case Peer:
         return QString::fromStdString(p.peerId.substr(0, 16));
     case Role:
-        return QString::fromLatin1(peerRoleName(p.role));
+        return roleName(p.role);
     case Reachability:
-        return p.clientMode ? QStringLiteral("client mode") : QStringLiteral("reachable");
+        return p.clientMode ? tr("client mode") : tr("reachable");
     case State:
         return peerActivity(p);
     case Epoch:
@@ -59,7 +72,7 @@ QVariant PeersTableModel::data(const QModelIndex &index, int role) const
     case SamplesPerSecond:
         return QString::number(p.samplesPerSecond, 'f', 1);
     case LastReport:
-        return QStringLiteral("%1 s ago").arg(p.secondsSinceReport, 0, 'f', 0);
+        return tr("%1 s ago").arg(p.secondsSinceReport, 0, 'f', 0);
     default:
         return {};
     }
@@ -69,9 +82,10 @@ QVariant PeersTableModel::headerData(int section, Qt::Orientation orientation, i
 {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
-    static const char *const names[] = {"Peer",  "Role",    "Reachability", "State",
-                                        "Epoch", "Samples", "Samples/s",    "Last report"};
-    return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
+    static const char *const names[] = {QT_TR_NOOP("Peer"),    QT_TR_NOOP("Role"),      QT_TR_NOOP("Reachability"),
+                                        QT_TR_NOOP("State"),   QT_TR_NOOP("Epoch"),     QT_TR_NOOP("Samples"),
+                                        QT_TR_NOOP("Samples/s"), QT_TR_NOOP("Last report")};
+    return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
 } // namespace dedloc::ui

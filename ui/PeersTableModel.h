@@ -28,6 +28,9 @@ class PeersTableModel final : public QAbstractTableModel {
     QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
+    // A role as the Role column shows it ("trainer", "auxiliary", "monitor"), in the window's language.
+    [[nodiscard]] static QString roleName(PeerRole role);
+
   private:
     std::vector<SwarmPeerInfo> m_peers;
 };

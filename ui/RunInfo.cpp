@@ -2,9 +2,17 @@
 
 #include "run/RunManifest.h"
 
+#include <QCoreApplication>
+
 #include <filesystem>
 
 namespace dedloc::ui {
+namespace {
+
+// The app's default signature status (RunInfo::signatureStatus), listed for lupdate.
+[[maybe_unused]] const char *const notChecked = QT_TRANSLATE_NOOP("dedloc::ui::RunInfo", "not checked");
+
+} // namespace
 
 RunInfo runInfoFromManifest(const RunManifest &m)
 {
@@ -13,11 +21,20 @@ RunInfo runInfoFromManifest(const RunManifest &m)
     r.name = m.name;
     r.lead = m.lead;
     r.description = m.description;
-    r.model = "ALBERT " + m.model.preset + " (hidden " + std::to_string(m.model.hiddenSize) + ", " +
-              std::to_string(m.model.numLayers) + " layers, vocabulary " + std::to_string(m.model.vocabSize) +
-              "), target batch " + std::to_string(m.training.targetBatchSize) + " samples";
-    r.access = m.closed ? "closed: only volunteers with an access token from the lead"
-                        : "open: anyone may join (every link is encrypted)";
+    r.model = QCoreApplication::translate("dedloc::ui::RunInfo",
+                                          "ALBERT %1 (hidden %2, %3 layers, vocabulary %4), target batch %5 samples")
+                  .arg(QString::fromStdString(m.model.preset))
+                  .arg(m.model.hiddenSize)
+                  .arg(m.model.numLayers)
+                  .arg(m.model.vocabSize)
+                  .arg(m.training.targetBatchSize)
+                  .toStdString();
+    const QString access =
+        m.closed
+            ? QCoreApplication::translate("dedloc::ui::RunInfo",
+                                          "closed: only volunteers with an access token from the lead")
+            : QCoreApplication::translate("dedloc::ui::RunInfo", "open: anyone may join (every link is encrypted)");
+    r.access = access.toStdString();
     for (const auto &f : m.corpus.files) {
         if (!r.data.empty())
             r.data += ", ";
@@ -28,10 +45,24 @@ RunInfo runInfoFromManifest(const RunManifest &m)
 
 std::string closedRunAccessText(const std::string &tokenPath, bool tokenFileExists)
 {
+    const QString path = QString::fromStdString(tokenPath);
     if (tokenFileExists)
-        return "closed: only volunteers with an access token from the lead. Your token: " + tokenPath;
-    return "closed: only volunteers with an access token from the lead. You have none yet: send your peer key "
-           "(dedloc --print-peer-key) to the lead and save the token you get as " + tokenPath;
+        return QCoreApplication::translate("dedloc::ui::RunInfo",
+                                           "closed: only volunteers with an access token from the lead. Your token: %1")
+            .arg(path)
+            .toStdString();
+    return QCoreApplication::translate(
+               "dedloc::ui::RunInfo", "closed: only volunteers with an access token from the lead. You have none yet: "
+                                      "send your peer key (dedloc --print-peer-key) to the lead and save the token you "
+                                      "get as %1")
+        .arg(path)
+        .toStdString();
+}
+
+QString runInfoText(const std::string &value)
+{
+    static const char *const context = "dedloc::ui::RunInfo";
+    return QCoreApplication::translate(context, value.c_str());
 }
 
 } // namespace dedloc::ui

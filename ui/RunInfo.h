@@ -1,6 +1,13 @@
 #pragma once
 // What the join page shows about the run before the volunteer clicks Join.
 // Plain strings so the app can fill it from a RunManifest (runInfoFromManifest) or anything else.
+// The texts this unit writes (model line, access) are in the window's language installed when
+// they are made (Language.h): the app installs it before calling these for them to be Bengali.
+// The join page looks the fixed ones ("not checked", open, closed without a token) up again
+// (runInfoText), so those follow the window's language even when made earlier.
+// Threads: any thread (they only read the application's translators).
+#include <QString>
+
 #include <string>
 
 namespace dedloc {
@@ -28,5 +35,9 @@ struct RunInfo {
 // Fills a RunInfo from a parsed manifest (model shape, corpus file names, open or closed;
 // signature "not checked").
 [[nodiscard]] RunInfo runInfoFromManifest(const RunManifest &manifest);
+
+// A RunInfo text as the join page shows it: a fixed text of this unit that was made in English
+// (before a translation was installed) in the window's language; anything else as it is.
+[[nodiscard]] QString runInfoText(const std::string &value);
 
 } // namespace dedloc::ui

@@ -50,6 +50,8 @@ void TrayController::show()
 
 void TrayController::hide() { m_icon->hide(); }
 
+QRect TrayController::iconGeometry() const { return m_icon->isVisible() ? m_icon->geometry() : QRect(); }
+
 void TrayController::showMessage(const QString &title, const QString &body)
 {
     if (m_icon->isVisible())
@@ -69,7 +71,7 @@ void TrayController::update(const PeerSnapshot &s)
         m_state = s.state;
         m_haveState = true;
     }
-    const QString tip = QStringLiteral("DeDLOC: %1").arg(stateExplanation(s));
+    const QString tip = tr("DeDLOC: %1").arg(stateExplanation(s));
     if (tip != m_icon->toolTip())
         m_icon->setToolTip(tip);
     const bool joined = s.state != PeerState::Idle && s.state != PeerState::Stopped;

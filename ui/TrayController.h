@@ -12,6 +12,7 @@
 #include <memory>
 
 class QAction;
+class QRect;
 class QMenu;
 class QSystemTrayIcon;
 class QWidget;
@@ -38,6 +39,9 @@ class TrayController final : public QObject {
     [[nodiscard]] QAction *showAction() const { return m_show; }
     [[nodiscard]] QAction *quitAction() const { return m_quit; }
     [[nodiscard]] QString toolTip() const;
+    [[nodiscard]] QMenu *menu() const { return m_menu.get(); }
+    // Where the tray host shows the icon (screen coordinates); empty when it is not shown.
+    [[nodiscard]] QRect iconGeometry() const;
 
     // Shows a balloon once ("still running in the tray").
     void notifyHidden();

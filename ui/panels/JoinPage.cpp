@@ -25,19 +25,20 @@ JoinPage::JoinPage(const RunInfo &run, Settings &settings, QWidget *parent)
     auto *about = new QLabel(QString::fromStdString(run.description).toHtmlEscaped(), this);
     about->setWordWrap(true);
     auto *form = new QFormLayout;
-    auto row = [&](const QString &label, const std::string &value) {
-        auto *l = new QLabel(QString::fromStdString(value).toHtmlEscaped(), this);
+    auto row = [&](const QString &label, const QString &value) {
+        auto *l = new QLabel(value.toHtmlEscaped(), this);
         l->setWordWrap(true);
         l->setTextInteractionFlags(Qt::TextSelectableByMouse);
         form->addRow(label, l);
     };
-    row(tr("Run"), run.name + (run.runId.empty() ? "" : " (" + run.runId + ")"));
-    row(tr("Lead"), run.lead);
-    row(tr("Model"), run.model);
-    row(tr("Data"), run.data);
-    row(tr("Signature"), run.signatureStatus);
+    const QString name = QString::fromStdString(run.name);
+    row(tr("Run"), run.runId.empty() ? name : tr("%1 (%2)").arg(name, QString::fromStdString(run.runId)));
+    row(tr("Lead"), QString::fromStdString(run.lead));
+    row(tr("Model"), QString::fromStdString(run.model));
+    row(tr("Data"), QString::fromStdString(run.data));
+    row(tr("Signature"), runInfoText(run.signatureStatus));
     if (!run.access.empty())
-        row(tr("Access"), run.access);
+        row(tr("Access"), runInfoText(run.access));
     auto font = m_join->font();
     font.setPointSizeF(font.pointSizeF() * 1.4);
     m_join->setFont(font);
