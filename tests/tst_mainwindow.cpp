@@ -21,6 +21,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QSpinBox>
@@ -257,6 +258,8 @@ class TestMainWindow final : public QObject {
         dialog.findChild<QSpinBox *>("fanLimit")->setValue(70);
         dialog.findChild<QSpinBox *>("computeShare")->setValue(50);
         dialog.findChild<QCheckBox *>("pauseOnFullScreen")->setChecked(false);
+        auto *language = dialog.findChild<QComboBox *>("language");
+        language->setCurrentIndex(language->findData(QString("bn")));
         dialog.apply();
         QCOMPARE(h.settings->caps().uploadBytesPerSecond, 512.0 * 1024);
         QCOMPARE(h.peer.caps().uploadBytesPerSecond, 512.0 * 1024);
@@ -267,6 +270,7 @@ class TestMainWindow final : public QObject {
         QCOMPARE(rules.cpuTemperature.limit, 0.0); // left at "no limit"
         QCOMPARE(rules.fanSpeed.limit, 70.0);
         QCOMPARE(rules.pauseOnFullScreen, false);
+        QCOMPARE(h.settings->language(), QString("bn")); // used at the next start
 
         // The weekly schedule: a mistake is shown under the text and changes nothing.
         auto *schedule = dialog.findChild<QPlainTextEdit *>("weeklySchedule");

@@ -22,6 +22,11 @@ class TestSettings final : public QObject {
         QCOMPARE(s->pauseRules().pauseOnGpuGraphics, true);
         QCOMPARE(s->resumeTomorrowAt(), 8 * 3600);
         QCOMPARE(s->caps().computeShare, 1.0);
+        QCOMPARE(s->language(), QString()); // the system's
+        s->setLanguage("bn");
+        QCOMPARE(s->language(), QString("bn"));
+        s->setLanguage("fr"); // not a language of the window: the system's
+        QCOMPARE(s->language(), QString());
         QCOMPARE(s->pauseRules().pauseOnFullScreen, true);
         QCOMPARE(s->pauseRules().gpuTemperature.limit, 0.0); // no hardware limit until set
         QCOMPARE(s->pauseRules().limitGraceSeconds, 30.0);

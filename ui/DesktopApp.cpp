@@ -85,11 +85,11 @@ int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run)
 
 int runDesktopApp(QApplication &app, PeerControl &peer, const RunInfo &run, const DesktopRunOptions &runOptions)
 {
-    installUiLanguage(app, qEnvironmentVariable("DEDLOC_LANGUAGE")); // before any widget: texts are translated when made
+    Settings settings;
+    installChosenUiLanguage(app, settings.language()); // before any widget: texts are translated when made
     QGuiApplication::setDesktopFileName(QStringLiteral("dedloc")); // GNOME trays match the .desktop file
     QApplication::setQuitOnLastWindowClosed(false);                // the tray keeps the app alive
     app.setWindowIcon(appIcon());
-    Settings settings;
     DesktopApp::Options options;
     options.logFile = LogModel::defaultLogFile();
     int code = 0;

@@ -94,4 +94,10 @@ QString uiLanguage()
     return installed;
 }
 
+bool installChosenUiLanguage(QCoreApplication &app, const QString &setting)
+{
+    const QString forced = qEnvironmentVariable("DEDLOC_LANGUAGE");
+    return installUiLanguage(app, forced.isEmpty() ? setting : forced);
+}
+
 } // namespace dedloc::ui

@@ -36,6 +36,10 @@ namespace dedloc::ui {
 // English when the language is unknown or the compiled-in Bengali translation cannot be loaded.
 bool installUiLanguage(QCoreApplication &app, const QString &language);
 
+// The volunteer's choice: DEDLOC_LANGUAGE when set, else `setting` (Settings::language(): "" the
+// system's, "bn" or "en"); installs it as installUiLanguage does.
+bool installChosenUiLanguage(QCoreApplication &app, const QString &setting);
+
 // The language installed by the last successful installUiLanguage: "bn" or "en" ("en" before any).
 [[nodiscard]] QString uiLanguage();
 

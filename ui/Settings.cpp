@@ -152,6 +152,16 @@ void Settings::setPauseRules(const AutoPauseRules &r)
     }
 }
 
+QString Settings::language() const
+{
+    const QString l = m_store->value("ui/language").toString();
+    return l == QLatin1String("bn") || l == QLatin1String("en") ? l : QString();
+}
+void Settings::setLanguage(const QString &language)
+{
+    put("ui/language", language == QLatin1String("bn") || language == QLatin1String("en") ? language : QString());
+}
+
 bool Settings::notifications() const { return m_store->value("notify/enabled", true).toBool(); }
 void Settings::setNotifications(bool on) { put("notify/enabled", on); }
 bool Settings::milestoneNotifications() const { return m_store->value("notify/milestones", false).toBool(); }

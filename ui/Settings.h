@@ -39,6 +39,10 @@ class Settings final : public QObject {
     [[nodiscard]] AutoPauseRules pauseRules() const;
     void setPauseRules(const AutoPauseRules &rules);
 
+    // The window's language (Language.h): "" the system's, "bn" or "en"; used at the next start.
+    [[nodiscard]] QString language() const;
+    void setLanguage(const QString &language);
+
     // Desktop notifications (Notifier): on by default; milestones of samples contributed, off.
     [[nodiscard]] bool notifications() const;
     void setNotifications(bool on);

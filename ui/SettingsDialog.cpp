@@ -7,6 +7,8 @@
 #include "util/Log.h"
 
 #include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
 #include <QCoreApplication>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
@@ -17,6 +19,8 @@
 #include <QSpinBox>
 #include <QTimeEdit>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace dedloc::ui {
 namespace {
@@ -127,6 +131,12 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     m_atLogin = new QCheckBox(tr("Start DeDLOC in the tray when I log in, and join"), this);
     m_atLogin->setObjectName(QStringLiteral("startAtLogin"));
     m_atLogin->setChecked(loginAutostartEnabled());
+    m_language = new QComboBox(this);
+    m_language->setObjectName(QStringLiteral("language"));
+    m_language->addItem(tr("the system's language"), QString());
+    m_language->addItem(QStringLiteral("বাংলা"), QStringLiteral("bn")); // each language in its own words
+    m_language->addItem(QStringLiteral("English"), QStringLiteral("en"));
+    m_language->setCurrentIndex(std::max(0, m_language->findData(settings.language())));
     m_notify = new QCheckBox(tr("Notify me when DeDLOC pauses by itself, resumes or stops with an error"), this);
     m_notify->setObjectName(QStringLiteral("notifications"));
     m_notify->setChecked(settings.notifications());
@@ -147,6 +157,10 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
     box->addWidget(m_heat);
     box->addWidget(m_rejoin);
     box->addWidget(m_atLogin);
+    auto *languageRow = new QHBoxLayout;
+    languageRow->addWidget(new QLabel(tr("Language (after a restart):"), this));
+    languageRow->addWidget(m_language, 1);
+    box->addLayout(languageRow);
     box->addWidget(m_notify);
     box->addWidget(m_milestones);
     box->addWidget(buttons);
@@ -182,6 +196,7 @@ void SettingsDialog::apply()
     m_settings.setPauseRules(rules);
     m_settings.setResumeTomorrowAt(secondsOf(m_tomorrow->time()));
     m_settings.setAutoRejoin(m_rejoin->isChecked());
+    m_settings.setLanguage(m_language->currentData().toString());
     m_settings.setNotifications(m_notify->isChecked());
     m_settings.setMilestoneNotifications(m_milestones->isChecked());
     if (m_atLogin->isChecked() != loginAutostartEnabled()) {

@@ -7,6 +7,7 @@
 #include <QDialog>
 
 class QCheckBox;
+class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QPlainTextEdit;
@@ -31,6 +32,7 @@ class SettingsDialog final : public QDialog {
     QDoubleSpinBox *m_gpuFraction, *m_upload, *m_download, *m_quiet, *m_idle;
     QCheckBox *m_onGraphics, *m_onBattery, *m_schedule, *m_userActive, *m_rejoin, *m_atLogin, *m_onFullScreen, *m_notify, *m_milestones;
     HeatLimitsBox *m_heat;
+    QComboBox *m_language;
     QPlainTextEdit *m_apps;
     QTimeEdit *m_tomorrow;
     QPlainTextEdit *m_scheduleText;

@@ -2,8 +2,10 @@
 
 #include "ControlChannel.h"
 #include "DesktopApp.h"
+#include "Language.h"
 #include "LocalSwarm.h"
 #include "MainWindow.h"
+#include "Settings.h"
 #include "peer/RunAccess.h"
 #include "run/RunManifest.h"
 
@@ -77,6 +79,8 @@ int runWindow(QCoreApplication &app, dedloc::SwarmPeer &peer, const CommandLine 
         std::fprintf(stderr, "dedloc: %s\n", e.what());
         return 2;
     }
+    // The run's texts below are made before the window: in the volunteer's language already.
+    dedloc::ui::installChosenUiLanguage(app, dedloc::ui::Settings().language());
     dedloc::ui::DesktopRunOptions ui;
     ui.joinAtStart = cli.localSwarmTrainers > 0 || cli.join;
     ui.screenshotPath = cli.screenshotPath;

@@ -718,78 +718,78 @@
 <context>
     <name>dedloc::ui::SettingsDialog</name>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="38"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="42"/>
         <source>DeDLOC settings</source>
         <translation>DeDLOC সেটিংস</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="42"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="46"/>
         <source>Limits (0 = no limit)</source>
         <translation>সীমা (0 = সীমা নেই)</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="57"/>
         <location filename="../../ui/SettingsDialog.cpp" line="61"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="65"/>
         <source> KiB/s</source>
         <translation> KiB/s</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="63"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="67"/>
         <source>CPU threads</source>
         <translation>CPU থ্রেড</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="64"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="68"/>
         <source>Share of GPU memory</source>
         <translation>GPU মেমরির অংশ</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="65"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="69"/>
         <source>Micro-batch size</source>
         <translation>মাইক্রো-ব্যাচের আকার</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="66"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="70"/>
         <source>Upload</source>
         <translation>আপলোড</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="67"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="71"/>
         <source>Download</source>
         <translation>ডাউনলোড</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="69"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="73"/>
         <source>Pause by itself</source>
         <translation>নিজে থেকে বিরতি</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="71"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="75"/>
         <source>when another program uses the GPU for graphics (games)</source>
         <translation>অন্য কোনো প্রোগ্রাম গ্রাফিক্সের জন্য GPU ব্যবহার করলে (গেম)</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="73"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="77"/>
         <source>when a program is full screen (games, films)</source>
         <translation>কোনো প্রোগ্রাম পূর্ণ পর্দায় চললে (গেম, সিনেমা)</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="77"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="81"/>
         <source>one program name per line, e.g. blender</source>
         <translation>প্রতি লাইনে একটি প্রোগ্রামের নাম, যেমন blender</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="83"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="87"/>
         <source>on battery power</source>
         <translation>ব্যাটারিতে চললে</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="85"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="89"/>
         <source>outside this weekly schedule:</source>
         <translation>এই সাপ্তাহিক সময়সূচির বাইরে:</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="89"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="93"/>
         <source>one window per line, e.g.
 Mon-Fri 18:00-08:00
 Sat,Sun all day</source>
@@ -798,59 +798,69 @@ Mon-Fri 18:00-08:00
 Sat,Sun all day</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="102"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="106"/>
         <source>while I use the computer (where idle time is known)</source>
         <translation>আমি কম্পিউটার ব্যবহার করার সময় (যেখানে নিষ্ক্রিয় সময় জানা যায়)</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="106"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="110"/>
         <source> s without input</source>
         <translation> সেকেন্ড কোনো ইনপুট না থাকলে</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="110"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="114"/>
         <source> s</source>
         <translation> সেকেন্ড</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="115"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="119"/>
         <source>when these run</source>
         <translation>এগুলো চললে</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="121"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="125"/>
         <source>idle means</source>
         <translation>নিষ্ক্রিয় মানে</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="122"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="126"/>
         <source>resume after quiet for</source>
         <translation>এতক্ষণ শান্ত থাকলে আবার চালু</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="123"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="127"/>
         <source>&quot;Pause until tomorrow&quot; ends at</source>
         <translation>&quot;আগামীকাল পর্যন্ত বিরতি&quot; শেষ হয়</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="125"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="129"/>
         <source>Join the run automatically when the app starts</source>
         <translation>অ্যাপ চালু হলে নিজে থেকেই প্রকল্পে যোগ দিন</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="127"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="131"/>
         <source>Start DeDLOC in the tray when I log in, and join</source>
         <translation>লগ ইন করলে DeDLOC ট্রেতে চালু করুন এবং যোগ দিন</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="130"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="136"/>
+        <source>the system&apos;s language</source>
+        <translation>সিস্টেমের ভাষা</translation>
+    </message>
+    <message>
+        <location filename="../../ui/SettingsDialog.cpp" line="140"/>
         <source>Notify me when DeDLOC pauses by itself, resumes or stops with an error</source>
         <translation>DeDLOC নিজে থেকে বিরতি নিলে, আবার চালু হলে বা ত্রুটিতে থামলে আমাকে জানান</translation>
     </message>
     <message>
-        <location filename="../../ui/SettingsDialog.cpp" line="133"/>
+        <location filename="../../ui/SettingsDialog.cpp" line="143"/>
         <source>... and each time my computer has trained on 10 000 more samples</source>
         <translation>... এবং আমার কম্পিউটার প্রতিবার আরও 10 000টি নমুনায় প্রশিক্ষণ দিলে</translation>
+    </message>
+    <message>
+        <location filename="../../ui/SettingsDialog.cpp" line="161"/>
+        <source>Language (after a restart):</source>
+        <translation>ভাষা (আবার চালু করার পর):</translation>
     </message>
 </context>
 <context>
