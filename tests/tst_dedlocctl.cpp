@@ -2,7 +2,8 @@
 // it: in the window (offscreen, a local swarm of the window's trainer and a monitor) and headless.
 // Status as JSON, pause for 1 h (a timed pause ending an hour from now), resume (samples grow),
 // a second start of the app (the window is raised and the second start exits 0; headless, it is
-// refused), raise, and quit: the app exits 0 and leaves no peer behind.
+// refused), raise, and quit: the app exits 0 and leaves no peer behind. With the window's local
+// swarm, what the monitor recorded of the trainer reaches the status and matches its own record.
 #include "SwarmHarness.h"
 
 #include <QProcess>
@@ -131,6 +132,20 @@ class TestDedlocCtl final : public QObject {
             s = status();
             return s.is_object() && !s.at("pause").at("paused").get<bool>() && s.at("you").at("samples").get<long long>() > 0;
         }, 120), qPrintable(output.right(3000)));
+
+        // With the window's local swarm a monitor runs: what it recorded of this trainer reaches the
+        // status, and matches the trainer's own record over the same steps.
+        if (window) {
+            QVERIFY2(SwarmHarness::waitFor([&] {
+                collect();
+                s = status();
+                return s.is_object() && s.at("monitor").is_object() && s.at("monitor").at("steps").get<long>() >= 2;
+            }, 120), qPrintable(output.right(3000)));
+            const auto &m = s.at("monitor");
+            QVERIFY(m.at("samples").get<long long>() > 0);
+            QCOMPARE(m.at("own_samples_in_those_steps").get<long long>(), m.at("samples").get<long long>());
+            QCOMPARE(m.at("steps_missed").get<long>(), 0L);
+        }
 
         // A second start of the app: the window is raised (and that start ends at once); headless
         // refuses, as two peers must not share an identity and checkpoints.

@@ -50,6 +50,25 @@ class TestPanels final : public QObject {
         QCOMPARE(p.computingText(), QStringLiteral("0 % of the time"));
     }
 
+    // What the monitor recorded, beside the peer's own count; the export waits for a record.
+    void contributionPanelShowsTheMonitorsRecord()
+    {
+        ContributionPanel p;
+        PeerSnapshot s;
+        p.update(s);
+        QCOMPARE(p.monitorCreditShown(), QStringLiteral("no monitor has answered yet"));
+        QVERIFY(!p.findChild<QPushButton *>("exportRecord")->isEnabled());
+        s.contributionRecord = "/tmp/contribution.csv";
+        s.monitorCredit.monitorId = "mon";
+        s.monitorCredit.samples = 64;
+        s.monitorCredit.steps = 2;
+        s.monitorCredit.ranges = {{4, 5}};
+        s.ownCredit.samplesInRecordedSteps = 64;
+        p.update(s);
+        QCOMPARE(p.monitorCreditShown(), QStringLiteral("64 samples in 2 steps, through step 5: matches your record"));
+        QVERIFY(p.findChild<QPushButton *>("exportRecord")->isEnabled());
+    }
+
     void statePanelButtonFollowsState()
     {
         StatePanel p;

@@ -9,6 +9,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
+
 #include <fstream>
 
 namespace fs = std::filesystem;
@@ -22,7 +24,8 @@ SignedRecord metrics(const std::string &peer, long step, double loss)
 {
     SignedRecord r;
     r.peerId = peer;
-    r.payload = nlohmann::json{{"step", step}, {"loss", loss}, {"name", "n-" + peer}, {"peer_id", "forged"}}.dump();
+    r.payload = nlohmann::json{{"step", step}, {"loss", loss}, {"name", "n-" + peer}, {"peer_id", "forged"},
+                               {"samples", 10 * step}}.dump();
     return r;
 }
 
@@ -66,6 +69,30 @@ private Q_SLOTS:
         const auto latest = recorder.latestByPeer();
         QCOMPARE(latest.at("aa").at("loss").get<double>(), 7.0);
         QCOMPARE(latest.at("bb").at("step").get<long>(), 1L);
+
+        // Each recorded (peer, step) is credited once, under the signer's id.
+        auto credit = recorder.takeChangedCredit(8);
+        QCOMPARE(credit.size(), std::size_t(2));
+        std::sort(credit.begin(), credit.end());
+        const auto aa = creditFromJson(credit[0].second, "aa", "mon", 0.0);
+        QVERIFY(aa.has_value());
+        QCOMPARE(aa->samples, 10LL + 20LL);
+        QCOMPARE(aa->steps, 2L);
+        QCOMPARE(aa->ranges, (std::vector<std::pair<long, long>>{{1, 2}}));
+        QVERIFY(recorder.takeChangedCredit(8).empty()); // nothing new
+
+        // A peer that stepped faster than it publishes lists the steps in between: each is
+        // credited once (steps 3 and 4 here), a listed step already credited (2) is not again.
+        SignedRecord fast;
+        fast.peerId = "aa";
+        fast.payload = nlohmann::json{{"step", 5}, {"samples", 50}, {"steps", {{2, 20}, {4, 40}, {3, 30}, {5, 50}}}}.dump();
+        QCOMPARE(recorder.record({fast}), 1);
+        const auto more = recorder.takeChangedCredit(8);
+        QCOMPARE(more.size(), std::size_t(1));
+        const auto aa5 = creditFromJson(more[0].second, "aa", "mon", 0.0);
+        QVERIFY(aa5.has_value());
+        QCOMPARE(aa5->samples, 10LL + 20 + 30 + 40 + 50);
+        QCOMPARE(aa5->ranges, (std::vector<std::pair<long, long>>{{1, 5}}));
     }
 
     // A payload above the bound is skipped (its peer may still record smaller ones), and once

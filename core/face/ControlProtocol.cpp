@@ -136,6 +136,15 @@ nlohmann::json controlStatus(const PeerSnapshot &s, const ControlPauseState &pau
           {"samples_all_time", s.allTime.samples},
           {"share_of_swarm", s.shareOfSwarm}}},
         {"loss", s.lastLoss >= 0.0 ? nlohmann::json(s.lastLoss) : nlohmann::json(nullptr)},
+        {"monitor",
+         s.monitorCredit.monitorId.empty()
+             ? nlohmann::json(nullptr)
+             : nlohmann::json{{"monitor_id", s.monitorCredit.monitorId},
+                              {"samples", s.monitorCredit.samples},
+                              {"steps", s.monitorCredit.steps},
+                              {"through_step", s.monitorCredit.throughStep()},
+                              {"own_samples_in_those_steps", s.ownCredit.samplesInRecordedSteps},
+                              {"steps_missed", s.ownCredit.stepsMissed}}},
         {"pause", pauseJson},
         {"status_line", statusLine(s)},
     };

@@ -59,7 +59,8 @@ struct ControlPauseState {
 };
 
 // The status answer's "status" object: the snapshot's state, step, batch, swarm and own
-// contribution, the pause, and `statusLine` (face/StatusLine.h) for people. Keys are stable for
+// contribution, what the swarm's monitor recorded of it ("monitor", null before one answers), the
+// pause, and `statusLine` (face/StatusLine.h) for people. Keys are stable for
 // scripts (docs/USER_GUIDE.md "Control from a terminal").
 [[nodiscard]] nlohmann::json controlStatus(const PeerSnapshot &snapshot, const ControlPauseState &pause, bool window);
 

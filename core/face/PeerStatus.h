@@ -68,6 +68,9 @@ struct PeerSnapshot {
 
     ContributionTotals session;   // since this process joined
     ContributionTotals allTime;   // kept across restarts (checkpointed)
+    MonitorCredit monitorCredit;  // what a monitor recorded of this peer (trainers; empty until one answers)
+    OwnCreditCount ownCredit;     // this peer's own count over the monitor's steps
+    std::string contributionRecord; // this peer's per-step record (CSV: step,time,samples,loss); "" none
     double shareOfSwarm = 0.0;    // this peer's samples / all samples of the global steps it saw
     // Share of wall time this trainer spent computing over its last steps (face/
     // ComputeUtilisation.h), in [0, 1]; < 0 unknown (no step yet, or not a trainer).

@@ -1,7 +1,11 @@
 #include "monitor/SwarmMetricsRecorder.h"
 
+#include <algorithm>
+
 #include "util/Clock.h"
 #include "util/Log.h"
+
+#include <algorithm>
 
 namespace dedloc {
 
@@ -62,6 +66,7 @@ int SwarmMetricsRecorder::record(const std::vector<SignedRecord> &records)
         j["recorded_at"] = now;
         if (jsonDue && writeJsonLine(j.dump() + "\n")) {
             m_lastJsonStep[r.peerId] = step;
+            creditSteps(r.peerId, step, j);
             m_latest[r.peerId] = j;
             m_stats.lastError.clear();
             m_stats.lastRecordedAt = now;
@@ -81,6 +86,33 @@ int SwarmMetricsRecorder::record(const std::vector<SignedRecord> &records)
     }
     m_stats.peers = m_latest.size();
     return written;
+}
+
+void SwarmMetricsRecorder::creditSteps(const std::string &peerId, long step, const nlohmann::json &metrics)
+{
+    // The earlier steps the record lists (published together when the peer stepped faster than
+    // it publishes), oldest first, then the record's own step; the ledger skips what it has.
+    std::vector<std::pair<long, long long>> earlier;
+    if (const auto steps = metrics.find("steps"); steps != metrics.end() && steps->is_array() && steps->size() <= 64)
+        for (const auto &e : *steps)
+            if (e.is_array() && e.size() == 2 && e[0].is_number_integer() && e[1].is_number_integer()
+                && e[0].get<long>() < step)
+                earlier.emplace_back(e[0].get<long>(), e[1].get<long long>());
+    std::sort(earlier.begin(), earlier.end());
+    for (const auto &[s, samples] : earlier)
+        m_credit.add(peerId, s, samples);
+    if (const auto samples = metrics.find("samples"); samples != metrics.end() && samples->is_number_integer())
+        m_credit.add(peerId, step, samples->get<long long>());
+}
+
+std::vector<std::pair<std::string, std::string>> SwarmMetricsRecorder::takeChangedCredit(std::size_t most)
+{
+    std::lock_guard lock(m_mutex);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto &peer : m_credit.takeChanged(most))
+        if (const auto *c = m_credit.find(peer))
+            out.emplace_back(peer, creditToJson(peer, *c).dump());
+    return out;
 }
 
 long long SwarmMetricsRecorder::linesWritten() const

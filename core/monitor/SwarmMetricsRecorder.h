@@ -10,11 +10,15 @@
 // MaxRecordedPeers distinct peers are recorded; others are skipped with a logged reason.
 // A failed write (full disk) is logged, kept in stats().lastError, and that file tries the same
 // (peer, step) again at the next read while the DHT still holds it; the other file goes on.
+// Every (peer, step) recorded adds the step's "samples" to the peer's credit (CreditLedger.h),
+// and the earlier steps the record lists under "steps" ([[step, samples], ...]: those the peer
+// took between two publications) that the ledger does not have yet.
 // Downstream evaluations (eval/DownstreamEvaluation.h) are recorded by recordEvaluation(): one
 // JSON line with "event": "evaluation" in the same file, and one row of evaluation.csv's columns
 // (monitor/MetricsCsv.h) when that file is given.
 // Thread-safety: record() from one thread (the control thread), recordEvaluation() from one
 // (the evaluation worker); the const accessors from any.
+#include "monitor/CreditLedger.h"
 #include "monitor/MetricsCsv.h"
 #include "net/DhtNode.h"
 #include "util/LineAppender.h"
@@ -62,9 +66,13 @@ public:
     bool recordEvaluation(nlohmann::json result);
     // The newest evaluation recorded; null if none.
     [[nodiscard]] nlohmann::json latestEvaluation() const;
+    // The credit records (CreditLedger.h) of up to `most` peers whose credit changed since the
+    // last call, as (peer id, JSON payload): what the monitor publishes.
+    [[nodiscard]] std::vector<std::pair<std::string, std::string>> takeChangedCredit(std::size_t most);
 
 private:
     bool writeJsonLine(const std::string &line);
+    void creditSteps(const std::string &peerId, long step, const nlohmann::json &metrics);
 
     LineAppender m_json;
     std::unique_ptr<MetricsCsvWriter> m_csv;
@@ -74,6 +82,7 @@ private:
     std::map<std::string, long> m_lastCsvStep;  // per peer id
     std::map<std::string, nlohmann::json> m_latest;
     nlohmann::json m_latestEvaluation;
+    CreditLedger m_credit;
     RecorderStats m_stats;
 };
 

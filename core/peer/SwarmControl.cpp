@@ -55,6 +55,8 @@ void SwarmPeer::Impl::controlLoop()
             std::lock_guard lock(mutex);
             mine = myRecord;
             metricsPayload.swap(pendingMetrics);
+            if (metricsPayload)
+                unpublishedSteps.clear();
             advert = donorAdvert;
         }
         const double ttl = std::max(10.0, 5 * opt.progressPeriod);
@@ -77,7 +79,12 @@ void SwarmPeer::Impl::controlLoop()
                 return r.peerId != identity->peerId() && !access.security->admission(r.publicKey).empty();
             });
             recorder->record(records);
+            publishCredit();
         }
+        // A trainer asks what the monitors recorded of it every ~15 s.
+        const long creditEvery = std::max(1L, long(15.0 / std::max(0.1, opt.progressPeriod)));
+        if (opt.role == PeerRole::Trainer && round >= 3 && (round - 3) % creditEvery == 0)
+            readCredit();
         firstFetchDone = true;
         saveBansIfChanged();
         ++round;

@@ -21,6 +21,7 @@
 #include "peer/DownstreamMonitor.h"
 #include "peer/RunAccess.h"
 #include "monitor/SwarmMetricsRecorder.h"
+#include "util/LineAppender.h"
 #include "peer/SwarmPeer.h"
 #include "train/MetricsWriter.h"
 #include "train/Trainer.h"
@@ -33,6 +34,8 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -49,6 +52,11 @@ struct SwarmPeer::Impl {
     PeerSnapshot snap;
     ProgressRecord myRecord;           // what the control thread publishes
     std::optional<std::string> pendingMetrics;
+    // Steps whose metrics were not published yet (several steps within one control period): the
+    // next metrics record lists them as "steps" [[step, samples], ...] so that the monitor credits
+    // each (monitor/CreditLedger.h). At most MaxUnpublishedSteps, the newest kept.
+    std::vector<std::pair<long, long long>> unpublishedSteps;
+    static constexpr std::size_t MaxUnpublishedSteps = 32;
     std::optional<DonorAdvert> donorAdvert;
     ProgressTracker tracker{TrackerOptions{}};
     std::atomic<bool> stopFlag{false};
@@ -176,6 +184,14 @@ struct SwarmPeer::Impl {
     // --- control thread: progress records, metrics, the swarm view (SwarmControl.cpp)
     void controlLoop();
     void readProgress();
+    // --- credit (SwarmCredit.cpp): a monitor publishes what it recorded of each peer; a trainer
+    // keeps its own record of its steps and reads what the monitors say of it.
+    void publishCredit();
+    void readCredit();
+    void recordOwnStep(long step, long long samples, double loss); // the worker, after each step
+    std::mutex creditMutex;                  // guards ownStepSamples
+    std::map<long, long long> ownStepSamples; // step -> this peer's samples in it
+    LineAppender contributionRecord;          // <run data dir>/contribution.csv (worker thread)
     // The active bans, kept in <run data dir>/bans.json across restarts (averaging/BanList.h):
     // loaded at start unless --fresh; saved by the control thread after each new ban and at the
     // end. A file that cannot be read or written is logged and otherwise ignored.

@@ -412,6 +412,7 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
         fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
     }
     metrics->write("step", fields);
+    recordOwnStep(r.step, localSamples, hasLoss ? r.loss : -1.0);
     auto published = fields;
     published["peer_id"] = identity->peerId();
     published["name"] = opt.name;
@@ -431,6 +432,10 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
                      c.stepsTakenPart - sessionStepsStart};
         s.allTime = c;
         s.shareOfSwarm = swarmSamplesSeen > 0 ? static_cast<double>(mySamplesSeen) / static_cast<double>(swarmSamplesSeen) : 0.0;
+        unpublishedSteps.emplace_back(r.step, localSamples);
+        if (unpublishedSteps.size() > MaxUnpublishedSteps)
+            unpublishedSteps.erase(unpublishedSteps.begin());
+        published["steps"] = unpublishedSteps;
         pendingMetrics = published.dump();
     });
     StepLineFields line;

@@ -192,6 +192,47 @@
         <source>Left the swarm.</source>
         <translation>সোয়ার্ম ছেড়ে দেওয়া হয়েছে।</translation>
     </message>
+    <message>
+        <location filename="../../ui/ContributionExport.cpp" line="15"/>
+        <source>cannot read %1: %2</source>
+        <translation>%1 পড়া যাচ্ছে না: %2</translation>
+    </message>
+    <message>
+        <location filename="../../ui/ContributionExport.cpp" line="20"/>
+        <source>%1 is not a contribution record</source>
+        <translation>%1 অবদানের রেকর্ড নয়</translation>
+    </message>
+    <message>
+        <location filename="../../ui/ContributionExport.cpp" line="25"/>
+        <location filename="../../ui/ContributionExport.cpp" line="42"/>
+        <source>cannot write %1: %2</source>
+        <translation>%1 লেখা যাচ্ছে না: %2</translation>
+    </message>
+    <message>
+        <location filename="../../ui/ContributionExport.cpp" line="52"/>
+        <source>no monitor has answered yet</source>
+        <translation>এখনো কোনো মনিটর উত্তর দেয়নি</translation>
+    </message>
+    <message>
+        <location filename="../../ui/ContributionExport.cpp" line="53"/>
+        <source>%1 samples in %2 steps, through step %3</source>
+        <translation>%2টি ধাপে %1টি নমুনা, ধাপ %3 পর্যন্ত</translation>
+    </message>
+    <message>
+        <location filename="../../ui/ContributionExport.cpp" line="57"/>
+        <source>%1: the monitor missed %2 of your steps (%3 samples)</source>
+        <translation>%1: মনিটর আপনার %2টি ধাপ পায়নি (%3টি নমুনা)</translation>
+    </message>
+    <message>
+        <location filename="../../ui/ContributionExport.cpp" line="60"/>
+        <source>%1: differs from your record (%2 samples)</source>
+        <translation>%1: আপনার রেকর্ডের সঙ্গে মেলে না (%2টি নমুনা)</translation>
+    </message>
+    <message>
+        <location filename="../../ui/ContributionExport.cpp" line="61"/>
+        <source>%1: matches your record</source>
+        <translation>%1: আপনার রেকর্ডের সঙ্গে মেলে</translation>
+    </message>
 </context>
 <context>
     <name>QPlatformTheme</name>
@@ -214,62 +255,83 @@
 <context>
     <name>dedloc::ui::ContributionPanel</name>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="11"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="15"/>
         <source>Your contribution</source>
         <translation>আপনার অবদান</translation>
     </message>
     <message>
         <location filename="../../ui/panels/ContributionPanel.cpp" line="16"/>
+        <source>Export record...</source>
+        <translation>রেকর্ড রপ্তানি...</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="20"/>
         <source>&lt;b&gt;This session&lt;/b&gt;</source>
         <translation>&lt;b&gt;এই সেশনে&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="17"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="21"/>
         <source>&lt;b&gt;All time&lt;/b&gt;</source>
         <translation>&lt;b&gt;সব মিলিয়ে&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="18"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="22"/>
         <source>Samples</source>
         <translation>নমুনা</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="18"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="22"/>
         <source>Compute time</source>
         <translation>গণনার সময়</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="18"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="22"/>
         <source>Global steps taken part in</source>
         <translation>যতগুলো সামগ্রিক ধাপে অংশ নিয়েছেন</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="28"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="32"/>
         <source>Share of the swarm</source>
         <translation>সোয়ার্মে আপনার অংশ</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="30"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="34"/>
         <source>Your speed</source>
         <translation>আপনার গতি</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="33"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="37"/>
         <source>Computing</source>
         <translation>গণনায় কাটানো সময়</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="48"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="42"/>
+        <source>Recorded by the monitor</source>
+        <translation>মনিটরের রেকর্ড</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="49"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="53"/>
+        <source>Export the contribution record</source>
+        <translation>অবদানের রেকর্ড রপ্তানি</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="50"/>
+        <source>CSV files (*.csv)</source>
+        <translation>CSV ফাইল (*.csv)</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="67"/>
         <source>%1 samples/s</source>
         <translation>%1 নমুনা/সে.</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="50"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="69"/>
         <source>not known yet</source>
         <translation>এখনও জানা নেই</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/ContributionPanel.cpp" line="51"/>
+        <location filename="../../ui/panels/ContributionPanel.cpp" line="70"/>
         <source>%1 % of the time</source>
         <translation>সময়ের %1 %</translation>
     </message>

@@ -1,15 +1,19 @@
 #include "ContributionPanel.h"
 
+#include "ContributionExport.h"
 #include "Format.h"
 
+#include <QFileDialog>
 #include <QGridLayout>
 #include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
 
 namespace dedloc::ui {
 
 ContributionPanel::ContributionPanel(QWidget *parent)
     : QGroupBox(tr("Your contribution"), parent), m_share(new QLabel(this)), m_rate(new QLabel(this)),
-      m_computing(new QLabel(this))
+      m_computing(new QLabel(this)), m_credit(new QLabel(this)), m_export(new QPushButton(tr("Export record..."), this))
 {
     setObjectName("contributionPanel");
     auto *grid = new QGridLayout(this);
@@ -33,6 +37,21 @@ ContributionPanel::ContributionPanel(QWidget *parent)
     grid->addWidget(new QLabel(tr("Computing"), this), 6, 0);
     m_computing->setObjectName("computing");
     grid->addWidget(m_computing, 6, 1, 1, 2, Qt::AlignRight);
+    // What the swarm's monitor recorded of this peer: the count from outside, and whether it
+    // matches this peer's own record; the record can be saved as CSV with the monitor's word.
+    grid->addWidget(new QLabel(tr("Recorded by the monitor"), this), 7, 0);
+    m_credit->setObjectName("monitorCredit");
+    m_credit->setWordWrap(true);
+    grid->addWidget(m_credit, 7, 1, 1, 2, Qt::AlignRight);
+    m_export->setObjectName("exportRecord");
+    grid->addWidget(m_export, 8, 2, Qt::AlignRight);
+    connect(m_export, &QPushButton::clicked, this, [this] {
+        const QString file = QFileDialog::getSaveFileName(this, tr("Export the contribution record"),
+                                                          QStringLiteral("dedloc-contribution.csv"), tr("CSV files (*.csv)"));
+        QString error;
+        if (!file.isEmpty() && !exportContributionRecord(m_record, m_lastCredit, file, &error))
+            QMessageBox::warning(this, tr("Export the contribution record"), error);
+    });
     update(PeerSnapshot{});
 }
 
@@ -49,6 +68,15 @@ void ContributionPanel::update(const PeerSnapshot &s)
     m_computing->setText(s.computeUtilisation < 0.0
                              ? tr("not known yet")
                              : tr("%1 % of the time").arg(100.0 * s.computeUtilisation, 0, 'f', 0));
+    m_credit->setText(monitorCreditText(s));
+    m_record = QString::fromStdString(s.contributionRecord);
+    m_lastCredit = s.monitorCredit;
+    m_export->setEnabled(!m_record.isEmpty());
+}
+
+QString ContributionPanel::monitorCreditShown() const
+{
+    return m_credit->text();
 }
 
 QString ContributionPanel::computingText() const
