@@ -15,6 +15,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// "90 s", "15 min", "2 h", "1 h 30 min", "3 d"
+std::string durationText(double seconds)
+{
+    const long s = long(seconds + 0.5);
+    if (s < 120)
+        return std::to_string(s) + " s";
+    if (s < 3 * 3600)
+        return s % 3600 == 0 ? std::to_string(s / 3600) + " h"
+               : s >= 3600  ? std::to_string(s / 3600) + " h " + std::to_string(s % 3600 / 60) + " min"
+                            : std::to_string(s / 60) + " min";
+    if (s < 3 * 86400)
+        return std::to_string((s + 1800) / 3600) + " h";
+    return std::to_string((s + 43200) / 86400) + " d";
+}
+
 double unixNow()
 {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -41,7 +56,7 @@ struct HeadlessControl {
     void pauseNow(double seconds)
     {
         pause = {true, seconds > 0.0 ? unixNow() + seconds : -1.0};
-        const std::string reason = seconds > 0.0 ? "paused from the command line for " + std::to_string(long(seconds)) + " s"
+        const std::string reason = seconds > 0.0 ? "paused from the command line for " + durationText(seconds)
                                                  : "paused from the command line";
         dedloc::log::info("app", reason);
         peer.pause(reason);
