@@ -192,6 +192,34 @@ class TestNotifier final : public QObject {
         QCOMPARE(s[1].body, QString("Your computer has trained the model on 30\u2009000 samples."));
     }
 
+    void aClosedRunsTokenExpiring()
+    {
+        double now = 1.8e9;
+        auto o = options();
+        o.clock = [&] { return now; };
+        Notifier n(o);
+        PeerSnapshot s;
+        s.accessTokenExpiresAt = now + 10 * 86400.0; // ten days: nothing yet
+        n.onSnapshot(s);
+        QVERIFY(shown().empty());
+        now += 8 * 86400.0; // two days left: once
+        n.onSnapshot(s);
+        n.onSnapshot(s);
+        now += 86400.0;
+        n.onSnapshot(s);
+        now += 86400.0 + 1; // expired: once more
+        n.onSnapshot(s);
+        n.onSnapshot(s);
+        const auto got = shown();
+        QCOMPARE(got.size(), std::size_t(2));
+        QCOMPARE(got[0].summary, QString("Your access token expires soon"));
+        QVERIFY2(got[0].body.startsWith(QString("It expires in 2 d")), qPrintable(got[0].body));
+        QCOMPARE(got[1].summary, QString("Your access token has expired"));
+        Notifier open(options()); // an open run has no token
+        open.onSnapshot(PeerSnapshot{});
+        QCOMPARE(shown().size(), std::size_t(2));
+    }
+
     void switchedOffShowsNothing()
     {
         auto o = options();

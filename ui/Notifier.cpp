@@ -6,6 +6,7 @@
 #include <QDBusConnection>
 #include <QDBusMessage>
 #include <QDBusReply>
+#include <QDateTime>
 #include <QVariantMap>
 
 namespace dedloc::ui {
@@ -35,8 +36,26 @@ QString pauseKind(const QString &reason)
 
 Notifier::Notifier(Options options, QObject *parent) : QObject(parent), m_options(std::move(options)) {}
 
+void Notifier::checkToken(double expiresAt)
+{
+    if (expiresAt <= 0.0)
+        return;
+    const double now = m_options.clock ? m_options.clock() : double(QDateTime::currentSecsSinceEpoch());
+    const double left = expiresAt - now;
+    if (left <= 0.0 && m_tokenNotice < 2) {
+        m_tokenNotice = 2;
+        notify(tr("Your access token has expired"),
+               tr("The run no longer accepts this computer. Ask the run's lead for a new token."));
+    } else if (left > 0.0 && left <= TokenWarningSeconds && m_tokenNotice < 1) {
+        m_tokenNotice = 1;
+        notify(tr("Your access token expires soon"),
+               tr("It expires in %1. Ask the run's lead for a new token to keep training.").arg(formatDuration(left)));
+    }
+}
+
 void Notifier::onSnapshot(const PeerSnapshot &s)
 {
+    checkToken(s.accessTokenExpiresAt);
     if (s.state == PeerState::Error) {
         const QString detail = QString::fromStdString(s.stateDetail);
         if (detail != m_lastError) {

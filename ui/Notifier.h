@@ -1,6 +1,7 @@
 #pragma once
 // Desktop notifications for what needs the volunteer: the peer stopped with an error, it paused
-// by itself (a game, heat, battery, the schedule) and resumed, and, when the volunteer opts in,
+// by itself (a game, heat, battery, the schedule) and resumed, a closed run's access token
+// expires within TokenWarningSeconds (and once it has expired), and, when the volunteer opts in,
 // milestones of samples contributed (every `milestoneSamples`). Sent over D-Bus to the desktop's
 // notification server (freedesktop.org Desktop Notifications 1.2: org.freedesktop.Notifications
 // .Notify on the session bus; GNOME, KDE, Xfce, dunst, mako serve it); where no server answers,
@@ -28,9 +29,12 @@ class Notifier final : public QObject {
         QString busConnection;        // a QDBusConnection name; "" the session bus
         bool enabled = true;          // Settings: notifications on
         long long milestoneSamples = 0; // > 0: a notification each time this many more were contributed
+        std::function<double()> clock; // Unix seconds; empty: the system clock
         // The fallback where D-Bus has no notification server (the tray's balloon); may be empty.
         std::function<void(const QString &summary, const QString &body)> fallback;
     };
+
+    static constexpr double TokenWarningSeconds = 3 * 86400.0;
 
     explicit Notifier(Options options, QObject *parent = nullptr);
 
@@ -52,6 +56,9 @@ class Notifier final : public QObject {
     QString m_lastError;
     QString m_lastPauseReason; // "" when not auto-paused
     long long m_lastMilestone = -1;
+    int m_tokenNotice = 0; // 1: "expires soon" shown, 2: "expired" shown
+
+    void checkToken(double expiresAt);
 };
 
 } // namespace dedloc::ui

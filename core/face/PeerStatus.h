@@ -54,6 +54,9 @@ struct PeerSnapshot {
     std::string peerId;
     std::string runId;
     std::string runName;
+    // Closed runs: when this peer's access token stops being accepted (Unix seconds); 0: an open
+    // run, or not known.
+    double accessTokenExpiresAt = 0.0;
     std::string deviceName;       // "cpu (2 threads)", "cuda:0 NVIDIA ..."
 
     long localEpoch = 0;

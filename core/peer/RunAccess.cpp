@@ -71,6 +71,7 @@ RunAccess setUpRunAccess(const RunManifest &manifest, const PeerIdentity &identi
         try {
             const auto token = verifyAccessToken(access.ownToken, policy.lead, policy.runId, unixSeconds());
             checkTokenBinding(token, identity.publicKey());
+            access.ownTokenExpiresAt = token.expiresAt;
             log::info("access", "closed run: access token for " + token.name + " is valid for another "
                                     + std::to_string((token.expiresAt - unixSeconds()) / 60) + " min");
         } catch (const Error &e) {

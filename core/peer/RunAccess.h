@@ -17,6 +17,7 @@
 #include "run/RunManifest.h"
 #include "security/Minisign.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@ namespace dedloc {
 struct RunAccess {
     std::shared_ptr<DataPlaneSecurity> security;
     std::string ownToken; // "" in open runs
+    std::int64_t ownTokenExpiresAt = 0; // Unix seconds the own token stops being accepted; 0: none
 };
 
 // `tokenFile` empty: the default path. `checkOwnToken` false (fault injection for tests only:

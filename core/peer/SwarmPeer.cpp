@@ -125,6 +125,7 @@ void SwarmPeer::Impl::setUp()
         s.peerId = identity->peerId();
         s.runId = manifest->runId;
         s.runName = manifest->name;
+        s.accessTokenExpiresAt = double(access.ownTokenExpiresAt);
         s.deviceName = trainer->deviceName();
         s.localEpoch = trainer->step();
         s.targetBatchSize = manifest->training.targetBatchSize;

@@ -633,32 +633,52 @@
 <context>
     <name>dedloc::ui::Notifier</name>
     <message>
-        <location filename="../../ui/Notifier.cpp" line="44"/>
+        <location filename="../../ui/Notifier.cpp" line="47"/>
+        <source>Your access token has expired</source>
+        <translation>আপনার অ্যাক্সেস টোকেনের মেয়াদ শেষ</translation>
+    </message>
+    <message>
+        <location filename="../../ui/Notifier.cpp" line="48"/>
+        <source>The run no longer accepts this computer. Ask the run&apos;s lead for a new token.</source>
+        <translation>এই রান আর এই কম্পিউটারকে গ্রহণ করছে না। রানের পরিচালকের কাছে নতুন টোকেন চেয়ে নিন।</translation>
+    </message>
+    <message>
+        <location filename="../../ui/Notifier.cpp" line="51"/>
+        <source>Your access token expires soon</source>
+        <translation>আপনার অ্যাক্সেস টোকেনের মেয়াদ শিগগিরই শেষ হবে</translation>
+    </message>
+    <message>
+        <location filename="../../ui/Notifier.cpp" line="52"/>
+        <source>It expires in %1. Ask the run&apos;s lead for a new token to keep training.</source>
+        <translation>মেয়াদ শেষ হবে %1 পরে। প্রশিক্ষণ চালিয়ে যেতে রানের পরিচালকের কাছে নতুন টোকেন চেয়ে নিন।</translation>
+    </message>
+    <message>
+        <location filename="../../ui/Notifier.cpp" line="63"/>
         <source>DeDLOC stopped training</source>
         <translation>DeDLOC প্রশিক্ষণ বন্ধ করেছে</translation>
     </message>
     <message>
-        <location filename="../../ui/Notifier.cpp" line="58"/>
+        <location filename="../../ui/Notifier.cpp" line="77"/>
         <source>Thank you!</source>
         <translation>ধন্যবাদ!</translation>
     </message>
     <message>
-        <location filename="../../ui/Notifier.cpp" line="58"/>
+        <location filename="../../ui/Notifier.cpp" line="77"/>
         <source>Your computer has trained the model on %1 samples.</source>
         <translation>আপনার কম্পিউটার %1টি নমুনায় মডেলটিকে প্রশিক্ষণ দিয়েছে।</translation>
     </message>
     <message>
-        <location filename="../../ui/Notifier.cpp" line="69"/>
+        <location filename="../../ui/Notifier.cpp" line="88"/>
         <source>DeDLOC paused</source>
         <translation>DeDLOC বিরতিতে গেছে</translation>
     </message>
     <message>
-        <location filename="../../ui/Notifier.cpp" line="74"/>
+        <location filename="../../ui/Notifier.cpp" line="93"/>
         <source>DeDLOC trains again</source>
         <translation>DeDLOC আবার প্রশিক্ষণ দিচ্ছে</translation>
     </message>
     <message>
-        <location filename="../../ui/Notifier.cpp" line="74"/>
+        <location filename="../../ui/Notifier.cpp" line="93"/>
         <source>The reason to pause has gone.</source>
         <translation>বিরতির কারণটি আর নেই।</translation>
     </message>
