@@ -9,10 +9,10 @@
 #   bench/package_throughput.sh build-deb [BUILD_DIR]      the DEB from a built BUILD_DIR (default
 #                                                          build) into dist/, unsigned
 #
-# Prints "throughput <program> <samples/s per trainer> <steps measured>". On a fresh Debian 12
-# (../shared/tools/fresh-debian), measure the source build after `./dedloc.sh build`, then install
-# dist/*.deb on another fresh root (apt-get install ./dedloc-desktop_*.deb) and measure
-# /usr/bin/dedloc there (docs/BENCHMARKS.md "The installed package").
+# Prints "throughput <program> <samples/s per trainer> <steps measured>". On a fresh Debian 12,
+# measure the source build after `./dedloc.sh build`, then install dist/*.deb on another fresh
+# Debian 12 (apt-get install ./dedloc-desktop_*.deb) and measure /usr/bin/dedloc there
+# (docs/BENCHMARKS.md "The installed package").
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
