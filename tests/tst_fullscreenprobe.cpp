@@ -41,14 +41,14 @@ class TestFullScreenProbe final : public QObject {
         if (wmClassBytes)
             xcb_change_property(m_c, XCB_PROP_MODE_REPLACE, w, XCB_ATOM_WM_CLASS, XCB_ATOM_STRING, 8, std::uint32_t(wmClassBytes), wmClass);
         xcb_change_property(m_c, XCB_PROP_MODE_REPLACE, w, atom("_NET_WM_PID"), XCB_ATOM_CARDINAL, 32, 1, &pid);
-        xcb_flush(m_c);
+        xcb_aux_sync();
         return w;
     }
     void setFullScreen(xcb_window_t w, bool on)
     {
         const xcb_atom_t states[] = {atom("_NET_WM_STATE_ABOVE"), atom("_NET_WM_STATE_FULLSCREEN")};
         xcb_change_property(m_c, XCB_PROP_MODE_REPLACE, w, atom("_NET_WM_STATE"), XCB_ATOM_ATOM, 32, on ? 2 : 1, states);
-        xcb_flush(m_c);
+        xcb_aux_sync(); // done before the probe, on its own connection, asks
     }
     void activate(xcb_window_t w)
     {

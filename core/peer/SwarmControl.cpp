@@ -47,6 +47,12 @@ void SwarmPeer::Impl::controlLoop()
 {
     long round = 0;
     long advertisedEpoch = -1;
+    // Credit reads and publications run beside the loop: a slow DHT answer must not delay the
+    // progress records that groups are formed from.
+    std::future<void> creditRead, creditPublish;
+    auto idle = [](const std::future<void> &f) {
+        return !f.valid() || f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    };
     while (!stopFlag.load() && !workerDone.load()) {
         ProgressRecord mine;
         std::optional<std::string> metricsPayload;
@@ -79,17 +85,21 @@ void SwarmPeer::Impl::controlLoop()
                 return r.peerId != identity->peerId() && !access.security->admission(r.publicKey).empty();
             });
             recorder->record(records);
-            publishCredit();
+            if (idle(creditPublish))
+                creditPublish = std::async(std::launch::async, [this] { publishCredit(); });
         }
         // A trainer asks what the monitors recorded of it every ~15 s.
         const long creditEvery = std::max(1L, long(15.0 / std::max(0.1, opt.progressPeriod)));
-        if (opt.role == PeerRole::Trainer && round >= 3 && (round - 3) % creditEvery == 0)
-            readCredit();
+        if (opt.role == PeerRole::Trainer && round >= 3 && (round - 3) % creditEvery == 0 && idle(creditRead))
+            creditRead = std::async(std::launch::async, [this] { readCredit(); });
         firstFetchDone = true;
         saveBansIfChanged();
         ++round;
         sleepFor(opt.progressPeriod);
     }
+    for (auto *f : {&creditRead, &creditPublish})
+        if (f->valid())
+            f->wait();
     saveBansIfChanged(); // a ban of the last period
     // The worker ended (last step, --duration, Ctrl-C): publish its final epoch and the
     // metrics of its last step, which the loop above may not have had a round for.
