@@ -61,6 +61,9 @@ for b in bad :31340 127.0.0.1 127.0.0.1:0 127.0.0.1:99999 127.0.0.1:port; do
 done
 refused "--threads, --duration and --steps take non-negative numbers" --headless --steps many
 refused "--role must be trainer, auxiliary or monitor" --headless --role boss
+for g in x 0,,1 -1 64 "0;1"; do
+  refused "--gpus takes GPU indices separated by commas (0,2) or none" --headless --gpus "$g"
+done
 refused "--token: no such file: $tmp/missing.token" --headless --token "$tmp/missing.token"
 refused "--token is for one peer" --headless --local-swarm 2 --token "$tmp/missing.token"
 refused "--local-swarm takes a number of trainers from 1 to 16" --headless --local-swarm 17

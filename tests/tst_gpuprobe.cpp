@@ -72,6 +72,29 @@ class TestGpuProbe final : public QObject {
             QCOMPARE(QString::fromStdString(s.graphicsProcesses[1].name), QString("pid 200"));
             QCOMPARE(s.cpuCount, 2);
             QCOMPARE(s.cpuUsagePercent, 20.0);
+            QCOMPARE(s.index, 0);
+
+            // Every GPU, in NVML's order, each with its own readings and the same CPU usage.
+            QCOMPARE(probe.gpuCount(), 2);
+            writeStat(proc, "400 0 100 1000 0 0 0 0"); // +300 busy of +500
+            const auto all = probe.sampleAll();
+            QCOMPARE(int(all.size()), 2);
+            QCOMPARE(all[0].index, 0);
+            QCOMPARE(all[0].temperatureCelsius, 61.0);
+            QCOMPARE(int(all[0].graphicsProcesses.size()), 10);
+            const auto &second = all[1];
+            QCOMPARE(second.index, 1);
+            QCOMPARE(second.vendor, GpuVendor::Nvidia);
+            QCOMPARE(QString::fromStdString(second.name), QString("Fake GeForce 8000"));
+            QCOMPARE(second.utilisationPercent, 5.0);
+            QCOMPARE(second.memoryUsedBytes, std::uint64_t(1) << 30);
+            QCOMPARE(second.memoryTotalBytes, std::uint64_t(4) << 30);
+            QCOMPARE(second.temperatureCelsius, 48.0);
+            QCOMPARE(second.powerWatts, 30.5);
+            QCOMPARE(second.fanPercent, -1.0); // fanless: not supported
+            QVERIFY(second.graphicsProcesses.empty());
+            QCOMPARE(all[0].cpuUsagePercent, 60.0);
+            QCOMPARE(second.cpuUsagePercent, 60.0);
         }
         QCOMPARE(openCount(), 0); // nvmlShutdown called by the destructor
         dlclose(keep);
@@ -92,6 +115,9 @@ class TestGpuProbe final : public QObject {
         auto s = probe.sample();
         QCOMPARE(s.vendor, GpuVendor::None);
         QCOMPARE(QString::fromStdString(s.name), QString("CPU"));
+        QCOMPARE(s.index, -1);
+        QCOMPARE(probe.gpuCount(), 0);
+        QCOMPARE(int(probe.sampleAll().size()), 1);
         QVERIFY2(QString::fromStdString(s.note).contains("NVML not found"), s.note.c_str());
         QVERIFY2(QString::fromStdString(s.note).contains("no AMD GPU"), s.note.c_str());
         QCOMPARE(s.utilisationPercent, -1.0);
@@ -159,6 +185,22 @@ class TestGpuProbe final : public QObject {
         // Without product_name the PCI device id names it.
         fs::remove(amd / "product_name");
         QCOMPARE(QString::fromStdString(probe.sample().name), QString("AMD GPU 0x744c"));
+
+        // A second amdgpu card is GPU 1 (cards in sysfs name order), read from its own files.
+        const auto other = drm / "card2" / "device";
+        writeFile(other / "vendor", "0x1002");
+        writeFile(other / "product_name", "Radeon RX 6600");
+        writeFile(other / "hwmon" / "hwmon5" / "temp1_input", "71000");
+        GpuProbe two(o);
+        QCOMPARE(two.gpuCount(), 2);
+        const auto all = two.sampleAll();
+        QCOMPARE(int(all.size()), 2);
+        QCOMPARE(all[0].index, 0);
+        QCOMPARE(all[0].temperatureCelsius, 55.0);
+        QCOMPARE(all[1].index, 1);
+        QCOMPARE(QString::fromStdString(all[1].name), QString("Radeon RX 6600"));
+        QCOMPARE(all[1].temperatureCelsius, 71.0);
+        QCOMPARE(all[1].utilisationPercent, -1.0);
     }
 
     void vendorNames()

@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <vector>
 
 namespace {
 
@@ -31,6 +33,23 @@ int bad(const char *what)
 
 } // namespace
 
+// "0,2" -> {0, 2}; "none" or "" -> {} (the CPU); anything else: nothing.
+static std::optional<std::vector<int>> parseGpuList(const QString &text)
+{
+    std::vector<int> out;
+    const QString t = text.trimmed();
+    if (t.isEmpty() || t == QStringLiteral("none"))
+        return out;
+    for (const auto &part : t.split(QLatin1Char(','))) {
+        bool good = false;
+        const int index = part.trimmed().toInt(&good);
+        if (!good || index < 0 || index > 63)
+            return std::nullopt;
+        out.push_back(index);
+    }
+    return out;
+}
+
 int CommandLine::parse(const QStringList &arguments)
 {
     QCommandLineParser p;
@@ -43,6 +62,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto metricsOut = option("metrics-out", "Append one JSON line per step to this file.", "file");
     const auto threads = option("threads", "Torch CPU threads (default: all cores; with --local-swarm: per peer, default 1).", "n", "0");
     const auto cpu = option("cpu", "Train on the CPU even if a GPU is present.");
+    const auto gpusOpt = option("gpus", "Headless: the GPUs to train on, by index as the window lists them (e.g. 0,2; each micro-batch is split among them), or none for the CPU (default: 0).", "list", "0");
     const auto duration = option("duration", "Stop after this many seconds.", "seconds", "0");
     const auto steps = option("steps", "Stop at this global step (default: the schedule's total).", "n", "0");
     const auto fresh = option("fresh", "Start from step 0; existing checkpoints are left on disk but not loaded.");
@@ -83,7 +103,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto printPeerKeyOpt = option("print-peer-key", "Print this peer's public key (64 hex digits, what a lead needs to issue an access token) and exit.");
     const auto tokenOpt = option("token", "Closed runs: the access token file from the run's lead (default: <data dir>/runs/<run id>/access.token).", "file");
     p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt, tokenOpt, noPortMapping});
-    p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, duration, steps, fresh, localSwarmOpt, metricsDir,
+    p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, gpusOpt, duration, steps, fresh, localSwarmOpt, metricsDir,
                   soloOpt, joinOpt, inTrayOpt, startPausedOpt, role, name, bootstrap, dhtPort, dataPort, host, announce, clientMode, bandwidth, microBatch, dataSeed,
                   progressPeriod, matchmakingTime, averageStateEvery, reduce, swarmMetrics, hashParameters, dumpParameters,
                   evaluateEvery, senderTimeout, reducerTimeout, minPeers, statusEvery, screenshot, screenshotAfterOpt});
@@ -143,6 +163,10 @@ int CommandLine::parse(const QStringList &arguments)
     w.metricsOut = s.metricsOut;
     w.threads = s.threads;
     w.allowCuda = s.allowCuda;
+    if (const auto gpus = parseGpuList(p.value(gpusOpt)))
+        w.gpus = *gpus;
+    else
+        return bad("--gpus takes GPU indices separated by commas (0,2) or none");
     w.durationSeconds = s.durationSeconds;
     w.maxEpoch = s.maxSteps;
     w.resume = s.resume;

@@ -9,6 +9,7 @@
 #include "face/PeerStatus.h"
 
 #include <string>
+#include <vector>
 
 namespace dedloc {
 
@@ -23,6 +24,12 @@ struct ResourceCaps {
     // it rests t * (1 - share) / share (throttleRestSeconds). 1 (or 0): no cap; at least
     // MinComputeShare.
     double computeShare = 1.0;
+    // The GPUs the trainer computes on, by index (GpuSample::index: NVML's order, which is the
+    // PCI bus order; the trainer has CUDA number devices the same way). Empty: the CPU only.
+    // Several: each micro-batch is split evenly among them and their gradients summed on the
+    // first. An index CUDA does not see is skipped with a warning; none left, or a build
+    // without CUDA: the CPU. A change takes effect at the next micro-batch.
+    std::vector<int> gpus = {0};
 };
 
 inline constexpr double MinComputeShare = 0.1;

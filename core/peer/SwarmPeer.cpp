@@ -63,6 +63,8 @@ void SwarmPeer::Impl::setUp()
     loadBans();
     trainer = startTrainer(*manifest, *tokenizer, *identity, config, checkpointDir,
                            opt.resume && opt.role != PeerRole::Auxiliary, "swarm");
+    if (opt.role == PeerRole::Trainer)
+        applyDevices(opt.gpus); // setCaps() may change them later
     const auto c = trainer->contribution();
     sessionSamplesStart = c.samples;
     sessionComputeStart = c.computeSeconds;

@@ -71,6 +71,7 @@ struct SwarmOptions {
     double bandwidth = -1.0;                  // declared for shard sizes; < 0 unknown
     int threads = 0;                          // torch threads; 0: all cores
     bool allowCuda = true;
+    std::vector<int> gpus = {0};              // the GPUs to train on at start (ResourceCaps::gpus)
     int microBatchSize = 0;                   // 0: the manifest's
     std::uint64_t dataSeed = 0;               // 0: derived from the peer key
     std::filesystem::path metricsOut;         // this peer's JSON lines (docs/METRICS.md)

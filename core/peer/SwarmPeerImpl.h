@@ -318,6 +318,8 @@ struct SwarmPeer::Impl {
     double validate();
     bool trySave();
     void applyCaps();
+    // Moves the trainer to the chosen GPUs (ResourceCaps::gpus), or the CPU; logs what it skips.
+    void applyDevices(const std::vector<int> &gpus);
 
     // --- the auxiliary and monitor roles (SwarmSupportRoles.cpp)
     void runAuxiliary();

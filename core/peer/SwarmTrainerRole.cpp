@@ -460,25 +460,4 @@ double SwarmPeer::Impl::validate()
 
 bool SwarmPeer::Impl::trySave() { return saveCheckpointOrWarn(*trainer, checkpointDir); }
 
-void SwarmPeer::Impl::applyCaps()
-{
-    ResourceCaps c;
-    {
-        std::lock_guard lock(mutex);
-        if (!capsChanged)
-            return;
-        c = caps;
-        capsChanged = false;
-    }
-    if (c.cpuThreads > 0)
-        configureTorchThreads(c.cpuThreads);
-    if (c.microBatchSize > 0)
-        trainer->setMicroBatchSize(c.microBatchSize);
-    computeShare = c.computeShare;
-    upload.setRate(std::max(0.0, c.uploadBytesPerSecond));
-    download.setRate(std::max(0.0, c.downloadBytesPerSecond));
-    if (c.gpuMemoryFraction > 0.0)
-        setAcceleratorMemoryFraction(std::min(1.0, c.gpuMemoryFraction));
-}
-
 } // namespace dedloc

@@ -78,7 +78,8 @@ const char *gpuVendorName(GpuVendor vendor)
 
 struct GpuProbe::Nvml {
     void *handle = nullptr;
-    NvmlDevice device = nullptr;
+    std::vector<NvmlDevice> devices;
+    std::vector<std::string> names;
     NvmlReturn (*shutdown)() = nullptr;
     NvmlReturn (*getName)(NvmlDevice, char *, unsigned) = nullptr;
     NvmlReturn (*getUtilization)(NvmlDevice, NvmlUtilization *) = nullptr;
@@ -88,7 +89,6 @@ struct GpuProbe::Nvml {
     NvmlReturn (*getFanSpeed)(NvmlDevice, unsigned *) = nullptr;
     NvmlReturn (*getGraphicsV2)(NvmlDevice, unsigned *, NvmlProcessInfoV2 *) = nullptr; // _v3 or _v2
     NvmlReturn (*getGraphicsV1)(NvmlDevice, unsigned *, NvmlProcessInfoV1 *) = nullptr;
-    std::string name;
 
     ~Nvml()
     {
@@ -100,17 +100,8 @@ struct GpuProbe::Nvml {
 
     template <typename F> F symbol(const char *name) const { return reinterpret_cast<F>(dlsym(handle, name)); }
 
-    // Empty string on success, otherwise why NVML cannot be used.
-    std::string open(const std::string &library, unsigned index)
+    void lookUpReadings()
     {
-        handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!handle) {
-            const char *e = dlerror();
-            return "NVML not found (" + std::string(e ? e : library) + ")";
-        }
-        auto init = symbol<NvmlReturn (*)()>("nvmlInit_v2");
-        auto count = symbol<NvmlReturn (*)(unsigned *)>("nvmlDeviceGetCount_v2");
-        auto byIndex = symbol<NvmlReturn (*)(unsigned, NvmlDevice *)>("nvmlDeviceGetHandleByIndex_v2");
         getName = symbol<decltype(getName)>("nvmlDeviceGetName");
         getUtilization = symbol<decltype(getUtilization)>("nvmlDeviceGetUtilizationRates");
         getMemory = symbol<decltype(getMemory)>("nvmlDeviceGetMemoryInfo");
@@ -122,24 +113,39 @@ struct GpuProbe::Nvml {
             getGraphicsV2 = symbol<decltype(getGraphicsV2)>("nvmlDeviceGetGraphicsRunningProcesses_v2");
         if (!getGraphicsV2)
             getGraphicsV1 = symbol<decltype(getGraphicsV1)>("nvmlDeviceGetGraphicsRunningProcesses");
+    }
+
+    // Empty string on success (at least one GPU opened), otherwise why NVML cannot be used.
+    std::string open(const std::string &library)
+    {
+        handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!handle) {
+            const char *e = dlerror();
+            return "NVML not found (" + std::string(e ? e : library) + ")";
+        }
+        auto init = symbol<NvmlReturn (*)()>("nvmlInit_v2");
+        auto count = symbol<NvmlReturn (*)(unsigned *)>("nvmlDeviceGetCount_v2");
+        auto byIndex = symbol<NvmlReturn (*)(unsigned, NvmlDevice *)>("nvmlDeviceGetHandleByIndex_v2");
         auto shut = symbol<NvmlReturn (*)()>("nvmlShutdown");
         if (!init || !count || !byIndex || !shut)
             return library + " lacks nvmlInit_v2 / nvmlDeviceGetCount_v2 / nvmlDeviceGetHandleByIndex_v2";
+        lookUpReadings();
         if (const auto rc = init(); rc != kNvmlSuccess)
             return "nvmlInit_v2 failed (NVML error " + std::to_string(rc) + ")";
         shutdown = shut;
         unsigned n = 0;
         if (count(&n) != kNvmlSuccess || n == 0)
             return "NVML sees no GPU";
-        if (index >= n)
-            return "NVML sees " + std::to_string(n) + " GPU(s); index " + std::to_string(index) + " does not exist";
-        if (byIndex(index, &device) != kNvmlSuccess)
-            return "NVML cannot open GPU " + std::to_string(index);
-        char buffer[96] = {};
-        if (getName && getName(device, buffer, sizeof buffer) == kNvmlSuccess)
-            name = buffer;
-        else
-            name = "NVIDIA GPU " + std::to_string(index);
+        for (unsigned i = 0; i < n && i < 64; ++i) {
+            NvmlDevice device = nullptr;
+            if (byIndex(i, &device) != kNvmlSuccess)
+                return "NVML cannot open GPU " + std::to_string(i); // indices must stay CUDA's
+            char buffer[96] = {};
+            devices.push_back(device);
+            names.push_back(getName && getName(device, buffer, sizeof buffer) == kNvmlSuccess
+                                ? std::string(buffer)
+                                : "NVIDIA GPU " + std::to_string(i));
+        }
         return {};
     }
 };
@@ -151,30 +157,29 @@ GpuProbe::GpuProbe(GpuProbeOptions options) : m_options(std::move(options))
     std::string why;
     if (!m_options.nvmlLibrary.empty()) {
         auto nvml = std::make_unique<Nvml>();
-        why = nvml->open(m_options.nvmlLibrary, m_options.deviceIndex);
+        why = nvml->open(m_options.nvmlLibrary);
         if (why.empty()) {
             m_nvml = std::move(nvml);
-            log::info("system", "GPU: " + m_nvml->name + " (NVML)");
+            for (std::size_t i = 0; i < m_nvml->names.size(); ++i)
+                log::info("system", "GPU " + std::to_string(i) + ": " + m_nvml->names[i] + " (NVML)");
             return;
         }
     }
     if (!m_options.sysRoot.empty()) {
         std::error_code ec;
-        std::vector<std::filesystem::path> cards;
         for (const auto &entry : std::filesystem::directory_iterator(m_options.sysRoot / "class" / "drm", ec)) {
             const auto file = entry.path().filename().string();
             // card0, card1 ... (not card0-DP-1 connectors)
             if (file.rfind("card", 0) != 0 || file.find('-') != std::string::npos)
                 continue;
             if (readFirstLine(entry.path() / "device" / "vendor") == "0x1002")
-                cards.push_back(entry.path() / "device");
+                m_amdDevices.push_back(entry.path() / "device");
         }
-        std::sort(cards.begin(), cards.end());
-        if (m_options.deviceIndex < cards.size()) {
-            m_amdDevice = cards[m_options.deviceIndex];
-            log::info("system", "GPU: AMD at " + m_amdDevice.string() + " (sysfs)");
+        std::sort(m_amdDevices.begin(), m_amdDevices.end());
+        for (std::size_t i = 0; i < m_amdDevices.size(); ++i)
+            log::info("system", "GPU " + std::to_string(i) + ": AMD at " + m_amdDevices[i].string() + " (sysfs)");
+        if (!m_amdDevices.empty())
             return;
-        }
         if (!why.empty())
             why += "; ";
         why += "no AMD GPU in sysfs";
@@ -189,47 +194,65 @@ GpuVendor GpuProbe::vendor() const
 {
     if (m_nvml)
         return GpuVendor::Nvidia;
-    if (!m_amdDevice.empty())
+    if (!m_amdDevices.empty())
         return GpuVendor::Amd;
     return GpuVendor::None;
 }
 
-GpuSample GpuProbe::sample()
+int GpuProbe::gpuCount() const
 {
-    GpuSample s;
-    s.vendor = vendor();
-    if (m_nvml)
-        sampleNvml(s);
-    else if (!m_amdDevice.empty())
-        sampleAmd(s);
-    else {
-        s.name = "CPU";
-        s.note = m_note;
-    }
-    sampleCpu(s);
-    return s;
+    return m_nvml ? int(m_nvml->devices.size()) : int(m_amdDevices.size());
 }
 
-void GpuProbe::sampleNvml(GpuSample &s)
+GpuSample GpuProbe::sample()
+{
+    return sampleAll().front();
+}
+
+std::vector<GpuSample> GpuProbe::sampleAll()
+{
+    GpuSample cpu;
+    sampleCpu(cpu);
+    std::vector<GpuSample> out;
+    for (int i = 0; i < gpuCount(); ++i) {
+        GpuSample s = cpu;
+        s.vendor = vendor();
+        s.index = i;
+        if (m_nvml)
+            sampleNvml(s, unsigned(i));
+        else
+            sampleAmd(s, unsigned(i));
+        out.push_back(std::move(s));
+    }
+    if (out.empty()) {
+        cpu.name = "CPU";
+        cpu.note = m_note;
+        out.push_back(std::move(cpu));
+    }
+    return out;
+}
+
+void GpuProbe::sampleNvml(GpuSample &s, unsigned index)
 {
     auto &n = *m_nvml;
-    s.name = n.name;
+    const NvmlDevice device = n.devices[index];
+    s.name = n.names[index];
     NvmlUtilization u{};
-    if (n.getUtilization && n.getUtilization(n.device, &u) == kNvmlSuccess)
+    if (n.getUtilization && n.getUtilization(device, &u) == kNvmlSuccess)
         s.utilisationPercent = u.gpu;
     NvmlMemory m{};
-    if (n.getMemory && n.getMemory(n.device, &m) == kNvmlSuccess) {
+    if (n.getMemory && n.getMemory(device, &m) == kNvmlSuccess) {
         s.memoryUsedBytes = m.used;
         s.memoryTotalBytes = m.total;
     }
     unsigned t = 0;
-    if (n.getTemperature && n.getTemperature(n.device, kNvmlTemperatureGpu, &t) == kNvmlSuccess)
+    if (n.getTemperature && n.getTemperature(device, kNvmlTemperatureGpu, &t) == kNvmlSuccess)
         s.temperatureCelsius = t;
     unsigned mw = 0;
-    if (n.getPower && n.getPower(n.device, &mw) == kNvmlSuccess)
+    if (n.getPower && n.getPower(device, &mw) == kNvmlSuccess)
         s.powerWatts = mw / 1000.0;
     unsigned fan = 0; // boards without a fan (laptops, passive) answer NVML_ERROR_NOT_SUPPORTED
-    if (n.getFanSpeed && n.getFanSpeed(n.device, &fan) == kNvmlSuccess)
+    if (n.getFanSpeed && n.getFanSpeed(device, &fan) == kNvmlSuccess)
         s.fanPercent = fan;
 
     std::vector<std::pair<unsigned, unsigned long long>> procs;
@@ -238,7 +261,7 @@ void GpuProbe::sampleNvml(GpuSample &s)
         std::vector<Info> infos(8);
         for (int attempt = 0; attempt < 3; ++attempt) {
             auto count = unsigned(infos.size());
-            const auto rc = fn(n.device, &count, infos.data());
+            const auto rc = fn(device, &count, infos.data());
             if (rc == kNvmlSuccess) {
                 for (unsigned i = 0; i < count && i < infos.size(); ++i)
                     procs.emplace_back(infos[i].pid, infos[i].usedGpuMemory);
@@ -267,9 +290,9 @@ void GpuProbe::sampleNvml(GpuSample &s)
     }
 }
 
-void GpuProbe::sampleAmd(GpuSample &s) const
+void GpuProbe::sampleAmd(GpuSample &s, unsigned index) const
 {
-    const auto &d = m_amdDevice;
+    const auto &d = m_amdDevices[index];
     s.name = readFirstLine(d / "product_name");
     if (s.name.empty())
         s.name = "AMD GPU " + readFirstLine(d / "device");

@@ -47,6 +47,7 @@ struct GpuProcess {
 
 struct GpuSample {
     GpuVendor vendor = GpuVendor::None;
+    int index = -1;                    // the GPU's index (GpuProbeOptions order); -1: the CPU
     std::string name;                  // "NVIDIA GeForce RTX 3080"; "CPU" when vendor == None
     double utilisationPercent = -1.0;  // 0..100; < 0 unknown
     std::uint64_t memoryUsedBytes = 0; // accelerator memory; 0/0 unknown
@@ -64,7 +65,6 @@ struct GpuProbeOptions {
     std::string nvmlLibrary = "libnvidia-ml.so.1"; // "" skips NVML
     std::filesystem::path sysRoot = "/sys";        // "" skips AMD
     std::filesystem::path procRoot = "/proc";
-    unsigned deviceIndex = 0; // which GPU (NVML index / n-th amdgpu card)
     unsigned ownPid = 0;      // 0: getpid()
     std::vector<std::string> ignoredGraphicsProcesses = {
         "Xorg",   "Xwayland", "X",        "gnome-shell", "kwin_x11", "kwin_wayland", "plasmashell", "sway",
@@ -81,18 +81,23 @@ class GpuProbe final {
     GpuProbe &operator=(const GpuProbe &) = delete;
 
     [[nodiscard]] GpuVendor vendor() const;
+    [[nodiscard]] int gpuCount() const; // 0: none (the CPU sample only)
+    // The first GPU (index 0), or the CPU when there is none.
     [[nodiscard]] GpuSample sample();
+    // Every GPU in index order (NVML's index, which is the PCI bus order; the n-th amdgpu card
+    // by sysfs name), each with the same CPU usage; one CPU sample (index -1) when none.
+    [[nodiscard]] std::vector<GpuSample> sampleAll();
 
   private:
     struct Nvml;
     GpuProbeOptions m_options;
     std::unique_ptr<Nvml> m_nvml;
-    std::filesystem::path m_amdDevice; // .../class/drm/cardN/device, empty if none
+    std::vector<std::filesystem::path> m_amdDevices; // .../class/drm/cardN/device
     std::string m_note;
     std::uint64_t m_lastBusy = 0, m_lastTotal = 0;
 
-    void sampleNvml(GpuSample &s);
-    void sampleAmd(GpuSample &s) const;
+    void sampleNvml(GpuSample &s, unsigned index);
+    void sampleAmd(GpuSample &s, unsigned index) const;
     void sampleCpu(GpuSample &s);
 };
 

@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <link.h>
 #include <thread>
@@ -16,6 +18,7 @@ namespace dedloc {
 
 int configureTorchThreads(int threads)
 {
+    ::setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); // before CUDA starts; a user's choice stays
     if (threads <= 0)
         threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
     torch::set_num_threads(threads);
@@ -65,6 +68,25 @@ BlasInfo detectBlas()
 
 bool cudaAvailable() { return torch::cuda::is_available(); }
 
+int cudaDeviceCount() { return cudaAvailable() ? static_cast<int>(torch::cuda::device_count()) : 0; }
+
+std::vector<std::string> trainingDevices(const std::vector<int> &gpus, bool allowCuda, int cudaDevices,
+                                         std::vector<int> *skipped)
+{
+    std::vector<std::string> out;
+    std::vector<int> seen;
+    for (int index : gpus) {
+        if (std::find(seen.begin(), seen.end(), index) != seen.end())
+            continue;
+        seen.push_back(index);
+        if (allowCuda && index >= 0 && index < cudaDevices)
+            out.push_back("cuda:" + std::to_string(index));
+        else if (skipped)
+            skipped->push_back(index);
+    }
+    return out;
+}
+
 void logRuntime(bool allowCuda)
 {
     log::info("system", "torch threads: " + std::to_string(torch::get_num_threads()));
@@ -94,7 +116,8 @@ void setAcceleratorMemoryFraction(double fraction)
 {
 #if __has_include(<cuda_runtime_api.h>) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
     if (cudaAvailable() && fraction > 0.0 && fraction <= 1.0)
-        c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, 0);
+        for (int device = 0; device < cudaDeviceCount(); ++device)
+            c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, device);
 #else
     (void)fraction;
 #endif

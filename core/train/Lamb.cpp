@@ -73,4 +73,11 @@ void Lamb::loadState(const std::vector<NamedTensor> &state, long stepCount)
     m_step = stepCount;
 }
 
+void Lamb::moveTo(const torch::Device &device)
+{
+    for (auto *state : {&m_expAvg, &m_expAvgSq})
+        for (auto &t : *state)
+            t = t.to(device);
+}
+
 } // namespace dedloc

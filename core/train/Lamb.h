@@ -37,6 +37,8 @@ public:
     // state sharing. loadState() checks names and shapes and throws dedloc::Error on mismatch.
     [[nodiscard]] std::vector<NamedTensor> state() const;
     void loadState(const std::vector<NamedTensor> &state, long stepCount);
+    // Moves the statistics to `device` (call after the parameters moved there).
+    void moveTo(const torch::Device &device);
 
 private:
     std::vector<torch::Tensor> m_parameters;

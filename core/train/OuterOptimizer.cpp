@@ -66,4 +66,11 @@ std::vector<float> OuterOptimizer::anchorFlat() const { return flatten(m_anchor)
 
 std::vector<float> OuterOptimizer::momentumFlat() const { return flatten(m_momentum); }
 
+void OuterOptimizer::moveTo(const torch::Device &device)
+{
+    for (auto *state : {&m_anchor, &m_momentum})
+        for (auto &t : *state)
+            t = t.to(device);
+}
+
 } // namespace dedloc

@@ -41,6 +41,8 @@ public:
     [[nodiscard]] const std::vector<torch::Tensor> &anchor() const { return m_anchor; }
     [[nodiscard]] const std::vector<torch::Tensor> &momentum() const { return m_momentum; }
     [[nodiscard]] long long elements() const { return m_elements; }
+    // Moves the anchor and the momentum to `device` (call after the parameters moved there).
+    void moveTo(const torch::Device &device);
 
 private:
     std::vector<torch::Tensor> m_parameters;

@@ -26,11 +26,10 @@ MicroBatchResult Trainer::accumulateMicroBatch(int maxSamples)
     auto [ids, labels] = d->toTensors(batch, samples);
     // The sum over samples of each one's mean masked-token loss (Albert.h mlmSampleLosses):
     // divided by the batch's sample count at the step, whatever the micro-batches were.
-    auto lossSum = d->loss(ids, labels, true).sum();
-    lossSum.backward();
     MicroBatchResult r;
+    const double lossSum = d->backwardLossSum(ids, labels, r.devices);
     r.samples = samples;
-    r.loss = lossSum.item<double>() / static_cast<double>(samples);
+    r.loss = lossSum / static_cast<double>(samples);
     r.seconds = secondsSince(start);
     d->accumulated += samples;
     d->accumulatedLossTimesSamples += r.loss * samples;
@@ -243,7 +242,15 @@ double Trainer::validationLoss()
 
 long Trainer::step() const { return d->epoch(); }
 long long Trainer::parameterCount() const { return d->model->parameterCount(); }
-std::string Trainer::deviceName() const { return d->device.str(); }
+std::string Trainer::deviceName() const
+{
+    std::string name = d->device.str();
+    for (const auto &replica : d->replicaDevices) {
+        name += '+';
+        name += replica.str();
+    }
+    return name;
+}
 ContributionTotals Trainer::contribution() const { return d->contribution; }
 const RunManifest &Trainer::manifest() const { return d->manifest; }
 

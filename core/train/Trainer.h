@@ -43,6 +43,7 @@ struct MicroBatchResult {
     int samples = 0;
     double loss = 0.0;             // mean over the samples of each one's mean masked-token loss (nats)
     double seconds = 0.0;          // wall time of forward + backward
+    int devices = 1;               // devices that computed a share (setDevices; fewer when samples were fewer)
 };
 
 struct StepResult {
@@ -127,7 +128,19 @@ public:
 
     [[nodiscard]] long step() const;
     [[nodiscard]] long long parameterCount() const;
-    [[nodiscard]] std::string deviceName() const;
+    [[nodiscard]] std::string deviceName() const; // "cpu", "cuda:0", "cuda:0+cuda:1"
+
+    // The devices micro-batches run on, as torch names them ("cpu", "cuda:1"). The first holds
+    // the parameters, the accumulated gradient and the optimizers' state; each further one holds
+    // a replica that computes an even share of every micro-batch (split by samples), whose
+    // gradient is added into the first's, so the step is the same as on one device up to
+    // float rounding. Empty: the CPU. A change moves the state and keeps the accumulation;
+    // call it between micro-batches, on the thread that trains. Throws dedloc::Error for a name
+    // torch does not parse, a device other than CPU and CUDA, a CUDA device this process does not
+    // see, or a CUDA device named twice (nothing changes then). The CPU may be named more than
+    // once: each share then runs on its own thread (how tests check the split).
+    void setDevices(const std::vector<std::string> &devices);
+    [[nodiscard]] std::vector<std::string> devices() const;
     [[nodiscard]] ContributionTotals contribution() const; // ever (checkpointed)
     [[nodiscard]] const RunManifest &manifest() const;
 

@@ -135,11 +135,13 @@ struct Trainer::Impl {
     }
 
     // perSample: [B] per-sequence mean losses (training); else the token mean (validation).
-    torch::Tensor loss(const torch::Tensor &ids, const torch::Tensor &labels, bool perSample = false)
+    // `m` is the model or a replica; the device is that of `ids`.
+    static torch::Tensor lossOf(AlbertMlm &m, const torch::Tensor &ids, const torch::Tensor &labels, bool perSample)
     {
-        auto compute = [&] { return perSample ? model->mlmSampleLosses(ids, labels) : model->mlmLoss(ids, labels); };
-        if (device.is_cuda()) {
-            // Mixed precision on the GPU: bf16 autocast needs no loss scaling.
+        auto compute = [&] { return perSample ? m->mlmSampleLosses(ids, labels) : m->mlmLoss(ids, labels); };
+        if (ids.is_cuda()) {
+            // Mixed precision on the GPU: bf16 autocast needs no loss scaling. Thread-local, so
+            // a replica's thread sets its own.
             at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
             at::autocast::set_enabled(true);
             auto l = compute();
@@ -149,6 +151,26 @@ struct Trainer::Impl {
         }
         return compute();
     }
+
+    torch::Tensor loss(const torch::Tensor &ids, const torch::Tensor &labels, bool perSample = false)
+    {
+        return lossOf(model, ids, labels, perSample);
+    }
+
+    // Multi-device training (train/TrainerDevices.cpp). The replicas compute their share of each
+    // micro-batch; their parameters are copied from the model's before every micro-batch.
+    std::vector<torch::Device> replicaDevices;
+    std::vector<AlbertMlm> replicas;
+    // Moves the parameters, their accumulated gradients, LAMB's and the outer optimizer's state
+    // and any detached parameters to `target`.
+    void moveTo(const torch::Device &target);
+    // Builds (or drops) the replicas for `devices` (those after the first).
+    void setReplicas(const std::vector<torch::Device> &devices);
+    // The sum over the micro-batch's samples of each one's mean masked-token loss, with its
+    // gradient added into the parameters' .grad(): on `device` alone, or split evenly by samples
+    // among it and the replicas (the gradient of a sum is the sum of the parts' gradients).
+    // `devicesUsed`: how many computed a share.
+    double backwardLossSum(const torch::Tensor &ids, const torch::Tensor &labels, int &devicesUsed);
 
     // Sets every parameter's gradient from a flat vector in registration order (size checked).
     void setGradients(std::span<const float> flat)

@@ -1,5 +1,6 @@
 // A stand-in for libnvidia-ml.so.1 with fixed values, for tst_gpuprobe. Exports only the
-// functions GpuProbe looks up, with the NVML signatures (NVML API reference).
+// functions GpuProbe looks up, with the NVML signatures (NVML API reference). Two GPUs: device 0
+// busy with graphics processes, device 1 idle, fanless and drawing nothing.
 #include <cstring>
 
 namespace {
@@ -20,6 +21,8 @@ struct ProcessInfo {
 };
 int g_initCount = 0;
 void *const kDevice = reinterpret_cast<void *>(0x1234);
+void *const kSecond = reinterpret_cast<void *>(0x5678);
+constexpr int kNotSupported = 3; // NVML_ERROR_NOT_SUPPORTED
 
 // 12 graphics processes (more than the probe's first buffer of 8, so the resize path runs):
 // 7 = the probe's own pid (test injects it), 100 = Xorg (ignored), 4242 = the game, 200..208 unnamed.
@@ -40,56 +43,62 @@ __attribute__((visibility("default"))) int nvmlShutdown()
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned *count)
 {
-    *count = 1;
+    *count = 2;
     return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned index, void **device)
 {
-    if (index != 0)
+    if (index > 1)
         return 2; // NVML_ERROR_INVALID_ARGUMENT
-    *device = kDevice;
+    *device = index == 0 ? kDevice : kSecond;
     return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetName(void *device, char *name, unsigned length)
 {
-    if (device != kDevice)
+    if (device != kDevice && device != kSecond)
         return 2;
-    std::strncpy(name, "Fake GeForce 9000", length);
+    std::strncpy(name, device == kDevice ? "Fake GeForce 9000" : "Fake GeForce 8000", length);
     return 0;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(void *, Utilization *u)
+__attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(void *device, Utilization *u)
 {
-    u->gpu = 42;
+    u->gpu = device == kDevice ? 42 : 5;
     u->memory = 17;
     return 0;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(void *, Memory *m)
+__attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(void *device, Memory *m)
 {
-    m->total = 8ULL << 30;
-    m->used = 3ULL << 30;
+    m->total = (device == kDevice ? 8ULL : 4ULL) << 30;
+    m->used = (device == kDevice ? 3ULL : 1ULL) << 30;
     m->free = m->total - m->used;
     return 0;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetTemperature(void *, int sensor, unsigned *t)
+__attribute__((visibility("default"))) int nvmlDeviceGetTemperature(void *device, int sensor, unsigned *t)
 {
     if (sensor != 0)
         return 2;
-    *t = 61;
+    *t = device == kDevice ? 61 : 48;
     return 0;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetPowerUsage(void *, unsigned *milliwatts)
+__attribute__((visibility("default"))) int nvmlDeviceGetPowerUsage(void *device, unsigned *milliwatts)
 {
-    *milliwatts = 123456;
+    *milliwatts = device == kDevice ? 123456 : 30500;
     return 0;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetFanSpeed(void *, unsigned *percent)
+__attribute__((visibility("default"))) int nvmlDeviceGetFanSpeed(void *device, unsigned *percent)
 {
+    if (device != kDevice)
+        return kNotSupported;
     *percent = 64;
     return 0;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetGraphicsRunningProcesses_v3(void *, unsigned *count,
+__attribute__((visibility("default"))) int nvmlDeviceGetGraphicsRunningProcesses_v3(void *device, unsigned *count,
                                                                                     ProcessInfo *infos)
 {
+    if (device != kDevice) {
+        *count = 0;
+        return 0;
+    }
     if (*count < kCount) {
         *count = kCount;
         return 7; // NVML_ERROR_INSUFFICIENT_SIZE
