@@ -29,18 +29,21 @@ class NotificationServer final : public QObject {
   public:
     std::mutex mutex;
     std::vector<Shown> shown;
+    std::atomic<int> hangMs{0}; // > 0: the next Notify answers only after this long
 
   public Q_SLOTS:
     Q_SCRIPTABLE uint Notify(const QString &app, uint, const QString &, const QString &summary, const QString &body,
                              const QStringList &, const QVariantMap &hints, int)
     {
+        if (const int ms = hangMs.exchange(0); ms > 0)
+            QThread::msleep(static_cast<unsigned long>(ms));
         std::lock_guard lock(mutex);
         shown.push_back({app, summary, body, hints.value(QStringLiteral("desktop-entry")).toString()});
         return uint(shown.size());
     }
 };
 
-// The server's own connection and event loop, so that the Notifier's blocking call is answered.
+// The server's own connection and event loop, as a desktop's notification server has.
 class ServerThread final : public QThread {
   public:
     QString address;
@@ -89,6 +92,14 @@ class TestNotifier final : public QObject {
     QProcess m_daemon;
     ServerThread m_server;
 
+    // What the server showed once `spy` has counted `count` answers and nothing more came.
+    std::vector<Shown> shownAfter(QSignalSpy &spy, int count)
+    {
+        [&] { QTRY_COMPARE(spy.count(), count); }();
+        QTest::qWait(100);
+        [&] { QCOMPARE(spy.count(), count); }();
+        return shown();
+    }
     std::vector<Shown> shown()
     {
         std::lock_guard lock(m_server.server->mutex);
@@ -149,7 +160,7 @@ class TestNotifier final : public QObject {
         n.onPauseDecision(manual); // the volunteer's own pause: no notification
         n.onPauseDecision(PauseDecision{});
         n.onPauseDecision(automatic("mpv is full screen"));
-        const auto s = shown();
+        const auto s = shownAfter(spy, 3);
         QCOMPARE(s.size(), std::size_t(3));
         QCOMPARE(s[0].app, QString("DeDLOC"));
         QCOMPARE(s[0].desktopEntry, QString("dedloc"));
@@ -164,11 +175,12 @@ class TestNotifier final : public QObject {
     void errorsNotifyOncePerMessage()
     {
         Notifier n(options());
+        QSignalSpy spy(&n, &Notifier::notified);
         n.onSnapshot(withSamples(0, PeerState::Error, "the access token expired; ask the lead for a new one"));
         n.onSnapshot(withSamples(0, PeerState::Error, "the access token expired; ask the lead for a new one"));
         n.onSnapshot(withSamples(0, PeerState::Connecting));
         n.onSnapshot(withSamples(0, PeerState::Error, "the access token expired; ask the lead for a new one"));
-        const auto s = shown();
+        const auto s = shownAfter(spy, 2);
         QCOMPARE(s.size(), std::size_t(2));
         QCOMPARE(s[0].summary, QString("DeDLOC stopped training"));
         QCOMPARE(s[0].body, QString("the access token expired; ask the lead for a new one"));
@@ -177,16 +189,18 @@ class TestNotifier final : public QObject {
     void milestonesOnlyWhenOptedIn()
     {
         Notifier off(options());
+        QSignalSpy offSpy(&off, &Notifier::notified);
         off.onSnapshot(withSamples(500));
         off.onSnapshot(withSamples(50000));
-        QVERIFY(shown().empty());
+        QVERIFY(shownAfter(offSpy, 0).empty());
 
         auto o = options();
         o.milestoneSamples = 10000;
         Notifier n(o);
+        QSignalSpy spy(&n, &Notifier::notified);
         for (long long samples : {500LL, 9000LL, 10500LL, 12000LL, 31000LL})
             n.onSnapshot(withSamples(samples));
-        const auto s = shown();
+        const auto s = shownAfter(spy, 2);
         QCOMPARE(s.size(), std::size_t(2));
         QCOMPARE(s[0].body, QString("Your computer has trained the model on 10\u2009000 samples."));
         QCOMPARE(s[1].body, QString("Your computer has trained the model on 30\u2009000 samples."));
@@ -198,10 +212,11 @@ class TestNotifier final : public QObject {
         auto o = options();
         o.clock = [&] { return now; };
         Notifier n(o);
+        QSignalSpy spy(&n, &Notifier::notified);
         PeerSnapshot s;
         s.accessTokenExpiresAt = now + 10 * 86400.0; // ten days: nothing yet
         n.onSnapshot(s);
-        QVERIFY(shown().empty());
+        QVERIFY(shownAfter(spy, 0).empty());
         now += 8 * 86400.0; // two days left: once
         n.onSnapshot(s);
         n.onSnapshot(s);
@@ -210,14 +225,15 @@ class TestNotifier final : public QObject {
         now += 86400.0 + 1; // expired: once more
         n.onSnapshot(s);
         n.onSnapshot(s);
-        const auto got = shown();
+        const auto got = shownAfter(spy, 2);
         QCOMPARE(got.size(), std::size_t(2));
         QCOMPARE(got[0].summary, QString("Your access token expires soon"));
         QVERIFY2(got[0].body.startsWith(QString("It expires in 2 d")), qPrintable(got[0].body));
         QCOMPARE(got[1].summary, QString("Your access token has expired"));
         Notifier open(options()); // an open run has no token
+        QSignalSpy openSpy(&open, &Notifier::notified);
         open.onSnapshot(PeerSnapshot{});
-        QCOMPARE(shown().size(), std::size_t(2));
+        QCOMPARE(shownAfter(openSpy, 0).size(), std::size_t(2));
     }
 
     void switchedOffShowsNothing()
@@ -225,9 +241,10 @@ class TestNotifier final : public QObject {
         auto o = options();
         o.enabled = false;
         Notifier n(o);
+        QSignalSpy spy(&n, &Notifier::notified);
         n.onPauseDecision(automatic("on battery power"));
         n.onSnapshot(withSamples(0, PeerState::Error, "disk full"));
-        QVERIFY(shown().empty());
+        QVERIFY(shownAfter(spy, 0).empty());
     }
 
     void withoutAServerTheTrayShowsIt()
@@ -241,6 +258,22 @@ class TestNotifier final : public QObject {
         n.onPauseDecision(automatic("on battery power"));
         QCOMPARE(balloon, QString("DeDLOC paused: on battery power"));
         QCOMPARE(spy.at(0).at(2).toString(), QString("tray"));
+    }
+
+    void aHungServerNeitherBlocksNorLosesTheNotice()
+    {
+        QString balloon;
+        auto o = options();
+        o.fallback = [&](const QString &summary, const QString &body) { balloon = summary + ": " + body; };
+        Notifier n(o);
+        QSignalSpy spy(&n, &Notifier::notified);
+        m_server.server->hangMs = 3000; // longer than the Notifier waits for an answer
+        n.onPauseDecision(automatic("on battery power"));
+        QCOMPARE(spy.count(), 0); // the call returned before any answer: the window goes on
+        QTRY_COMPARE_WITH_TIMEOUT(spy.count(), 1, 5000);
+        QCOMPARE(spy.at(0).at(2).toString(), QString("tray"));
+        QCOMPARE(balloon, QString("DeDLOC paused: on battery power"));
+        QTest::qWait(1500); // let the server finish its late answer before the next test
     }
 };
 

@@ -5,7 +5,8 @@
 
 #include <QDBusConnection>
 #include <QDBusMessage>
-#include <QDBusReply>
+#include <QDBusPendingCallWatcher>
+#include <QDBusPendingReply>
 #include <QDateTime>
 #include <QVariantMap>
 
@@ -100,20 +101,31 @@ void Notifier::notify(const QString &summary, const QString &body)
         return;
     const auto bus = m_options.busConnection.isEmpty() ? QDBusConnection::sessionBus()
                                                        : QDBusConnection(m_options.busConnection);
-    if (bus.isConnected()) {
-        auto call = QDBusMessage::createMethodCall(QStringLiteral("org.freedesktop.Notifications"),
-                                                   QStringLiteral("/org/freedesktop/Notifications"),
-                                                   QStringLiteral("org.freedesktop.Notifications"), QStringLiteral("Notify"));
-        QVariantMap hints;
-        hints.insert(QStringLiteral("desktop-entry"), QStringLiteral("dedloc"));
-        call << QStringLiteral("DeDLOC") << uint(0) << QStringLiteral("dedloc") << summary << body << QStringList() << hints
-             << int(-1);
-        const QDBusReply<uint> reply = bus.call(call, QDBus::Block, NotifyTimeoutMs);
-        if (reply.isValid()) {
-            Q_EMIT notified(summary, body, QStringLiteral("dbus"));
-            return;
-        }
+    if (!bus.isConnected()) {
+        fallBack(summary, body);
+        return;
     }
+    auto call = QDBusMessage::createMethodCall(QStringLiteral("org.freedesktop.Notifications"),
+                                               QStringLiteral("/org/freedesktop/Notifications"),
+                                               QStringLiteral("org.freedesktop.Notifications"), QStringLiteral("Notify"));
+    QVariantMap hints;
+    hints.insert(QStringLiteral("desktop-entry"), QStringLiteral("dedloc"));
+    call << QStringLiteral("DeDLOC") << uint(0) << QStringLiteral("dedloc") << summary << body << QStringList() << hints
+         << int(-1);
+    // Never wait on the GUI thread: a server that hangs would freeze the window.
+    auto *watcher = new QDBusPendingCallWatcher(bus.asyncCall(call, NotifyTimeoutMs), this);
+    connect(watcher, &QDBusPendingCallWatcher::finished, this, [this, summary, body](QDBusPendingCallWatcher *w) {
+        w->deleteLater();
+        const QDBusPendingReply<uint> reply = *w;
+        if (reply.isError())
+            fallBack(summary, body);
+        else
+            Q_EMIT notified(summary, body, QStringLiteral("dbus"));
+    });
+}
+
+void Notifier::fallBack(const QString &summary, const QString &body)
+{
     log::info("ui", "notification: " + summary.toStdString() + ": " + body.toStdString());
     if (m_options.fallback) {
         m_options.fallback(summary, body);

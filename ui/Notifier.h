@@ -10,7 +10,9 @@
 // Each event notifies once: an error once per distinct message, a pause once per reason (a
 // temperature reading that changes does not notify again), a resume only after an automatic
 // pause. Manual pauses (the volunteer's own) never notify.
-// Threads: GUI thread only. Errors: a failed D-Bus call falls back to the tray; never throws.
+// Threads: GUI thread only; the D-Bus call is asynchronous (answered through the event loop,
+// at most 2 s), so a hung server never blocks the window. Errors: a failed or unanswered D-Bus
+// call falls back to the tray; never throws.
 #include "face/PeerStatus.h"
 #include "system/AutoPausePolicy.h"
 
@@ -51,6 +53,7 @@ class Notifier final : public QObject {
 
   private:
     void notify(const QString &summary, const QString &body);
+    void fallBack(const QString &summary, const QString &body); // the tray, else the log
 
     Options m_options;
     QString m_lastError;
