@@ -1,7 +1,7 @@
 // `dedloc --local-swarm 2` (app/dedloc/LocalSwarm.h), the README's main job, as a user runs it:
 // in a terminal (its own process group), headless or with the window (offscreen), then stopped
 // as a session ends: Ctrl-C (SIGINT to the whole foreground group), SIGTERM to the app (kill,
-// logout), SIGHUP (the terminal closed). Every peer must stop once, cleanly: exit 0, no
+// logout), SIGHUP (the terminal closed), the X server closing under the window (Xvfb here). Every peer must stop once, cleanly: exit 0, no
 // "second interrupt", no peer left running, and each trainer's newest checkpoint is the last
 // step it reported. Also: the swarm options the
 // launcher passes on to its trainers (their command lines), and a trainer's wait for --min-peers.
@@ -9,6 +9,7 @@
 #include "train/Checkpoint.h"
 
 #include <QProcess>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -122,6 +123,9 @@ private Q_SLOTS:
         QTest::newRow("headless, Ctrl-C to the terminal's group") << false << int(SIGINT) << true;
         QTest::newRow("window, SIGTERM to the app") << true << int(SIGTERM) << false;
         QTest::newRow("headless, SIGHUP to the app") << false << int(SIGHUP) << false;
+        // signal 0: no signal; the X server the window is on goes away (a logout that closes the
+        // display first), and Qt would end the process at once.
+        QTest::newRow("window on X11, the display closes") << true << 0 << false;
     }
 
     void everyPeerStopsOnceWithAFinalCheckpoint()
@@ -132,10 +136,23 @@ private Q_SLOTS:
         QTemporaryDir tmp;
         const std::filesystem::path root = tmp.path().toStdString();
         const auto data = root / "data", metrics = root / "metrics";
-        QProcess swarm;
-        if (window) { // the window offscreen, its settings and log in the temporary directory
+        QProcess swarm, xvfb;
+        QString display;
+        if (signal == 0) {
+            const QString program = QStandardPaths::findExecutable(QStringLiteral("Xvfb"));
+            if (program.isEmpty())
+                QSKIP("Xvfb is not installed (installers/install-deps.sh installs it)");
+            // -displayfd: Xvfb picks a free display and writes its number to stdout when ready.
+            xvfb.start(program, {QStringLiteral("-displayfd"), QStringLiteral("1"), QStringLiteral("-nolisten"), QStringLiteral("tcp")});
+            QVERIFY(xvfb.waitForStarted(10000));
+            QVERIFY(QTest::qWaitFor([&] { display += QString::fromLatin1(xvfb.readAllStandardOutput()); return display.contains('\n'); }, 20000));
+            display = QLatin1Char(':') + display.trimmed();
+        }
+        if (window) { // the window offscreen (or on Xvfb), its settings and log in the temporary directory
             auto env = QProcessEnvironment::systemEnvironment();
-            env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+            env.insert(QStringLiteral("QT_QPA_PLATFORM"), display.isEmpty() ? QStringLiteral("offscreen") : QStringLiteral("xcb"));
+            if (!display.isEmpty())
+                env.insert(QStringLiteral("DISPLAY"), display);
             env.insert(QStringLiteral("XDG_CONFIG_HOME"), tmp.filePath(QStringLiteral("config")));
             env.insert(QStringLiteral("XDG_DATA_HOME"), tmp.filePath(QStringLiteral("share")));
             swarm.setProcessEnvironment(env);
@@ -154,7 +171,11 @@ private Q_SLOTS:
         QVERIFY2(SwarmHarness::waitFor(enoughSteps, 180), qPrintable(output.right(3000)));
 
         const auto pid = static_cast<pid_t>(swarm.processId());
-        QCOMPARE(::kill(toGroup ? -pid : pid, signal), 0);
+        if (signal == 0) {
+            xvfb.terminate();
+            QVERIFY(xvfb.waitForFinished(10000));
+        } else
+            QCOMPARE(::kill(toGroup ? -pid : pid, signal), 0);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
         while (swarm.state() != QProcess::NotRunning && std::chrono::steady_clock::now() < deadline) {
             swarm.waitForFinished(200);

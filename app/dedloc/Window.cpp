@@ -12,10 +12,61 @@
 #include <QApplication>
 #include <QTimer>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+
+#include <unistd.h>
 
 namespace {
+
+// Qt's X11 platform ends the process with exit(1) when the X server goes away, as at a logout
+// that closes the display before the session's SIGTERM arrives: the peer would go without its
+// final checkpoint, and exit's handlers and static destructors run while the worker still
+// trains (a crash). Qt says so first with the warning "The X11 connection broke ..." (the only
+// notice it gives): while the window runs, a message handler that sees it stops the peer (its
+// final checkpoint) and the window's local swarm, then ends the process with 0: the session
+// ended, nothing failed. Every other message goes to the previous handler.
+std::atomic<bool> g_displayGuardArmed{false};
+std::function<void()> *g_stopOnDisplayLoss = nullptr;
+QtMessageHandler g_previousMessageHandler = nullptr;
+
+void watchForDisplayLoss(QtMsgType type, const QMessageLogContext &context, const QString &message)
+{
+    if (type == QtWarningMsg && message.startsWith(QLatin1String("The X11 connection broke"))
+        && g_displayGuardArmed.exchange(false) && g_stopOnDisplayLoss) {
+        std::fprintf(stderr, "dedloc: %s\ndedloc: the display closed: stopping after the current micro-batch, with a "
+                             "checkpoint\n",
+                     qPrintable(message));
+        (*g_stopOnDisplayLoss)();
+        std::fflush(nullptr);
+        ::_exit(0);
+    }
+    if (g_previousMessageHandler)
+        g_previousMessageHandler(type, context, message);
+}
+
+class DisplayLossGuard final {
+  public:
+    explicit DisplayLossGuard(std::function<void()> stop) : m_stop(std::move(stop))
+    {
+        g_stopOnDisplayLoss = &m_stop;
+        g_previousMessageHandler = qInstallMessageHandler(watchForDisplayLoss);
+        g_displayGuardArmed = true;
+    }
+    ~DisplayLossGuard()
+    {
+        g_displayGuardArmed = false;
+        qInstallMessageHandler(g_previousMessageHandler);
+        g_stopOnDisplayLoss = nullptr;
+    }
+    DisplayLossGuard(const DisplayLossGuard &) = delete;
+    DisplayLossGuard &operator=(const DisplayLossGuard &) = delete;
+
+  private:
+    std::function<void()> m_stop;
+};
 
 dedloc::ControlPauseState pauseState(const dedloc::PauseDecision &d)
 {
@@ -112,7 +163,15 @@ int runWindow(QCoreApplication &app, dedloc::SwarmPeer &peer, const CommandLine 
         std::error_code ec;
         runInfo.access = dedloc::ui::closedRunAccessText(token.string(), std::filesystem::is_regular_file(token, ec));
     }
-    const int code = dedloc::ui::runDesktopApp(static_cast<QApplication &>(app), peer, runInfo, ui);
+    int code = 0;
+    {
+        DisplayLossGuard guard([&] {
+            peer.stop();
+            if (local)
+                local->stopAll();
+        });
+        code = dedloc::ui::runDesktopApp(static_cast<QApplication &>(app), peer, runInfo, ui);
+    }
     control.reset();
     if (local)
         local->stopAll();
