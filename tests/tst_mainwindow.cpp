@@ -1,7 +1,8 @@
 // The volunteer window end to end against a fake peer (tests/fakes/FakePeer.h), offscreen:
 // Join reaches Training; the tray's Pause freezes the samples counter, Resume trains again; timed
 // pauses end on the injected clock; a plain pause holds for two simulated hours; auto-pause from
-// the probes; closing without a tray; auto-rejoin; settings reach the peer; screenshot.
+// the probes; closing without a tray; auto-rejoin; settings reach the peer; the GPU panel's ticks
+// reach the peer; screenshot.
 #include "DesktopApp.h"
 #include "FakePeer.h"
 #include "MainWindow.h"
@@ -11,6 +12,7 @@
 #include "TrayController.h"
 #include "panels/ContributionPanel.h"
 #include "panels/GpuPanel.h"
+#include "panels/GpuRow.h"
 #include "panels/JoinPage.h"
 #include "panels/StatePanel.h"
 #include "panels/SwarmPanel.h"
@@ -44,8 +46,22 @@ struct Harness {
     bool onBattery = false;
     std::unique_ptr<DesktopApp> app;
 
-    explicit Harness(int tray = 0)
+    // The probe's answer: the CPU only unless a test gives GPUs.
+    std::vector<GpuSample> gpus = {cpuSample()};
+
+    static GpuSample cpuSample()
     {
+        GpuSample s;
+        s.name = "CPU";
+        s.cpuUsagePercent = 50.0;
+        s.cpuCount = 2;
+        return s;
+    }
+
+    explicit Harness(int tray = 0, std::vector<GpuSample> withGpus = {})
+    {
+        if (!withGpus.empty())
+            gpus = std::move(withGpus);
         RunInfo run;
         run.runId = "fake-run";
         run.name = "Fake run";
@@ -56,13 +72,7 @@ struct Harness {
         o.trayAvailable = tray;
         o.bridge.snapshotIntervalMs = 50; // faster polling keeps the test short; same code path
         o.bridge.clock = [this] { return LocalClockReading{unix, int((localStart + long(unix - start)) % 86400)}; };
-        o.bridge.gpuProbe = [] {
-            GpuSample s;
-            s.name = "CPU";
-            s.cpuUsagePercent = 50.0;
-            s.cpuCount = 2;
-            return s;
-        };
+        o.bridge.gpuProbe = [this] { return gpus; };
         o.bridge.hostProbe = [this](HostObservation &h) { h.onBattery = onBattery; };
         app = std::make_unique<DesktopApp>(peer, *settings, run, std::move(o));
     }
@@ -250,6 +260,9 @@ class TestMainWindow final : public QObject {
     void settingsDialogReachesThePeer()
     {
         Harness h;
+        auto chosen = h.settings->caps();
+        chosen.gpus = {1}; // chosen in the GPU panel, not in the dialog
+        h.settings->setCaps(chosen);
         SettingsDialog dialog(*h.settings);
         auto *upload = dialog.findChild<QDoubleSpinBox *>("upload");
         upload->setValue(512.0);
@@ -264,6 +277,7 @@ class TestMainWindow final : public QObject {
         QCOMPARE(h.settings->caps().uploadBytesPerSecond, 512.0 * 1024);
         QCOMPARE(h.peer.caps().uploadBytesPerSecond, 512.0 * 1024);
         QCOMPARE(h.peer.caps().computeShare, 0.5); // the trainer rests as long as it computes
+        QCOMPARE(h.peer.caps().gpus, std::vector<int>{1}); // saving the dialog keeps the chosen GPUs
         const auto rules = h.app->bridge().policy().rules();
         QCOMPARE(rules.gpuTemperature.limit, 80.0);
         QCOMPARE(rules.gpuTemperature.hysteresis, 8.0);
@@ -284,6 +298,51 @@ class TestMainWindow final : public QObject {
         QVERIFY(!scheduleError->isVisibleTo(&dialog));
         dialog.apply();
         QCOMPARE(formatWeeklySchedule(h.app->bridge().policy().rules().schedule), std::string("Mon-Fri 18:00-08:00\nSat-Sun all day"));
+    }
+
+    // Ticks in the window's GPU panel reach the peer's caps at once, other caps unchanged; a
+    // choice made elsewhere (Settings) shows in the ticks.
+    void gpuPanelTicksReachThePeer()
+    {
+        std::vector<GpuSample> two(2);
+        for (int i = 0; i < 2; ++i) {
+            two[i].vendor = GpuVendor::Nvidia;
+            two[i].index = i;
+            two[i].name = "Fake GPU " + std::to_string(i);
+            two[i].utilisationPercent = 90.0;
+            two[i].cpuUsagePercent = 10.0;
+            two[i].cpuCount = 2;
+        }
+        Harness h(0, two);
+        auto caps = h.settings->caps();
+        caps.cpuThreads = 3;
+        h.settings->setCaps(caps);
+        h.join();
+        QTRY_COMPARE_WITH_TIMEOUT(h.state(), QString("Training"), 10000);
+        GpuPanel *panel = h.app->window().gpuPanel();
+        QCOMPARE(panel->rowCount(), 2);
+        QVERIFY(panel->row(0)->trainBox()->isChecked());
+        QVERIFY(!panel->row(1)->trainBox()->isChecked());
+        QCOMPARE(panel->headline(), QString("Training on Fake GPU 0"));
+        QTest::mouseClick(panel->row(1)->trainBox(), Qt::LeftButton, {}, QPoint(4, panel->row(1)->trainBox()->height() / 2));
+        QCOMPARE(h.peer.caps().gpus, (std::vector<int>{0, 1}));
+        QCOMPARE(h.settings->caps().gpus, (std::vector<int>{0, 1}));
+        QCOMPARE(h.peer.caps().cpuThreads, 3);
+        panel->row(0)->trainBox()->click();
+        panel->row(1)->trainBox()->click();
+        QCOMPARE(h.peer.caps().gpus, std::vector<int>{});
+        QCOMPARE(panel->headline(), QString("No GPU chosen: training on the CPU"));
+        caps = h.settings->caps();
+        caps.gpus = {1};
+        h.settings->setCaps(caps);
+        QVERIFY(!panel->row(0)->trainBox()->isChecked());
+        QVERIFY(panel->row(1)->trainBox()->isChecked());
+        QCOMPARE(h.peer.caps().gpus, std::vector<int>{1});
+        // The probe's next samples keep the rows and the ticks.
+        QTest::qWait(300);
+        QCOMPARE(panel->rowCount(), 2);
+        QVERIFY(panel->row(1)->trainBox()->isChecked());
+        QCOMPARE(panel->headline(), QString("Training on Fake GPU 1"));
     }
 
     void screenshot()

@@ -1,14 +1,16 @@
-// The dashboard panels (ui/panels/): what each shows for a given snapshot or GPU sample.
+// The dashboard panels (ui/panels/): what each shows for a given snapshot or GPU samples.
 #include "RunInfo.h"
 #include "Settings.h"
 #include "TestSupport.h"
 #include "panels/ContributionPanel.h"
 #include "panels/GpuPanel.h"
+#include "panels/GpuRow.h"
 #include "panels/JoinPage.h"
 #include "panels/StatePanel.h"
 #include "panels/SwarmPanel.h"
 #include "run/RunManifest.h"
 
+#include <QCheckBox>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
@@ -28,6 +30,35 @@ QStringList labelTexts(const QWidget &w)
         if (l->isVisibleTo(&w) && !l->text().isEmpty())
             texts << l->text();
     return texts;
+}
+
+// Two GPUs as GpuProbe::sampleAll gives them: an NVIDIA one with every reading, an AMD one
+// (index 2: the third card) without power and fan.
+std::vector<GpuSample> twoGpus()
+{
+    GpuSample g;
+    g.vendor = GpuVendor::Nvidia;
+    g.index = 0;
+    g.name = "Fake GeForce 9000";
+    g.utilisationPercent = 42.0;
+    g.memoryUsedBytes = 3ULL << 30;
+    g.memoryTotalBytes = 8ULL << 30;
+    g.temperatureCelsius = 61.0;
+    g.powerWatts = 123.456;
+    g.fanPercent = 40.0;
+    g.cpuUsagePercent = 25.0;
+    g.cpuCount = 16;
+    GpuSample a;
+    a.vendor = GpuVendor::Amd;
+    a.index = 2;
+    a.name = "Fake Radeon 1";
+    a.utilisationPercent = 7.0;
+    a.memoryUsedBytes = 1ULL << 30;
+    a.memoryTotalBytes = 16ULL << 30;
+    a.temperatureCelsius = 48.0;
+    a.cpuUsagePercent = 25.0;
+    a.cpuCount = 16;
+    return {g, a};
 }
 
 } // namespace
@@ -94,36 +125,96 @@ class TestPanels final : public QObject {
         QCOMPARE(resume.count(), 1);
     }
 
-    void gpuPanelNvidiaAndCpu()
+    // Every GPU is listed with its own readings and a tick that follows the choice it is given.
+    void gpuPanelListsEveryGpu()
     {
         GpuPanel p;
-        GpuSample g;
-        g.vendor = GpuVendor::Nvidia;
-        g.name = "Fake GeForce 9000";
-        g.utilisationPercent = 42.0;
-        g.memoryUsedBytes = 3ULL << 30;
-        g.memoryTotalBytes = 8ULL << 30;
-        g.temperatureCelsius = 61.0;
-        g.powerWatts = 123.456;
-        p.update(g);
-        QCOMPARE(p.headline(), QString("Fake GeForce 9000"));
-        QCOMPARE(p.findChild<QProgressBar *>()->value(), 42);
-        auto texts = labelTexts(p);
-        QVERIFY2(texts.contains("3.0 GiB of 8.0 GiB"), qPrintable(texts.join('|')));
-        QVERIFY(texts.contains(QString("61 °C")));
-        QVERIFY(texts.contains("123 W"));
+        p.setChosen({0});
+        p.update(twoGpus());
+        QCOMPARE(p.title(), QString("GPU"));
+        QCOMPARE(p.rowCount(), 2);
+        QCOMPARE(p.headline(), QString("Training on Fake GeForce 9000")); // the GPU that trains
+        QVERIFY(!p.findChild<QProgressBar *>("cpuUsage")->isVisibleTo(&p)); // the CPU does not train
+        const auto *first = p.row(0);
+        const auto *second = p.row(1);
+        QCOMPARE(first->findChild<QProgressBar *>()->value(), 42);
+        QCOMPARE(second->findChild<QProgressBar *>()->value(), 7);
+        auto texts = labelTexts(*first);
+        QVERIFY2(texts.contains("Fake GeForce 9000") && texts.contains("3.0 GiB of 8.0 GiB") &&
+                     texts.contains(QString("61 °C")) && texts.contains("123 W") && texts.contains("40%"),
+                 qPrintable(texts.join('|')));
+        texts = labelTexts(*second);
+        QVERIFY2(texts.contains("Fake Radeon 1") && texts.contains("1.0 GiB of 16.0 GiB") &&
+                     texts.contains(QString("48 °C")) && !texts.contains("Power") && !texts.contains("Fan"),
+                 qPrintable(texts.join('|'))); // unknown power and fan: not shown
+        QCOMPARE(first->trainBox()->text(), QString("Train on GPU 0"));
+        QCOMPARE(second->trainBox()->text(), QString("Train on GPU 2"));
+        QVERIFY(first->trainBox()->isChecked());
+        QVERIFY(!second->trainBox()->isChecked());
 
+        p.setChosen({2, 0}); // from Settings: no signal, the ticks follow
+        QVERIFY(first->trainBox()->isChecked() && second->trainBox()->isChecked());
+        QCOMPARE(p.headline(), QString("Training on Fake GeForce 9000, Fake Radeon 1"));
+        auto next = twoGpus();
+        next[1].utilisationPercent = 99.0;
+        p.update(next); // the same GPUs: the rows stay, the readings move
+        QCOMPARE(p.row(1), second);
+        QCOMPARE(second->findChild<QProgressBar *>()->value(), 99);
+        QVERIFY(second->trainBox()->isChecked());
+    }
+
+    // A click emits the whole new choice; indices of GPUs not present now are kept.
+    void gpuPanelClickEmitsTheChoice()
+    {
+        qRegisterMetaType<std::vector<int>>();
+        GpuPanel p;
+        p.setChosen({0, 5});
+        p.update(twoGpus());
+        QSignalSpy chosen(&p, &GpuPanel::chosenGpusChanged);
+        p.row(1)->trainBox()->click(); // tick GPU 2
+        QCOMPARE(chosen.count(), 1);
+        QCOMPARE(chosen.last().at(0).value<std::vector<int>>(), (std::vector<int>{0, 2, 5}));
+        QCOMPARE(p.chosen(), (std::vector<int>{0, 2, 5}));
+        QTest::mouseClick(p.row(0)->trainBox(), Qt::LeftButton, {}, QPoint(4, p.row(0)->trainBox()->height() / 2));
+        QCOMPARE(chosen.count(), 2); // untick GPU 0
+        QCOMPARE(chosen.last().at(0).value<std::vector<int>>(), (std::vector<int>{2, 5}));
+        QVERIFY(!p.row(0)->trainBox()->isChecked());
+        QCOMPARE(p.headline(), QString("Training on Fake Radeon 1"));
+    }
+
+    // With GPUs but none ticked, the CPU trains and the panel says so.
+    void gpuPanelNoneChosen()
+    {
+        GpuPanel p;
+        p.setChosen({});
+        p.update(twoGpus());
+        QCOMPARE(p.headline(), QString("No GPU chosen: training on the CPU"));
+        QCOMPARE(p.rowCount(), 2);
+        QVERIFY(!p.row(0)->trainBox()->isChecked() && !p.row(1)->trainBox()->isChecked());
+        auto *cpu = p.findChild<QProgressBar *>("cpuUsage");
+        QVERIFY(cpu->isVisibleTo(&p));
+        QCOMPARE(cpu->text(), QString("25% of 16 CPUs"));
+        p.setChosen({3}); // a GPU that is not here: still the CPU
+        QCOMPARE(p.headline(), QString("No GPU chosen: training on the CPU"));
+    }
+
+    void gpuPanelWithoutGpu()
+    {
+        GpuPanel p;
+        p.update(twoGpus());
         GpuSample cpu;
         cpu.name = "CPU";
         cpu.cpuUsagePercent = 87.4;
         cpu.cpuCount = 2;
-        p.update(cpu);
+        p.update({cpu});
+        QCOMPARE(p.rowCount(), 0);
         QCOMPARE(p.headline(), QString("Training on CPU"));
         QCOMPARE(p.title(), QString("CPU"));
-        QCOMPARE(p.findChild<QProgressBar *>()->value(), 87);
-        QCOMPARE(p.findChild<QProgressBar *>()->text(), QString("87% of 2 CPUs"));
-        texts = labelTexts(p);
-        QVERIFY(!texts.contains("Memory")); // GPU rows hidden
+        QCOMPARE(p.findChild<QProgressBar *>("cpuUsage")->value(), 87);
+        QCOMPARE(p.findChild<QProgressBar *>("cpuUsage")->text(), QString("87% of 2 CPUs"));
+        QVERIFY(p.findChildren<QCheckBox *>().isEmpty());
+        const auto texts = labelTexts(p);
+        QVERIFY(!texts.contains("Memory")); // no GPU rows
     }
 
     void swarmPanelProgressAndChart()

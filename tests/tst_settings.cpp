@@ -22,6 +22,7 @@ class TestSettings final : public QObject {
         QCOMPARE(s->pauseRules().pauseOnGpuGraphics, true);
         QCOMPARE(s->resumeTomorrowAt(), 8 * 3600);
         QCOMPARE(s->caps().computeShare, 1.0);
+        QCOMPARE(s->caps().gpus, std::vector<int>{0}); // the first GPU, as before GPUs were chosen
         QCOMPARE(s->language(), QString()); // the system's
         s->setLanguage("bn");
         QCOMPARE(s->language(), QString("bn"));
@@ -49,6 +50,7 @@ class TestSettings final : public QObject {
             c.uploadBytesPerSecond = 1.5e6;
             c.downloadBytesPerSecond = 3e6;
             c.computeShare = 0.6;
+            c.gpus = {2, 0};
             s->setCaps(c);
             QCOMPARE(changed.count(), 2); // one signal for the group
             s->setCaps(c);
@@ -80,6 +82,7 @@ class TestSettings final : public QObject {
         QCOMPARE(c.uploadBytesPerSecond, 1.5e6);
         QCOMPARE(c.downloadBytesPerSecond, 3e6);
         QCOMPARE(c.computeShare, 0.6);
+        QCOMPARE(c.gpus, (std::vector<int>{0, 2}));
         const auto r = s->pauseRules();
         QCOMPARE(r.pauseOnFullScreen, false);
         QCOMPARE(r.gpuTemperature.limit, 83.0);
@@ -126,6 +129,47 @@ class TestSettings final : public QObject {
         QCOMPARE(s->pauseRules().limitGraceSeconds, 0.0);
         AutoPausePolicy policy(s->pauseRules(), {}); // what is read is always a valid policy
         Q_UNUSED(policy);
+    }
+
+    // caps/gpus: "" is the CPU only (not the default), a change of the choice alone is one
+    // change, and text that is not a list of indices reads as the default.
+    void chosenGpus_data()
+    {
+        QTest::addColumn<QVariant>("stored"); // invalid: key missing
+        QTest::addColumn<std::vector<int>>("gpus");
+        QTest::newRow("missing: GPU 0") << QVariant() << std::vector<int>{0};
+        QTest::newRow("empty: the CPU only") << QVariant(QString("")) << std::vector<int>{};
+        QTest::newRow("one") << QVariant(QString("1")) << std::vector<int>{1};
+        QTest::newRow("several, unsorted, spaces, repeated") << QVariant(QString(" 2, 0,2")) << std::vector<int>{0, 2};
+        QTest::newRow("an unquoted list in the file") << QVariant(QStringList{"0", "3"}) << std::vector<int>{0, 3};
+        QTest::newRow("not a number") << QVariant(QString("0,x")) << std::vector<int>{0};
+        QTest::newRow("negative") << QVariant(QString("-1")) << std::vector<int>{0};
+        QTest::newRow("commas only") << QVariant(QString(",")) << std::vector<int>{0};
+    }
+    void chosenGpus()
+    {
+        QFETCH(QVariant, stored);
+        QFETCH(std::vector<int>, gpus);
+        QTemporaryDir dir;
+        const auto file = dir.filePath("s.ini");
+        if (stored.isValid()) {
+            QSettings raw(file, QSettings::IniFormat);
+            raw.setValue("caps/gpus", stored);
+        }
+        auto s = Settings::forTesting(file);
+        QCOMPARE(s->caps().gpus, gpus);
+        ResourceCaps c = s->caps();
+        s->setCaps(c); // every caps key in the file (a bad caps/gpus becomes "0")
+        QCOMPARE(s->caps().gpus, gpus);
+        QSignalSpy changed(s.get(), &Settings::changed);
+        c.gpus = {};
+        s->setCaps(c);
+        QCOMPARE(changed.count(), gpus.empty() ? 0 : 1);
+        QCOMPARE(s->caps().gpus, std::vector<int>{});
+        QCOMPARE(Settings::forTesting(file)->caps().gpus, std::vector<int>{}); // "" survives a reread
+        c.gpus = {3, 1};
+        s->setCaps(c);
+        QCOMPARE(Settings::forTesting(file)->caps().gpus, (std::vector<int>{1, 3}));
     }
 
     void aHandEditedScheduleThatDoesNotParseKeepsNoWindow()

@@ -3,6 +3,7 @@
 #include "Format.h"
 #include "PeerBridge.h"
 #include "PeersTableModel.h"
+#include "Settings.h"
 #include "panels/ContributionPanel.h"
 #include "panels/GpuPanel.h"
 #include "panels/JoinPage.h"
@@ -63,10 +64,19 @@ MainWindow::MainWindow(PeerBridge &bridge, PeersTableModel &peers, LogModel &log
             setWindowIcon(stateIcon(s.state));
         }
     });
-    connect(&bridge, &PeerBridge::gpuSampled, m_gpu, &GpuPanel::update);
+    connect(&bridge, &PeerBridge::gpusSampled, m_gpu, &GpuPanel::update);
+    // Ticking a GPU changes the caps in Settings; Settings::changed takes them to the peer
+    // (PeerBridge::applySettings) and the ticks back to the panel.
+    connect(m_gpu, &GpuPanel::chosenGpusChanged, &settings, [&settings](const std::vector<int> &gpus) {
+        ResourceCaps caps = settings.caps();
+        caps.gpus = gpus;
+        settings.setCaps(caps);
+    });
+    connect(&settings, &Settings::changed, m_gpu, [this, &settings] { m_gpu->setChosen(settings.caps().gpus); });
     connect(m_state, &StatePanel::pauseClicked, &bridge, &PeerBridge::pauseManually);
     connect(m_state, &StatePanel::resumeClicked, &bridge, &PeerBridge::resumeManually);
-    m_gpu->update(bridge.gpu());
+    m_gpu->update(bridge.gpus());
+    m_gpu->setChosen(settings.caps().gpus);
     m_pages->setCurrentIndex(bridge.joined() ? 1 : 0);
 }
 

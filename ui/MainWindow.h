@@ -1,7 +1,8 @@
 #pragma once
 // The volunteer's window: the join page until the peer joins, then the dashboard of panels
 // (state, GPU, contribution, swarm, peers, log). It only wires the bridge's signals to the
-// panels; it knows nothing of the protocol.
+// panels, and the GPU panel's ticks to Settings (caps().gpus, which reach the peer through
+// PeerBridge::applySettings); it knows nothing of the protocol.
 //
 // Closing the window: when a system tray exists the window hides and the app keeps training in
 // the tray; without one (some Wayland desktops, Xvfb, offscreen) the window stays open and a

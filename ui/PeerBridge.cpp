@@ -7,7 +7,26 @@
 #include "util/Error.h"
 #include "util/Log.h"
 
+#include <algorithm>
+
 namespace dedloc::ui {
+
+HostObservation observeChosenGpus(const std::vector<GpuSample> &samples, const std::vector<int> &chosen)
+{
+    HostObservation o; // unknown readings stay < 0: a CPU volunteer's limits read the CPU's temperature
+    for (const auto &s : samples) {
+        if (s.vendor == GpuVendor::None || std::find(chosen.begin(), chosen.end(), s.index) == chosen.end())
+            continue;
+        o.gpuTemperatureCelsius = std::max(o.gpuTemperatureCelsius, s.temperatureCelsius);
+        o.gpuPowerWatts = std::max(o.gpuPowerWatts, s.powerWatts);
+        o.fanPercent = std::max(o.fanPercent, s.fanPercent);
+        for (const auto &p : s.graphicsProcesses)
+            if (std::find(o.gpuGraphicsProcesses.begin(), o.gpuGraphicsProcesses.end(), p.name) ==
+                o.gpuGraphicsProcesses.end())
+                o.gpuGraphicsProcesses.push_back(p.name);
+    }
+    return o;
+}
 
 PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, QObject *parent)
     : QObject(parent), m_peer(peer), m_settings(settings), m_options(std::move(options)),
@@ -16,10 +35,11 @@ PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, Q
 {
     qRegisterMetaType<dedloc::PeerSnapshot>();
     qRegisterMetaType<dedloc::GpuSample>();
+    qRegisterMetaType<std::vector<dedloc::GpuSample>>();
     qRegisterMetaType<dedloc::PauseDecision>();
     if (!m_options.gpuProbe) {
         m_gpuProbe = std::make_unique<GpuProbe>();
-        m_options.gpuProbe = [probe = m_gpuProbe.get()] { return probe->sample(); };
+        m_options.gpuProbe = [probe = m_gpuProbe.get()] { return probe->sampleAll(); };
     }
     if (!m_options.hostProbe) {
         m_idleProbe = std::make_unique<LogindIdleProbe>();
@@ -40,7 +60,7 @@ PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, Q
     m_timer.start(m_options.snapshotIntervalMs);
     connect(&m_settings, &Settings::changed, this, &PeerBridge::applySettings);
     applySettings();
-    m_gpu = m_options.gpuProbe();
+    m_gpus = m_options.gpuProbe();
 }
 
 PeerBridge::~PeerBridge() = default;
@@ -93,7 +113,9 @@ void PeerBridge::applySettings()
     } catch (const Error &e) {
         log::error("ui", std::string("auto-pause settings ignored: ") + e.what());
     }
-    m_peer.setCaps(m_settings.caps());
+    const ResourceCaps caps = m_settings.caps();
+    m_chosenGpus = caps.gpus;
+    m_peer.setCaps(caps);
 }
 
 void PeerBridge::tick()
@@ -110,16 +132,9 @@ void PeerBridge::tick()
 
 void PeerBridge::evaluatePolicy()
 {
-    m_gpu = m_options.gpuProbe();
-    Q_EMIT gpuSampled(m_gpu);
-    HostObservation o;
-    if (m_gpu.vendor != GpuVendor::None) { // a CPU volunteer's limits read the CPU's temperature
-        o.gpuTemperatureCelsius = m_gpu.temperatureCelsius;
-        o.gpuPowerWatts = m_gpu.powerWatts;
-        o.fanPercent = m_gpu.fanPercent;
-    }
-    for (const auto &p : m_gpu.graphicsProcesses)
-        o.gpuGraphicsProcesses.push_back(p.name);
+    m_gpus = m_options.gpuProbe();
+    Q_EMIT gpusSampled(m_gpus);
+    HostObservation o = observeChosenGpus(m_gpus, m_chosenGpus);
     m_options.hostProbe(o);
     applyDecision(m_policy.evaluate(o));
 }

@@ -6,11 +6,13 @@
 // snapshot is a copy made under the peer's mutex; it never waits for a step or the network),
 // skips a snapshot whose sequence did not change, and emits snapshotChanged() once per change:
 // the coalescing point, so widgets never see more than ~4 updates a second.
-// Once a second it samples the probes (GPU/CPU with temperatures, power and fan, battery, running
-// programs, a full-screen window: FullScreenProbe, user idle time from logind: LogindIdleProbe)
-// and emits
-// gpuSampled(), then runs the AutoPausePolicy and calls pause(reason) / resume() on the peer
-// when the decision changes. A manual pause always wins (policy rule 1).
+// Once a second it samples the probes (every GPU, or the CPU, with temperatures, power and fan;
+// battery, running programs, a full-screen window: FullScreenProbe, user idle time from logind:
+// LogindIdleProbe) and emits gpusSampled(), then runs the AutoPausePolicy and calls
+// pause(reason) / resume() on the peer when the decision changes. A manual pause always wins
+// (policy rule 1). The policy sees the GPUs the peer trains on (Settings::caps().gpus) only: the
+// highest temperature, power and fan among them, and their graphics processes; with none chosen
+// (the CPU trains) no GPU reading and no GPU graphics process.
 // UI -> core: join(), pauseManually(), pauseFor(), pauseUntilTomorrow(), resumeManually(),
 // applySettings(): each forwards at once; PeerControl's methods return quickly by contract.
 //
@@ -25,12 +27,18 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace dedloc::ui {
 
 class FullScreenProbe;
 class LogindIdleProbe;
 class Settings;
+
+// The GPU part of the auto-pause observation: of the samples whose index is in `chosen`, the
+// highest known temperature, power and fan and their graphics processes (each name once); the
+// CPU sample and GPUs not chosen count for nothing.
+[[nodiscard]] HostObservation observeChosenGpus(const std::vector<GpuSample> &samples, const std::vector<int> &chosen);
 
 class PeerBridge final : public QObject {
     Q_OBJECT
@@ -40,10 +48,11 @@ class PeerBridge final : public QObject {
         int snapshotIntervalMs = 250; // 4 Hz
         int probeEveryTicks = 4;      // probes and policy once a second
         LocalClock clock;             // empty: the system clock
-        // Empty: the real probes (GpuProbe, HostProbe, FullScreenProbe, LogindIdleProbe). Tests
-        // pass fixed answers; hostProbe runs after the GPU sample filled its part of the
-        // observation, and may override it.
-        std::function<GpuSample()> gpuProbe;
+        // Empty: the real probes (GpuProbe::sampleAll, HostProbe, FullScreenProbe,
+        // LogindIdleProbe). Tests pass fixed answers. gpuProbe answers one sample per GPU in
+        // index order, or one CPU sample (GpuVendor::None); hostProbe runs after the chosen GPUs
+        // filled their part of the observation, and may override it.
+        std::function<std::vector<GpuSample>()> gpuProbe;
         std::function<void(HostObservation &)> hostProbe;
     };
 
@@ -51,7 +60,7 @@ class PeerBridge final : public QObject {
     ~PeerBridge() override;
 
     [[nodiscard]] const PeerSnapshot &snapshot() const { return m_snapshot; }
-    [[nodiscard]] const GpuSample &gpu() const { return m_gpu; }
+    [[nodiscard]] const std::vector<GpuSample> &gpus() const { return m_gpus; } // the last sample
     [[nodiscard]] const PauseDecision &pauseDecision() const { return m_decision; }
     [[nodiscard]] bool joined() const { return m_joined; }
     [[nodiscard]] AutoPausePolicy &policy() { return m_policy; }
@@ -70,7 +79,7 @@ class PeerBridge final : public QObject {
 
   Q_SIGNALS:
     void snapshotChanged(const dedloc::PeerSnapshot &snapshot);
-    void gpuSampled(const dedloc::GpuSample &sample);
+    void gpusSampled(const std::vector<dedloc::GpuSample> &samples);
     void pauseDecisionChanged(const dedloc::PauseDecision &decision);
     void joinedChanged(bool joined);
 
@@ -88,7 +97,8 @@ class PeerBridge final : public QObject {
     QTimer m_timer;
     PeerSnapshot m_snapshot;
     bool m_haveSnapshot = false;
-    GpuSample m_gpu;
+    std::vector<GpuSample> m_gpus;
+    std::vector<int> m_chosenGpus; // Settings::caps().gpus, as of the last applySettings()
     PauseDecision m_decision;
     bool m_peerPaused = false; // we asked the peer to pause
     std::string m_pauseReason; // ... with this reason
@@ -100,4 +110,5 @@ class PeerBridge final : public QObject {
 
 Q_DECLARE_METATYPE(dedloc::PeerSnapshot)
 Q_DECLARE_METATYPE(dedloc::GpuSample)
+Q_DECLARE_METATYPE(std::vector<dedloc::GpuSample>)
 Q_DECLARE_METATYPE(dedloc::PauseDecision)

@@ -1,8 +1,45 @@
 #include "Settings.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace dedloc::ui {
+
+namespace {
+
+// caps/gpus: the chosen GPUs' indices, "0,2"; "" the CPU only. Text that is not a list of
+// indices reads as nothing (the caller keeps the default). A hand-edited unquoted "0,2" comes
+// back from an INI file as a string list: joined again.
+std::optional<std::vector<int>> parseGpus(const QVariant &stored)
+{
+    const QString text = stored.toStringList().join(QLatin1Char(','));
+    std::vector<int> gpus;
+    for (const QString &part : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int index = part.trimmed().toInt(&ok);
+        if (!ok || index < 0)
+            return std::nullopt;
+        gpus.push_back(index);
+    }
+    if (gpus.empty() && !text.trimmed().isEmpty()) // "," or spaces only
+        return std::nullopt;
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    return gpus;
+}
+
+QString formatGpus(std::vector<int> gpus)
+{
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    QStringList parts;
+    for (const int g : gpus)
+        if (g >= 0)
+            parts << QString::number(g);
+    return parts.join(QLatin1Char(','));
+}
+
+} // namespace
 
 Settings::Settings(QObject *parent)
     : Settings(std::make_unique<QSettings>(QStringLiteral("dedloc"), QStringLiteral("dedloc")), parent)
@@ -26,8 +63,10 @@ bool Settings::store(const QString &key, const QVariant &value)
     // INI files give strings back: compare in text form, so a reread value equals the one set.
     if (m_store->contains(key)) {
         const QVariant old = m_store->value(key);
-        const bool same = value.typeId() == QMetaType::QStringList ? old.toStringList() == value.toStringList()
-                                                                   : old.toString() == value.toString();
+        // A hand-written "a,b" reads as a list, whose toString() is "": never the same as a text.
+        const bool list = value.typeId() == QMetaType::QStringList, oldList = old.typeId() == QMetaType::QStringList;
+        const bool same = list ? old.toStringList() == value.toStringList()
+                               : !oldList && old.toString() == value.toString();
         if (same)
             return false;
     }
@@ -69,6 +108,9 @@ ResourceCaps Settings::caps() const
     c.uploadBytesPerSecond = std::max(0.0, m_store->value("caps/uploadBytesPerSecond", 0.0).toDouble());
     c.downloadBytesPerSecond = std::max(0.0, m_store->value("caps/downloadBytesPerSecond", 0.0).toDouble());
     c.computeShare = std::clamp(m_store->value("caps/computeShare", 1.0).toDouble(), MinComputeShare, 1.0);
+    if (m_store->contains("caps/gpus"))
+        if (auto gpus = parseGpus(m_store->value("caps/gpus")))
+            c.gpus = std::move(*gpus);
     return c;
 }
 
@@ -81,6 +123,7 @@ void Settings::setCaps(const ResourceCaps &c)
     any |= store("caps/uploadBytesPerSecond", c.uploadBytesPerSecond);
     any |= store("caps/downloadBytesPerSecond", c.downloadBytesPerSecond);
     any |= store("caps/computeShare", c.computeShare > 0.0 ? std::clamp(c.computeShare, MinComputeShare, 1.0) : 1.0);
+    any |= store("caps/gpus", formatGpus(c.gpus));
     if (any) {
         m_store->sync();
         Q_EMIT changed(); // one signal for the group

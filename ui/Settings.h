@@ -32,6 +32,8 @@ class Settings final : public QObject {
     [[nodiscard]] QString lastJoinedRun() const; // run id; "" if never joined
     void setLastJoinedRun(const QString &runId);
 
+    // Stored under caps/...; the chosen GPUs (ResourceCaps::gpus) as caps/gpus, "0,2" ("" the
+    // CPU only; missing or not a list of indices: the default, GPU 0).
     [[nodiscard]] ResourceCaps caps() const;
     void setCaps(const ResourceCaps &caps);
 

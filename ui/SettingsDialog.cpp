@@ -168,7 +168,7 @@ SettingsDialog::SettingsDialog(Settings &settings, QWidget *parent) : QDialog(pa
 
 void SettingsDialog::apply()
 {
-    ResourceCaps caps;
+    ResourceCaps caps = m_settings.caps(); // what the dialog does not show (the chosen GPUs) stays
     caps.cpuThreads = m_threads->value();
     caps.gpuMemoryFraction = m_gpuFraction->value();
     caps.microBatchSize = m_microBatch->value();

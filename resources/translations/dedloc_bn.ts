@@ -339,56 +339,93 @@
 <context>
     <name>dedloc::ui::GpuPanel</name>
     <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="12"/>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="32"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="26"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="112"/>
         <source>GPU</source>
         <translation>GPU</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="14"/>
-        <source>Memory</source>
-        <translation>মেমরি</translation>
-    </message>
-    <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="14"/>
-        <source>Temperature</source>
-        <translation>তাপমাত্রা</translation>
-    </message>
-    <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="15"/>
-        <source>Power</source>
-        <translation>বিদ্যুৎ খরচ</translation>
-    </message>
-    <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="22"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="27"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="116"/>
         <source>Usage</source>
         <translation>ব্যবহার</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="32"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="112"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="116"/>
         <source>CPU</source>
         <translation>CPU</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="33"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="113"/>
         <source>Training on CPU</source>
         <translation>CPU-তে প্রশিক্ষণ চলছে</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="37"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="114"/>
+        <source>No GPU chosen: training on the CPU</source>
+        <translation>কোনো GPU বাছা হয়নি: CPU-তে প্রশিক্ষণ চলছে</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="115"/>
+        <source>Training on %1</source>
+        <translation>%1-এ প্রশিক্ষণ চলছে</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="79"/>
         <source>%p% of %1 CPUs</source>
         <translation>%1টি CPU-র %p%</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="38"/>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="45"/>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="47"/>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="48"/>
+        <location filename="../../ui/panels/GpuPanel.cpp" line="79"/>
+        <source>unknown</source>
+        <translation>অজানা</translation>
+    </message>
+</context>
+<context>
+    <name>dedloc::ui::GpuRow</name>
+    <message>
+        <location filename="../../ui/panels/GpuRow.cpp" line="16"/>
+        <source>Train on GPU %1</source>
+        <translation>GPU %1-এ প্রশিক্ষণ</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuRow.cpp" line="22"/>
+        <source>Untick to keep this GPU for yourself: the training leaves it at its next micro-batch.</source>
+        <translation>GPU-টি নিজের কাজের জন্য রাখতে টিক তুলে দিন: পরের মাইক্রো-ব্যাচ থেকে প্রশিক্ষণ এটি ছেড়ে দেবে।</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuRow.cpp" line="30"/>
+        <source>Usage</source>
+        <translation>ব্যবহার</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuRow.cpp" line="31"/>
+        <source>Memory</source>
+        <translation>মেমরি</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuRow.cpp" line="32"/>
+        <source>Temperature</source>
+        <translation>তাপমাত্রা</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuRow.cpp" line="33"/>
+        <source>Power</source>
+        <translation>বিদ্যুৎ খরচ</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuRow.cpp" line="34"/>
+        <source>Fan</source>
+        <translation>ফ্যান</translation>
+    </message>
+    <message>
+        <location filename="../../ui/panels/GpuRow.cpp" line="47"/>
         <source>unknown</source>
         <translation>অজানা</translation>
     </message>
     <message>
-        <location filename="../../ui/panels/GpuPanel.cpp" line="44"/>
+        <location filename="../../ui/panels/GpuRow.cpp" line="49"/>
         <source>%1 of %2</source>
         <translation>%2-এর মধ্যে %1</translation>
     </message>
@@ -605,27 +642,27 @@
 <context>
     <name>dedloc::ui::MainWindow</name>
     <message>
-        <location filename="../../ui/MainWindow.cpp" line="31"/>
+        <location filename="../../ui/MainWindow.cpp" line="32"/>
         <source>DeDLOC Desktop - %1</source>
         <translation>DeDLOC ডেস্কটপ - %1</translation>
     </message>
     <message>
-        <location filename="../../ui/MainWindow.cpp" line="33"/>
+        <location filename="../../ui/MainWindow.cpp" line="34"/>
         <source>&amp;DeDLOC</source>
         <translation>&amp;DeDLOC</translation>
     </message>
     <message>
-        <location filename="../../ui/MainWindow.cpp" line="34"/>
+        <location filename="../../ui/MainWindow.cpp" line="35"/>
         <source>&amp;Settings...</source>
         <translation>সেটিংস (&amp;S)...</translation>
     </message>
     <message>
-        <location filename="../../ui/MainWindow.cpp" line="36"/>
+        <location filename="../../ui/MainWindow.cpp" line="37"/>
         <source>&amp;Quit</source>
         <translation>প্রস্থান (&amp;Q)</translation>
     </message>
     <message>
-        <location filename="../../ui/MainWindow.cpp" line="125"/>
+        <location filename="../../ui/MainWindow.cpp" line="135"/>
         <source>This desktop has no system tray, so the window stays open while DeDLOC trains. Pause with the button above; quit with DeDLOC &gt; Quit.</source>
         <translation>এই ডেস্কটপে কোনো সিস্টেম ট্রে নেই, তাই DeDLOC প্রশিক্ষণ চালানোর সময় উইন্ডোটি খোলা থাকবে। ওপরের বোতাম দিয়ে বিরতি দিন; বন্ধ করতে DeDLOC &gt; প্রস্থান বেছে নিন।</translation>
     </message>
