@@ -347,7 +347,22 @@ class TestMainWindow final : public QObject {
 
     void screenshot()
     {
-        Harness h;
+        // A gaming PC with two NVIDIA boards; the peer trains on the first (the default).
+        std::vector<GpuSample> boards(2);
+        const char *names[] = {"NVIDIA GeForce RTX 3060", "NVIDIA GeForce GTX 1650"};
+        for (int i = 0; i < 2; ++i) {
+            auto &b = boards[i];
+            b.vendor = GpuVendor::Nvidia;
+            b.index = i;
+            b.name = names[i];
+            b.utilisationPercent = i == 0 ? 97.0 : 3.0;
+            b.memoryUsedBytes = (i == 0 ? 5ULL : 1ULL) << 30;
+            b.memoryTotalBytes = (i == 0 ? 12ULL : 4ULL) << 30;
+            b.temperatureCelsius = i == 0 ? 71.0 : 44.0;
+            b.powerWatts = i == 0 ? 162.0 : 12.0;
+            b.fanPercent = i == 0 ? 58.0 : 30.0;
+        }
+        Harness h(0, boards);
         h.join();
         QTRY_COMPARE_WITH_TIMEOUT(h.state(), QString("Training"), 10000);
         const QString file = h.dir.filePath("window.png");

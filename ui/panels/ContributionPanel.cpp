@@ -42,6 +42,8 @@ ContributionPanel::ContributionPanel(QWidget *parent)
     grid->addWidget(new QLabel(tr("Recorded by the monitor"), this), 7, 0);
     m_credit->setObjectName("monitorCredit");
     m_credit->setWordWrap(true);
+    // Two lines kept free: a wrapped text is not given its height by the window's layout.
+    m_credit->setMinimumHeight(2 * m_credit->fontMetrics().lineSpacing());
     grid->addWidget(m_credit, 7, 1, 1, 2, Qt::AlignRight);
     m_export->setObjectName("exportRecord");
     grid->addWidget(m_export, 8, 2, Qt::AlignRight);
