@@ -431,6 +431,40 @@ class TestLanguage final : public QObject {
         }
     }
 
+    // (b) In Bengali the numbers and times are written with Bengali digits (০-৯): a text with a
+    // Latin digit fails unless it is data (a peer id, the run's own texts, the test's devices).
+    void bengaliWindowWritesBengaliDigits()
+    {
+        const Texts bengali = collectWindow(QStringLiteral("bn"));
+        const RunInfo run = testRun();
+        static const QRegularExpression latinDigit(QStringLiteral("[0-9]"));
+        static const QRegularExpression peerId(QStringLiteral("^[0-9a-f]{8,}$"));
+        QStringList latin;
+        int bengaliDigits = 0;
+        for (const auto &[where, text] : bengali.all) {
+            for (const QChar c : text)
+                bengaliDigits += c.unicode() >= 0x09e6 && c.unicode() <= 0x09ef ? 1 : 0;
+            // The core's own words stay English (the last round's status); the schedule's syntax
+            // is written in English (its example); device names are names.
+            const bool core = text.contains(QStringLiteral("averaged with")), schedule = where.contains(QStringLiteral("weeklySchedule"));
+            bool device = false;
+            for (const QString &gpu : testGpuNames)
+                device = device || text.contains(gpu);
+            if (text.contains(latinDigit) && !peerId.match(text).hasMatch() && !allowedToStay(text, run)
+                && !text.contains(QString::fromStdString(run.runId)) && !core && !schedule && !device)
+                latin << where + QStringLiteral(": ") + text;
+        }
+        latin.removeDuplicates();
+        QVERIFY2(latin.isEmpty(), qPrintable(QStringLiteral("Latin digits in Bengali:\n") + latin.join('\n')));
+        QVERIFY2(bengaliDigits > 30, qPrintable(QString::number(bengaliDigits)));
+        installUiLanguage(*qApp, QStringLiteral("en")); // and back: the digits follow the language
+        QCOMPARE(formatCount(1234), QString("1\u2009234"));
+        installUiLanguage(*qApp, QStringLiteral("bn"));
+        QCOMPARE(formatCount(1234), QString("\u09e7\u2009\u09e8\u09e9\u09ea"));
+        QCOMPARE(formatNumber(12.5, 1), QString("\u09e7\u09e8.\u09eb"));
+        QCOMPARE(formatDuration(3900), QString::fromUtf8("১ ঘণ্টা ০৫ মিনিট"));
+    }
+
     // (c) "en" keeps every text English.
     void englishStaysEnglish()
     {

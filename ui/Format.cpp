@@ -32,8 +32,25 @@ QString formatBytes(std::uint64_t bytes)
         v /= 1024.0;
         ++u;
     }
-    return u == 0 ? QStringLiteral("%1 B").arg(bytes)
-                  : QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
+    return localDigits(u == 0 ? QStringLiteral("%1 B").arg(bytes)
+                              : QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u])));
+}
+
+QString formatNumber(double value, int decimals)
+{
+    return localDigits(QString::number(value, 'f', decimals));
+}
+
+QString localDigits(QString text)
+{
+    const QString zero = QLocale().zeroDigit();
+    if (zero.size() != 1 || zero == QLatin1String("0"))
+        return text;
+    const char16_t base = zero.at(0).unicode();
+    for (QChar &c : text)
+        if (c >= QLatin1Char('0') && c <= QLatin1Char('9'))
+            c = QChar(char16_t(base + (c.unicode() - u'0')));
+    return text;
 }
 
 QString formatDuration(double seconds)
@@ -42,23 +59,23 @@ QString formatDuration(double seconds)
         return QObject::tr("unknown");
     const auto s = static_cast<long long>(std::llround(seconds));
     if (s < 60)
-        return QObject::tr("%1 s").arg(s);
+        return localDigits(QObject::tr("%1 s").arg(s));
     if (s < 3600)
-        return QObject::tr("%1 min").arg(s / 60);
+        return localDigits(QObject::tr("%1 min").arg(s / 60));
     if (s < 86400)
-        return QObject::tr("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0'));
-    return QObject::tr("%1 d %2 h").arg(s / 86400).arg(s / 3600 % 24);
+        return localDigits(QObject::tr("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0')));
+    return localDigits(QObject::tr("%1 d %2 h").arg(s / 86400).arg(s / 3600 % 24));
 }
 
 QString formatPeerCounts(const PeerSnapshot &s)
 {
     const QString trainers = s.trainers == 1 ? QObject::tr("1 trainer") : QObject::tr("%1 trainers").arg(s.trainers);
     const QString monitors = s.monitors == 1 ? QObject::tr("1 monitor") : QObject::tr("%1 monitors").arg(s.monitors);
-    return QObject::tr("%1, %2 auxiliary, %3 (%4 in client mode)")
-        .arg(trainers)
-        .arg(s.auxiliaries)
-        .arg(monitors)
-        .arg(s.clientModePeers);
+    return localDigits(QObject::tr("%1, %2 auxiliary, %3 (%4 in client mode)")
+                           .arg(trainers)
+                           .arg(s.auxiliaries)
+                           .arg(monitors)
+                           .arg(s.clientModePeers));
 }
 
 QString formatCount(long long n)
@@ -66,7 +83,7 @@ QString formatCount(long long n)
     QString digits = QString::number(std::llabs(n));
     for (int i = int(digits.size()) - 3; i > 0; i -= 3)
         digits.insert(i, QChar(0x2009)); // thin space: readable in every locale
-    return n < 0 ? QStringLiteral("-") + digits : digits;
+    return localDigits(n < 0 ? QStringLiteral("-") + digits : digits);
 }
 
 QString peerActivity(const SwarmPeerInfo &peer)

@@ -27,6 +27,17 @@ QPointer<QTranslator> windowTranslator;
 QPointer<QTranslator> qtTranslator;
 QString installed = QStringLiteral("en");
 
+// Numbers, dates and the spin boxes follow the window's language: Bengali digits with Bengali,
+// the system's locale with English (unless that is Bengali: then English's).
+void setNumberLocale(const QString &language)
+{
+    const QLocale system = QLocale::system();
+    if (language == QLatin1String("bn"))
+        QLocale::setDefault(QLocale(QLocale::Bengali, QLocale::Bangladesh));
+    else
+        QLocale::setDefault(system.language() == QLocale::Bengali ? QLocale(QLocale::English, QLocale::UnitedStates) : system);
+}
+
 void removeInstalled(QCoreApplication &app)
 {
     for (QPointer<QTranslator> *t : {&windowTranslator, &qtTranslator}) {
@@ -58,6 +69,7 @@ bool installUiLanguage(QCoreApplication &app, const QString &language)
     const QString resolved = resolveUiLanguage(language);
     removeInstalled(app);
     installed = QStringLiteral("en");
+    setNumberLocale(installed);
     if (resolved.isEmpty()) {
         log::warning("ui",
                      "unknown language \"" + language.toStdString() + "\" (bn or en): the window stays in English");
@@ -85,6 +97,7 @@ bool installUiLanguage(QCoreApplication &app, const QString &language)
     app.installTranslator(own); // the last installed is asked first: the window's texts win
     windowTranslator = own;
     installed = resolved;
+    setNumberLocale(installed);
     log::info("ui", std::string("language: Bengali") + (qtTranslator ? " (with Qt's own translation)" : ""));
     return true;
 }

@@ -13,8 +13,10 @@
 // built; a second call replaces what the first installed.
 //
 // Texts are translated when a widget is made: widgets built before a call keep their language
-// (there is no live switch; the app is restarted to change it). Numbers keep the format of
-// Format.h in every language.
+// (there is no live switch; the app is restarted to change it). Numbers and times are written
+// with the language's digits (Bengali: ০-৯; Format.h localDigits) and the default QLocale
+// follows the language (spin boxes, the chart's axes, progress bars): Bengali (bn_BD) for
+// Bengali; for English the system's locale (en_US where the system's is Bengali).
 //
 // Threads: GUI thread only (QCoreApplication::installTranslator), with the application alive.
 #include <QLocale>

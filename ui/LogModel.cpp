@@ -1,5 +1,7 @@
 #include "LogModel.h"
 
+#include "Format.h"
+
 #include <QDir>
 #include <QFileInfo>
 #include <QStandardPaths>
@@ -113,7 +115,7 @@ QVariant LogModel::data(const QModelIndex &index, int role) const
         return {};
     switch (index.column()) {
     case Time:
-        return l.time.toString(QStringLiteral("HH:mm:ss"));
+        return localDigits(l.time.toString(QStringLiteral("HH:mm:ss")));
     case Level:
         return levelName(l.level);
     case Category:

@@ -70,9 +70,9 @@ QVariant PeersTableModel::data(const QModelIndex &index, int role) const
     case Samples:
         return qlonglong(p.samplesAccumulated);
     case SamplesPerSecond:
-        return QString::number(p.samplesPerSecond, 'f', 1);
+        return formatNumber(p.samplesPerSecond, 1);
     case LastReport:
-        return tr("%1 s ago").arg(p.secondsSinceReport, 0, 'f', 0);
+        return tr("%1 s ago").arg(formatNumber(p.secondsSinceReport, 0));
     default:
         return {};
     }

@@ -1,5 +1,7 @@
 #include "RunInfo.h"
 
+#include "Format.h"
+
 #include "run/RunManifest.h"
 
 #include <QCoreApplication>
@@ -24,10 +26,10 @@ RunInfo runInfoFromManifest(const RunManifest &m)
     r.model = QCoreApplication::translate("dedloc::ui::RunInfo",
                                           "ALBERT %1 (hidden %2, %3 layers, vocabulary %4), target batch %5 samples")
                   .arg(QString::fromStdString(m.model.preset))
-                  .arg(m.model.hiddenSize)
-                  .arg(m.model.numLayers)
-                  .arg(m.model.vocabSize)
-                  .arg(m.training.targetBatchSize)
+                  .arg(formatCount(m.model.hiddenSize))
+                  .arg(formatCount(m.model.numLayers))
+                  .arg(formatCount(m.model.vocabSize))
+                  .arg(formatCount(m.training.targetBatchSize))
                   .toStdString();
     const QString access =
         m.closed

@@ -49,7 +49,7 @@
     <message>
         <location filename="../../ui/Format.cpp" line="55"/>
         <source>1 trainer</source>
-        <translation>1 জন প্রশিক্ষক</translation>
+        <translation>১ জন প্রশিক্ষক</translation>
     </message>
     <message>
         <location filename="../../ui/Format.cpp" line="55"/>
@@ -59,7 +59,7 @@
     <message>
         <location filename="../../ui/Format.cpp" line="56"/>
         <source>1 monitor</source>
-        <translation>1টি মনিটর</translation>
+        <translation>১টি মনিটর</translation>
     </message>
     <message>
         <location filename="../../ui/Format.cpp" line="56"/>
@@ -844,7 +844,7 @@
     <message>
         <location filename="../../ui/SettingsDialog.cpp" line="46"/>
         <source>Limits (0 = no limit)</source>
-        <translation>সীমা (0 = সীমা নেই)</translation>
+        <translation>সীমা (০ = সীমা নেই)</translation>
     </message>
     <message>
         <location filename="../../ui/SettingsDialog.cpp" line="61"/>
@@ -974,7 +974,7 @@ Sat,Sun all day</translation>
     <message>
         <location filename="../../ui/SettingsDialog.cpp" line="143"/>
         <source>... and each time my computer has trained on 10 000 more samples</source>
-        <translation>... এবং আমার কম্পিউটার প্রতিবার আরও 10 000টি নমুনায় প্রশিক্ষণ দিলে</translation>
+        <translation>... এবং আমার কম্পিউটার প্রতিবার আরও ১০ ০০০টি নমুনায় প্রশিক্ষণ দিলে</translation>
     </message>
     <message>
         <location filename="../../ui/SettingsDialog.cpp" line="161"/>
@@ -1089,7 +1089,7 @@ Sat,Sun all day</translation>
     <message>
         <location filename="../../ui/TrayController.cpp" line="18"/>
         <source>Pause for 1 hour</source>
-        <translation>1 ঘণ্টার জন্য বিরতি</translation>
+        <translation>১ ঘণ্টার জন্য বিরতি</translation>
     </message>
     <message>
         <location filename="../../ui/TrayController.cpp" line="19"/>

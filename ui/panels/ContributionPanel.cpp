@@ -65,11 +65,11 @@ void ContributionPanel::update(const PeerSnapshot &s)
         m_cells[1][c]->setText(formatDuration(totals[c]->computeSeconds));
         m_cells[2][c]->setText(formatCount(totals[c]->stepsTakenPart));
     }
-    m_share->setText(QStringLiteral("%1 %").arg(100.0 * s.shareOfSwarm, 0, 'f', 1));
-    m_rate->setText(tr("%1 samples/s").arg(s.localSamplesPerSecond, 0, 'f', 1));
+    m_share->setText(QStringLiteral("%1 %").arg(formatNumber(100.0 * s.shareOfSwarm, 1)));
+    m_rate->setText(tr("%1 samples/s").arg(formatNumber(s.localSamplesPerSecond, 1)));
     m_computing->setText(s.computeUtilisation < 0.0
                              ? tr("not known yet")
-                             : tr("%1 % of the time").arg(100.0 * s.computeUtilisation, 0, 'f', 0));
+                             : tr("%1 % of the time").arg(formatNumber(100.0 * s.computeUtilisation, 0)));
     m_credit->setText(monitorCreditText(s));
     m_record = QString::fromStdString(s.contributionRecord);
     m_lastCredit = s.monitorCredit;

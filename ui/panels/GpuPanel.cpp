@@ -1,6 +1,7 @@
 #include "GpuPanel.h"
 
 #include "GpuRow.h"
+#include "Format.h"
 
 #include <QFormLayout>
 #include <QFrame>
@@ -76,7 +77,7 @@ void GpuPanel::update(const std::vector<GpuSample> &samples)
     const GpuSample cpu = samples.empty() ? GpuSample{} : samples.front();
     const double usage = cpu.cpuUsagePercent;
     m_cpuUsage->setValue(usage >= 0.0 ? int(usage + 0.5) : 0);
-    m_cpuUsage->setFormat(usage >= 0.0 ? tr("%p% of %1 CPUs").arg(cpu.cpuCount) : tr("unknown"));
+    m_cpuUsage->setFormat(usage >= 0.0 ? tr("%p% of %1 CPUs").arg(formatCount(cpu.cpuCount)) : tr("unknown"));
     m_headline->setToolTip(m_samples.empty() ? QString::fromStdString(cpu.note) : QString());
     refresh();
 }

@@ -13,7 +13,7 @@
 namespace dedloc::ui {
 
 GpuRow::GpuRow(int index, QWidget *parent)
-    : QWidget(parent), m_index(index), m_train(new QCheckBox(tr("Train on GPU %1").arg(index), this)),
+    : QWidget(parent), m_index(index), m_train(new QCheckBox(tr("Train on GPU %1").arg(localDigits(QString::number(index))), this)),
       m_name(new QLabel(this)), m_form(new QFormLayout), m_usage(new QProgressBar(this)), m_memory(new QLabel(this)),
       m_temperature(new QLabel(this)), m_power(new QLabel(this)), m_fan(new QLabel(this))
 {
@@ -48,11 +48,11 @@ void GpuRow::update(const GpuSample &s)
     m_form->setRowVisible(m_memory, s.memoryTotalBytes > 0);
     m_memory->setText(tr("%1 of %2").arg(formatBytes(s.memoryUsedBytes), formatBytes(s.memoryTotalBytes)));
     m_form->setRowVisible(m_temperature, s.temperatureCelsius >= 0.0);
-    m_temperature->setText(QStringLiteral("%1 °C").arg(s.temperatureCelsius, 0, 'f', 0));
+    m_temperature->setText(QStringLiteral("%1 °C").arg(formatNumber(s.temperatureCelsius, 0)));
     m_form->setRowVisible(m_power, s.powerWatts >= 0.0);
-    m_power->setText(QStringLiteral("%1 W").arg(s.powerWatts, 0, 'f', 0));
+    m_power->setText(QStringLiteral("%1 W").arg(formatNumber(s.powerWatts, 0)));
     m_form->setRowVisible(m_fan, s.fanPercent >= 0.0);
-    m_fan->setText(QStringLiteral("%1%").arg(s.fanPercent, 0, 'f', 0));
+    m_fan->setText(QStringLiteral("%1%").arg(formatNumber(s.fanPercent, 0)));
 }
 
 void GpuRow::setChosen(bool chosen)

@@ -3,6 +3,7 @@
 #include "Format.h"
 
 #include <QChart>
+#include <QLocale>
 #include <QChartView>
 #include <QFormLayout>
 #include <QLabel>
@@ -34,6 +35,8 @@ SwarmPanel::SwarmPanel(QWidget *parent)
     m_xAxis->setLabelFormat("%d");
     m_yAxis->setTitleText(tr("loss (nats)"));
     m_chart->legend()->hide();
+    m_chart->setLocale(QLocale()); // the axes' numbers in the window's digits (Language.h)
+    m_chart->setLocalizeNumbers(true);
     m_chart->setMargins(QMargins(2, 2, 2, 2));
     m_chartView = new QChartView(m_chart, this); // takes ownership of the chart
     m_chartView->setRenderHint(QPainter::Antialiasing);
@@ -63,7 +66,7 @@ void SwarmPanel::update(const PeerSnapshot &s)
                                   : tr("%1 of %2 samples").arg(formatCount(have), formatCount(s.targetBatchSize)));
     m_eta->setText(reached ? tr("now") : formatDuration(s.etaSeconds));
     m_peers->setText(formatPeerCounts(s));
-    m_throughput->setText(tr("%1 samples/s").arg(s.swarmSamplesPerSecond, 0, 'f', 1));
+    m_throughput->setText(tr("%1 samples/s").arg(formatNumber(s.swarmSamplesPerSecond, 1)));
 
     const long lastEpoch = s.lossHistory.empty() ? -1 : s.lossHistory.back().epoch;
     if (lastEpoch == m_lastLossEpoch && s.lossHistory.size() == m_lastLossCount)
