@@ -1,6 +1,7 @@
 // Number formatting of the panels (ui/Format.h).
 #include "Format.h"
 
+#include <QLocale>
 #include <QtTest>
 
 using namespace dedloc;
@@ -78,6 +79,23 @@ class TestFormat final : public QObject {
         s.reachability = "client mode: other peers cannot connect to this machine (no answer)";
         QCOMPARE(stateExplanation(s), QString("Computing gradients on cpu (2 threads). Client mode: other peers cannot "
                                               "connect to this machine (no answer)."));
+    }
+
+    // In a locale with other digits (Bengali's ০-৯, as Language.h sets for Bengali) every number
+    // is written with them; separators stay.
+    void localeDigits()
+    {
+        const QLocale before;
+        QLocale::setDefault(QLocale(QLocale::Bengali, QLocale::Bangladesh));
+        QCOMPARE(formatCount(1234), QString("\u09e7\u2009\u09e8\u09e9\u09ea"));
+        QCOMPARE(formatNumber(12.5, 1), QString("\u09e7\u09e8.\u09eb"));
+        QCOMPARE(formatBytes(3ULL << 30), QString("\u09e9.\u09e6 GiB"));
+        QCOMPARE(formatDuration(3900), QString("\u09e7 h \u09e6\u09eb min")); // no translation installed here
+        QCOMPARE(localDigits(QStringLiteral("18:07, step 90")), QString("\u09e7\u09ee:\u09e6\u09ed, step \u09ef\u09e6"));
+        QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
+        QCOMPARE(formatCount(1234), QString("1\u2009234"));
+        QCOMPARE(localDigits(QStringLiteral("18:07")), QString("18:07"));
+        QLocale::setDefault(before);
     }
 
     void iconsAreCompiledIn()

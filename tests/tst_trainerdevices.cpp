@@ -18,20 +18,7 @@
 #include <cmath>
 
 using namespace dedloc;
-
-namespace {
-
-double relativeDifference(const std::vector<float> &a, const std::vector<float> &b)
-{
-    double diff = 0.0, norm = 0.0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-        norm += static_cast<double>(a[i]) * a[i];
-    }
-    return norm > 0.0 ? std::sqrt(diff / norm) : 1.0;
-}
-
-} // namespace
+using dedloc::test::relativeDifference;
 
 class TestTrainerDevices final : public QObject {
     Q_OBJECT

@@ -19,18 +19,9 @@
 #include <limits>
 
 using namespace dedloc;
+using dedloc::test::relativeDifference;
 
 namespace {
-
-double relativeDifference(const std::vector<float> &a, const std::vector<float> &b)
-{
-    double diff = 0.0, norm = 0.0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-        norm += static_cast<double>(b[i]) * b[i];
-    }
-    return std::sqrt(diff / norm);
-}
 
 bool sameBits(const std::vector<float> &a, const std::vector<float> &b)
 {

@@ -5,7 +5,9 @@
 #include "util/Error.h"
 #include "util/Hash.h"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 namespace dedloc::test {
 
@@ -66,6 +68,16 @@ RunManifest tinyRun(const std::filesystem::path &dir, std::size_t corpusBytes)
     m.schedule.warmupSteps = 5;
     m.schedule.totalSteps = 200;
     return m;
+}
+
+double relativeDifference(const std::vector<float> &a, const std::vector<float> &b)
+{
+    double diff = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+        norm += static_cast<double>(b[i]) * b[i];
+    }
+    return norm > 0.0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::infinity();
 }
 
 } // namespace dedloc::test

@@ -30,4 +30,8 @@ void writeCorpusSample(const std::filesystem::path &file, std::size_t bytes);
 // 5 warm-up steps of 200. Hashes are filled in, so verifyRunFiles() passes.
 [[nodiscard]] RunManifest tinyRun(const std::filesystem::path &dir, std::size_t corpusBytes = 400000);
 
+// ||a - b|| / ||b|| (L2 over the elements; a and b the same size): how far a flat vector is from
+// a reference; +inf when the reference is zero.
+[[nodiscard]] double relativeDifference(const std::vector<float> &a, const std::vector<float> &b);
+
 } // namespace dedloc::test
