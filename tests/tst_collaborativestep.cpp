@@ -80,7 +80,7 @@ class TestCollaborativeStep final : public QObject {
 
     std::unique_ptr<Trainer> trainer(std::uint64_t seed) const
     {
-        return std::make_unique<Trainer>(m_run, *m_tokenizer, TrainerConfig{seed, false, 0});
+        return std::make_unique<Trainer>(m_run, *m_tokenizer, TrainerConfig{seed, false, 0, {}});
     }
 
 private Q_SLOTS:

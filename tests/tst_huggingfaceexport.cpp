@@ -102,7 +102,7 @@ class TestHuggingFaceExport final : public QObject {
         {
             // The checkpoint as a trainer writes it: one step, so LAMB's moments are in it too.
             const Tokenizer tokenizer(m_run.resolve(m_run.tokenizer.path));
-            Trainer trainer(m_run, tokenizer, TrainerConfig{5, false, 0});
+            Trainer trainer(m_run, tokenizer, TrainerConfig{5, false, 0, {}});
             QVERIFY(trainer.trainStep().applied);
             trainer.saveCheckpoint(dir() / "checkpoints");
         }

@@ -49,7 +49,10 @@ private Q_SLOTS:
                 SWARM_VERIFY(e.value("params_sha", std::string()) == sha, {&p1, &p2, &p3});
                 SWARM_VERIFY(e.value("group_size", 0) == 3 && e.value("complete", false), {&p1, &p2, &p3});
                 QVERIFY(e.value("applied", false));
-                QVERIFY(e.contains("overlap_samples")); // every step was a delayed one
+                // Every step a peer computed for was a delayed one; a peer that computed nothing for
+                // a step (slower to start, on a loaded machine) takes it without a gradient of its own.
+                QVERIFY2(e.contains("overlap_samples") || e.value("samples", -1L) == 0,
+                         qPrintable(QString::fromStdString(e.dump())));
                 overlap[i++] += e.value("overlap_samples", 0L);
                 const double u = e.value("utilisation", -1.0);
                 QVERIFY2(u >= 0.0 && u <= 1.0, qPrintable(QString::fromStdString(e.dump())));

@@ -39,7 +39,7 @@ private Q_SLOTS:
     {
         // Stated margin: 40 steps of 32 samples (fixed seed, 1 thread) lower the held-out loss by
         // more than 1.0 nat from ~ln(8000) = 8.99; measured 9.017 -> 7.650 (1.37 nats).
-        Trainer trainer(m_run, *m_tokenizer, TrainerConfig{42, false, 0});
+        Trainer trainer(m_run, *m_tokenizer, TrainerConfig{42, false, 0, {}});
         const double before = trainer.validationLoss();
         QVERIFY2(std::abs(before - std::log(8000.0)) < 0.2, qPrintable(QString::number(before)));
         for (int i = 0; i < 40; ++i) {
@@ -60,21 +60,21 @@ private Q_SLOTS:
         std::vector<double> straight;
         std::vector<float> straightParams;
         {
-            Trainer t(m_run, *m_tokenizer, TrainerConfig{7, false, 0});
+            Trainer t(m_run, *m_tokenizer, TrainerConfig{7, false, 0, {}});
             for (int i = 0; i < 6; ++i)
                 straight.push_back(t.trainStep().loss);
             straightParams = t.parametersFlat();
         }
         const auto ckpt = dir() / "resume";
         {
-            Trainer t(m_run, *m_tokenizer, TrainerConfig{7, false, 0});
+            Trainer t(m_run, *m_tokenizer, TrainerConfig{7, false, 0, {}});
             for (int i = 0; i < 3; ++i)
                 QCOMPARE(t.trainStep().loss, straight[static_cast<std::size_t>(i)]);
             // Half a step of accumulation that the interruption drops: the resumed run redoes it.
             t.accumulateMicroBatch(16);
             t.saveCheckpoint(ckpt);
         }
-        Trainer resumed(m_run, *m_tokenizer, TrainerConfig{7, false, 0});
+        Trainer resumed(m_run, *m_tokenizer, TrainerConfig{7, false, 0, {}});
         QCOMPARE(resumed.restoreCheckpoint(ckpt).value_or(-1), 3L);
         for (int i = 3; i < 6; ++i)
             QCOMPARE(resumed.trainStep().loss, straight[static_cast<std::size_t>(i)]);
@@ -86,8 +86,8 @@ private Q_SLOTS:
 
     void interruptedStepRewindsTheData()
     {
-        Trainer a(m_run, *m_tokenizer, TrainerConfig{9, false, 0});
-        Trainer b(m_run, *m_tokenizer, TrainerConfig{9, false, 0});
+        Trainer a(m_run, *m_tokenizer, TrainerConfig{9, false, 0, {}});
+        Trainer b(m_run, *m_tokenizer, TrainerConfig{9, false, 0, {}});
         std::atomic<bool> stop{true};
         const auto interrupted = a.trainStep(&stop);
         QVERIFY(!interrupted.applied);
@@ -100,13 +100,13 @@ private Q_SLOTS:
     {
         const auto ckpt = dir() / "foreign";
         {
-            Trainer t(m_run, *m_tokenizer, TrainerConfig{1, false, 0});
+            Trainer t(m_run, *m_tokenizer, TrainerConfig{1, false, 0, {}});
             t.trainStep();
             t.saveCheckpoint(ckpt);
         }
         auto other = m_run;
         other.runId = "another-run";
-        Trainer t(other, *m_tokenizer, TrainerConfig{1, false, 0});
+        Trainer t(other, *m_tokenizer, TrainerConfig{1, false, 0, {}});
         QVERIFY(!t.restoreCheckpoint(ckpt).has_value());
         QCOMPARE(t.step(), 0L);
     }
@@ -117,7 +117,7 @@ private Q_SLOTS:
         // the step and leave every parameter exactly as it was.
         const auto ckpt = dir() / "poison";
         {
-            Trainer t(m_run, *m_tokenizer, TrainerConfig{3, false, 0});
+            Trainer t(m_run, *m_tokenizer, TrainerConfig{3, false, 0, {}});
             t.trainStep();
             t.saveCheckpoint(ckpt);
         }
@@ -126,7 +126,7 @@ private Q_SLOTS:
         c.tensors[0].tensor.view({-1})[0] = std::numeric_limits<float>::quiet_NaN();
         writeCheckpointFile(store.newestPath(), c);
 
-        Trainer t(m_run, *m_tokenizer, TrainerConfig{3, false, 0});
+        Trainer t(m_run, *m_tokenizer, TrainerConfig{3, false, 0, {}});
         QCOMPARE(t.restoreCheckpoint(ckpt).value_or(-1), 1L);
         const auto before = t.parametersFlat();
         const auto r = t.trainStep();
@@ -141,8 +141,8 @@ private Q_SLOTS:
     {
         // The swarm path (mean gradient out, averaged gradient in) must be the local step exactly
         // when the "average" is this peer's own gradient.
-        Trainer local(m_run, *m_tokenizer, TrainerConfig{5, false, 0});
-        Trainer swarm(m_run, *m_tokenizer, TrainerConfig{5, false, 0});
+        Trainer local(m_run, *m_tokenizer, TrainerConfig{5, false, 0, {}});
+        Trainer swarm(m_run, *m_tokenizer, TrainerConfig{5, false, 0, {}});
         for (int step = 0; step < 2; ++step) {
             const auto a = local.trainStep();
             while (swarm.accumulatedSamples() < m_run.training.targetBatchSize)
@@ -166,8 +166,8 @@ private Q_SLOTS:
         // and as 7 + 9 + 1 + 15 must give the same mean gradient (up to float rounding). With
         // a token mean per micro-batch they differ (tokens of a micro-batch with fewer masked
         // positions weigh more): tst_swarm's replay then missed by 4e-3 of the update.
-        Trainer even(m_run, *m_tokenizer, TrainerConfig{9, false, 0});
-        Trainer uneven(m_run, *m_tokenizer, TrainerConfig{9, false, 0});
+        Trainer even(m_run, *m_tokenizer, TrainerConfig{9, false, 0, {}});
+        Trainer uneven(m_run, *m_tokenizer, TrainerConfig{9, false, 0, {}});
         even.accumulateMicroBatch(16);
         even.accumulateMicroBatch(16);
         for (int n : {7, 9, 1, 15})

@@ -37,8 +37,8 @@ class TestTrainerDevices final : public QObject {
 
     void splitMicroBatchGivesTheOneDeviceGradient()
     {
-        Trainer one(m_run, *m_tokenizer, TrainerConfig{5, false, 0});
-        Trainer three(m_run, *m_tokenizer, TrainerConfig{5, false, 0});
+        Trainer one(m_run, *m_tokenizer, TrainerConfig{5, false, 0, {}});
+        Trainer three(m_run, *m_tokenizer, TrainerConfig{5, false, 0, {}});
         three.setDevices({"cpu", "cpu", "cpu"});
         QCOMPARE(three.deviceName(), std::string("cpu+cpu+cpu"));
         QCOMPARE(int(three.devices().size()), 3);
@@ -66,8 +66,8 @@ class TestTrainerDevices final : public QObject {
 
     void changeBetweenMicroBatchesKeepsTheAccumulation()
     {
-        Trainer steady(m_run, *m_tokenizer, TrainerConfig{6, false, 0});
-        Trainer moving(m_run, *m_tokenizer, TrainerConfig{6, false, 0});
+        Trainer steady(m_run, *m_tokenizer, TrainerConfig{6, false, 0, {}});
+        Trainer moving(m_run, *m_tokenizer, TrainerConfig{6, false, 0, {}});
         steady.accumulateMicroBatch(8);
         moving.accumulateMicroBatch(8);
         moving.setDevices({"cpu", "cpu"});
@@ -86,7 +86,7 @@ class TestTrainerDevices final : public QObject {
 
     void badDeviceListsChangeNothing()
     {
-        Trainer t(m_run, *m_tokenizer, TrainerConfig{7, false, 0});
+        Trainer t(m_run, *m_tokenizer, TrainerConfig{7, false, 0, {}});
         t.setDevices({"cpu", "cpu"});
         for (const std::vector<std::string> &bad :
              {std::vector<std::string>{"gpu0"}, {"cpu", "meta"}, {"cuda:63"}, {"cpu", "cuda:63"}}) {
@@ -100,6 +100,17 @@ class TestTrainerDevices final : public QObject {
             QCOMPARE(t.deviceName(), std::string("cpu+cpu"));
         }
         QCOMPARE(t.accumulateMicroBatch(4).samples, 4); // still trains
+    }
+
+    void configuredDevicesFromTheStart()
+    {
+        TrainerConfig config{8, true, 0, {}};
+        config.devices = {"cpu", "cpu"};
+        Trainer t(m_run, *m_tokenizer, config);
+        QCOMPARE(t.deviceName(), std::string("cpu+cpu"));
+        QCOMPARE(t.accumulateMicroBatch(16).devices, 2);
+        config.devices = {"cuda:5"}; // not on this machine: refused, not silently the CPU
+        QVERIFY_THROWS_EXCEPTION(Error, Trainer(m_run, *m_tokenizer, config));
     }
 
     void gpuIndicesMapToTheDevicesCudaSees()

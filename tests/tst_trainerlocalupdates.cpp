@@ -60,8 +60,8 @@ private Q_SLOTS:
 
     void oneInnerStepWithoutMomentumIsGradientsMode()
     {
-        Trainer gradients(m_run, *m_tokenizer, TrainerConfig{5, false, 0});
-        Trainer local(localRun(32, 1.0, 0.0), *m_tokenizer, TrainerConfig{5, false, 0});
+        Trainer gradients(m_run, *m_tokenizer, TrainerConfig{5, false, 0, {}});
+        Trainer local(localRun(32, 1.0, 0.0), *m_tokenizer, TrainerConfig{5, false, 0, {}});
         for (long step = 1; step <= 3; ++step) {
             const auto a = gradients.trainStep();
             const auto b = local.trainStep();
@@ -80,7 +80,7 @@ private Q_SLOTS:
 
     void innerStepsMoveTheParametersAndTheOuterStepIsNesterov()
     {
-        Trainer t(localRun(8), *m_tokenizer, TrainerConfig{3, false, 0});
+        Trainer t(localRun(8), *m_tokenizer, TrainerConfig{3, false, 0, {}});
         const auto anchor = t.parametersFlat();
         // A micro-batch never spans two inner steps: 16 asked, 8 computed, one inner step.
         QCOMPARE(t.accumulateMicroBatch(16).samples, 8);
@@ -109,7 +109,7 @@ private Q_SLOTS:
 
     void stateAndCheckpointsCarryTheAnchorAndMomentum()
     {
-        Trainer donor(localRun(8), *m_tokenizer, TrainerConfig{11, false, 0});
+        Trainer donor(localRun(8), *m_tokenizer, TrainerConfig{11, false, 0, {}});
         QCOMPARE(donor.stateElements(), 2 * donor.parameterCount());
         for (int i = 0; i < 2; ++i)
             QVERIFY(donor.trainStep().applied);
@@ -125,7 +125,7 @@ private Q_SLOTS:
                                              [](float x) { return x != 0.0F; });
         QVERIFY(momentumSet);
         // A joiner that loads it holds the same state, on the anchor.
-        Trainer joiner(localRun(8), *m_tokenizer, TrainerConfig{12, false, 0});
+        Trainer joiner(localRun(8), *m_tokenizer, TrainerConfig{12, false, 0, {}});
         joiner.accumulateMicroBatch(8); // its own inner statistics, which it keeps
         joiner.loadStateFlat(state, 2);
         QCOMPARE(joiner.step(), 2L);
@@ -134,7 +134,7 @@ private Q_SLOTS:
         // A checkpoint taken mid-step holds the boundary: the anchor and the momentum.
         const auto ckpt = std::filesystem::path(m_dir.path().toStdString()) / "local";
         donor.saveCheckpoint(ckpt);
-        Trainer resumed(localRun(8), *m_tokenizer, TrainerConfig{11, false, 0});
+        Trainer resumed(localRun(8), *m_tokenizer, TrainerConfig{11, false, 0, {}});
         QCOMPARE(resumed.restoreCheckpoint(ckpt).value_or(-1), 2L);
         QVERIFY(sameBits(resumed.stateFlat(), state));
         QVERIFY(sameBits(resumed.parametersFlat(), anchor));
@@ -143,13 +143,13 @@ private Q_SLOTS:
         std::vector<float> gradientsLayout(3 * p);
         QVERIFY_THROWS_EXCEPTION(Error, joiner.loadStateFlat(gradientsLayout, 3));
         QCOMPARE(joiner.step(), 2L);
-        Trainer gradients(m_run, *m_tokenizer, TrainerConfig{1, false, 0});
+        Trainer gradients(m_run, *m_tokenizer, TrainerConfig{1, false, 0, {}});
         QVERIFY(!gradients.restoreCheckpoint(ckpt).has_value());
     }
 
     void nonFinitePseudoGradientSkipsAndReturnsToTheAnchor()
     {
-        Trainer t(localRun(16), *m_tokenizer, TrainerConfig{4, false, 0});
+        Trainer t(localRun(16), *m_tokenizer, TrainerConfig{4, false, 0, {}});
         const auto anchor = t.parametersFlat();
         t.accumulateMicroBatch(16);
         auto delta = t.gradientToAverage();
@@ -165,7 +165,7 @@ private Q_SLOTS:
     {
         // Delayed updates in this mode: the pseudo-gradient is detached, two inner steps follow on
         // the local parameters, then the outer step arrives and the progress moves onto it.
-        Trainer t(localRun(8), *m_tokenizer, TrainerConfig{6, false, 0});
+        Trainer t(localRun(8), *m_tokenizer, TrainerConfig{6, false, 0, {}});
         const auto theta = t.parametersFlat();
         t.accumulateMicroBatch(8);
         t.accumulateMicroBatch(8);

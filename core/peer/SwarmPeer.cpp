@@ -59,12 +59,16 @@ void SwarmPeer::Impl::setUp()
     config.seed = opt.dataSeed;
     config.allowCuda = opt.allowCuda && opt.role == PeerRole::Trainer;
     config.microBatchSize = opt.microBatchSize;
+    {
+        std::lock_guard lock(mutex); // the window sets its caps before start()
+        config.devices = trainingDevices(capsChanged ? caps.gpus : opt.gpus, config.allowCuda, cudaDeviceCount());
+    }
+    if (config.devices.empty())
+        config.devices = {"cpu"};
     checkpointDir = runDataDir(opt.dataDir, manifest->runId);
     loadBans();
     trainer = startTrainer(*manifest, *tokenizer, *identity, config, checkpointDir,
                            opt.resume && opt.role != PeerRole::Auxiliary, "swarm");
-    if (opt.role == PeerRole::Trainer)
-        applyDevices(opt.gpus); // setCaps() may change them later
     const auto c = trainer->contribution();
     sessionSamplesStart = c.samples;
     sessionComputeStart = c.computeSeconds;

@@ -7,7 +7,23 @@
 #include "util/Error.h"
 #include "util/Log.h"
 
+#include <cstdlib>
+
 namespace dedloc {
+
+namespace {
+
+// The indices of the CUDA devices among torch device names ("cuda:1" -> 1).
+std::vector<int> cudaIndices(const std::vector<std::string> &devices)
+{
+    std::vector<int> out;
+    for (const auto &name : devices)
+        if (name.rfind("cuda:", 0) == 0)
+            out.push_back(std::atoi(name.c_str() + 5));
+    return out;
+}
+
+} // namespace
 
 void SwarmPeer::Impl::applyCaps()
 {
@@ -28,7 +44,7 @@ void SwarmPeer::Impl::applyCaps()
     download.setRate(std::max(0.0, c.downloadBytesPerSecond));
     applyDevices(c.gpus);
     if (c.gpuMemoryFraction > 0.0)
-        setAcceleratorMemoryFraction(std::min(1.0, c.gpuMemoryFraction));
+        setAcceleratorMemoryFraction(std::min(1.0, c.gpuMemoryFraction), cudaIndices(trainer->devices()));
 }
 
 void SwarmPeer::Impl::applyDevices(const std::vector<int> &gpus)

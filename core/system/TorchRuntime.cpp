@@ -112,14 +112,16 @@ void releaseAcceleratorMemory()
 #endif
 }
 
-void setAcceleratorMemoryFraction(double fraction)
+void setAcceleratorMemoryFraction(double fraction, const std::vector<int> &cudaDevices)
 {
 #if __has_include(<cuda_runtime_api.h>) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
     if (cudaAvailable() && fraction > 0.0 && fraction <= 1.0)
-        for (int device = 0; device < cudaDeviceCount(); ++device)
-            c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, device);
+        for (int device : cudaDevices)
+            if (device >= 0 && device < cudaDeviceCount())
+                c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(device));
 #else
     (void)fraction;
+    (void)cudaDevices;
 #endif
 }
 

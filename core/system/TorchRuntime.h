@@ -33,7 +33,9 @@ void logRuntime(bool allowCuda);
 // No-op without CUDA.
 void releaseAcceleratorMemory();
 // Caps the accelerator memory the trainer's allocator may take, as a fraction (0, 1] of each
-// device's memory; allocations beyond it fail as out-of-memory. No-op without CUDA.
-void setAcceleratorMemoryFraction(double fraction);
+// device's memory, on the CUDA devices `cudaDevices` (indices; others are left alone: setting it
+// would start a CUDA context there); allocations beyond it fail as out-of-memory. No-op without
+// CUDA.
+void setAcceleratorMemoryFraction(double fraction, const std::vector<int> &cudaDevices);
 
 } // namespace dedloc

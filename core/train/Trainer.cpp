@@ -9,6 +9,8 @@ using trainer_detail::ValidationMaskSeed;
 Trainer::Trainer(const RunManifest &manifest, const Tokenizer &tokenizer, const TrainerConfig &config)
     : d(std::make_unique<Impl>(manifest, tokenizer, config))
 {
+    if (!config.devices.empty())
+        setDevices(config.devices);
 }
 
 Trainer::~Trainer() = default;

@@ -37,6 +37,10 @@ struct TrainerConfig {
     std::uint64_t seed = 0;        // data order and masking; peers use different seeds
     bool allowCuda = true;         // train on CUDA when libtorch has it and a GPU is present
     int microBatchSize = 0;        // 0: the manifest's training.micro_batch_size
+    // Where to train from the start, as setDevices() takes them (the model is built on the CPU
+    // and moved there, so an excluded GPU never gets a CUDA context). Empty: cuda:0 when
+    // allowCuda and CUDA is there, else the CPU.
+    std::vector<std::string> devices;
 };
 
 struct MicroBatchResult {

@@ -99,7 +99,7 @@ struct Trainer::Impl {
         if (tokenizer.vocabSize() != m.model.vocabSize)
             throw Error("model.vocab_size is " + std::to_string(m.model.vocabSize) + " but the tokenizer has "
                         + std::to_string(tokenizer.vocabSize()) + " tokens");
-        if (c.allowCuda && torch::cuda::is_available())
+        if (c.devices.empty() && c.allowCuda && torch::cuda::is_available())
             device = torch::Device(torch::kCUDA, 0);
         // Same seed on every peer: identical initial parameters, so a swarm starts in sync.
         std::uint64_t runHash = 0xcbf29ce484222325ULL; // FNV-1a: std::hash differs between builds
