@@ -116,7 +116,7 @@ int main(int argc, char **argv)
     std::printf(" %9s\n", "vs clean");
     std::vector<std::unique_ptr<Trainer>> peers; // the corpus is tokenized once per peer
     for (int i = 0; i < Peers; ++i)
-        peers.push_back(std::make_unique<Trainer>(run, tokenizer, TrainerConfig{static_cast<std::uint64_t>(i + 1), false, micro}));
+        peers.push_back(std::make_unique<Trainer>(run, tokenizer, TrainerConfig{static_cast<std::uint64_t>(i + 1), false, micro, {}}));
     const auto start = peers[0]->stateFlat();
     double clean = 0.0;
     for (const auto &c : cases) {

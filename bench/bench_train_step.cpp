@@ -70,7 +70,7 @@ double bareLoop(const RunManifest &run, const Tokenizer &tokenizer, double secon
 
 double ourTrainer(const RunManifest &run, const Tokenizer &tokenizer, double seconds)
 {
-    Trainer trainer(run, tokenizer, TrainerConfig{1, false, 0});
+    Trainer trainer(run, tokenizer, TrainerConfig{1, false, 0, {}});
     trainer.trainStep(); // warm-up
     long samples = 0;
     const auto start = Clock::now();
