@@ -227,7 +227,10 @@ private Q_SLOTS:
         // state round too; each waits at most the reducer timeout after the victim's last progress.
         const double rounds = s1.at(failedStep).value("state_round", false) ? 2.0 : 1.0;
         QVERIFY(s1.at(failedStep).value("round_s", 100.0) < rounds * (6.0 + 3.0));
-        QCOMPARE(s1.at(failedStep).value("group_size", 0), 3);
+        // All three, or p1 and the victim while p2 stepped apart (a split matchmaking, under load).
+        const auto groupSize = s1.at(failedStep).value("group_size", 0);
+        const bool p2Apart = !s2.count(failedStep) || !s2.at(failedStep).value("averaged", false);
+        SWARM_VERIFY(groupSize == 3 || (groupSize == 2 && p2Apart), {&p1, &p2, &victim});
         QVERIFY(failedStep < 9);
         for (const auto &[step, e] : s1) // the killed victim is in no later group (one may step alone)
             SWARM_VERIFY(step <= failedStep || e.value("group_size", 0) <= 2, {&p1, &p2});
