@@ -126,6 +126,10 @@ class TestAutoPausePolicy final : public QObject {
         auto noFullScreen = base;
         noFullScreen.pauseOnFullScreen = false;
         QTest::newRow("full screen, rule off") << noFullScreen << film << 10 * 3600 << false << QString();
+        HostObservation awake; // Wayland: a program asked the session not to blank the screen
+        awake.screenAwakeProgram = "steam";
+        QTest::newRow("screen kept awake") << base << awake << 10 * 3600 << true << QString("steam keeps the screen awake");
+        QTest::newRow("screen kept awake, rule off") << noFullScreen << awake << 10 * 3600 << false << QString();
 
         auto hot = base; // limits without a grace period act at the first reading above them
         hot.limitGraceSeconds = 0.0;

@@ -1,6 +1,7 @@
 #include "PeerBridge.h"
 
 #include "FullScreenProbe.h"
+#include "ScreenAwakeProbe.h"
 #include "LogindIdleProbe.h"
 #include "Settings.h"
 #include "system/HostProbe.h"
@@ -44,11 +45,16 @@ PeerBridge::PeerBridge(PeerControl &peer, Settings &settings, Options options, Q
     if (!m_options.hostProbe) {
         m_idleProbe = std::make_unique<LogindIdleProbe>();
         m_fullScreenProbe = std::make_unique<FullScreenProbe>();
+        if (ScreenAwakeProbe::waylandSession())
+            m_screenAwakeProbe = std::make_unique<ScreenAwakeProbe>();
         m_options.hostProbe = [this, probe = HostProbe()](HostObservation &o) {
             o.onBattery = probe.onBattery();
             o.cpuTemperatureCelsius = probe.cpuTemperatureCelsius();
-            if (m_policy.rules().pauseOnFullScreen)
+            if (m_policy.rules().pauseOnFullScreen) {
                 o.fullScreenProgram = m_fullScreenProbe->fullScreenProgram();
+                if (m_screenAwakeProbe)
+                    o.screenAwakeProgram = m_screenAwakeProbe->program();
+            }
             // Walking /proc costs a few ms on the GUI thread: only when a program is listed.
             if (!m_policy.rules().listedApplications.empty())
                 o.runningProcesses = probe.runningProcesses();

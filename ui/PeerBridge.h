@@ -7,8 +7,8 @@
 // skips a snapshot whose sequence did not change, and emits snapshotChanged() once per change:
 // the coalescing point, so widgets never see more than ~4 updates a second.
 // Once a second it samples the probes (every GPU, or the CPU, with temperatures, power and fan;
-// battery, running programs, a full-screen window: FullScreenProbe, user idle time from logind:
-// LogindIdleProbe) and emits gpusSampled(), then runs the AutoPausePolicy and calls
+// battery, running programs, a full-screen window: FullScreenProbe, on Wayland also the
+// programs keeping the screen awake: ScreenAwakeProbe, user idle time from logind: LogindIdleProbe) and emits gpusSampled(), then runs the AutoPausePolicy and calls
 // pause(reason) / resume() on the peer when the decision changes. A manual pause always wins
 // (policy rule 1). The policy sees the GPUs the peer trains on (Settings::caps().gpus) only: the
 // highest temperature, power and fan among them, and their graphics processes; with none chosen
@@ -33,6 +33,7 @@ namespace dedloc::ui {
 
 class FullScreenProbe;
 class LogindIdleProbe;
+class ScreenAwakeProbe;
 class Settings;
 
 // The GPU part of the auto-pause observation: of the samples whose index is in `chosen`, the
@@ -92,6 +93,7 @@ class PeerBridge final : public QObject {
     std::unique_ptr<GpuProbe> m_gpuProbe;
     std::unique_ptr<LogindIdleProbe> m_idleProbe;
     std::unique_ptr<FullScreenProbe> m_fullScreenProbe;
+    std::unique_ptr<ScreenAwakeProbe> m_screenAwakeProbe; // Wayland sessions only
     LocalClock m_policyClock;
     AutoPausePolicy m_policy;
     QTimer m_timer;

@@ -163,6 +163,8 @@ std::string AutoPausePolicy::automaticReason(const HostObservation &o, const Loc
         return o.gpuGraphicsProcesses.front() + " is using the GPU for graphics";
     if (m_rules.pauseOnFullScreen && !o.fullScreenProgram.empty())
         return o.fullScreenProgram + " is full screen";
+    if (m_rules.pauseOnFullScreen && !o.screenAwakeProgram.empty())
+        return o.screenAwakeProgram + " keeps the screen awake";
     for (const auto &listed : m_rules.listedApplications) {
         if (listed.empty())
             continue;

@@ -17,7 +17,8 @@
 //      (< 0) never acts;
 //   3. another process uses the GPU for graphics (NVML graphics process list; our own process is
 //      excluded by the probe);
-//   4. a program shows full screen (a game, a film; the probe excludes this app's own windows);
+//   4. a program shows full screen (a game, a film; the probe excludes this app's own windows),
+//      or, on Wayland, where other programs' windows are invisible, keeps the screen awake;
 //   5. one of the user-listed applications runs (executable names, compared case-insensitively);
 //   6. on battery power;
 //   7. outside the weekly schedule (windows of local time on chosen days, system/WeeklySchedule.h);
@@ -81,6 +82,7 @@ struct HostObservation {
     double fanPercent = -1.0;
     std::vector<std::string> gpuGraphicsProcesses; // names of OTHER processes drawing on the GPU
     std::string fullScreenProgram;                 // the full-screen window's program; "" none or unknown
+    std::string screenAwakeProgram; // Wayland: a program keeping the screen awake (rule 4); "" none
     std::vector<std::string> runningProcesses;     // executable names of running processes
     bool onBattery = false;
     double userIdleSeconds = -1.0; // < 0: unknown (the rule is then ignored)
