@@ -2,6 +2,7 @@
 // core/averaging/ButterflyAllReduce.h): a member that claims more samples than any sender may
 // have is refused on its own authenticated links and named as the offender, and the honest
 // members average without it. Member 2 of each group here is hand-written (support/RogueMember.h).
+// Messages for rounds not started yet are kept within their bounds, also between rounds.
 #include "AllReduceSwarm.h"
 #include "RogueMember.h"
 #include "averaging/ButterflyAllReduce.h"
@@ -9,7 +10,12 @@
 
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 using namespace dedloc;
 using namespace dedloc::test;
@@ -214,6 +220,33 @@ private Q_SLOTS:
                 QCOMPARE(r.myShardWeight, 6.0); // the rogue's samples still count toward the batch
             }
         }
+    }
+
+    // Between rounds a stranger floods a reachable member's ROUTER with 100 messages of 1 MiB for
+    // a round that never starts there. They leave ZeroMQ's queue (read by the endpoint's drainer
+    // while no round runs) and only as many as fit in 64 MiB are kept for that round.
+    void aFloodBetweenRoundsIsKeptWithinBounds()
+    {
+        AllReduceEndpoint reducer(true);
+        zmq::context_t context(1);
+        zmq::socket_t dealer(context, zmq::socket_type::dealer);
+        dealer.set(zmq::sockopt::linger, 0);
+        dealer.connect(reducer.endpoint());
+        const auto header = nlohmann::json::to_cbor(nlohmann::json{{"g", "a-round-never-started"}});
+        const std::string payload(1 << 20, 'x');
+        for (int i = 0; i < 100; ++i) {
+            QVERIFY(dealer.send(zmq::buffer(header), zmq::send_flags::sndmore));
+            QVERIFY(dealer.send(zmq::buffer(payload), zmq::send_flags::none));
+        }
+        // Each kept message: the ROUTER's 5-byte routing id, the header and the payload.
+        const std::size_t each = 5 + header.size() + payload.size();
+        const std::size_t fit = (std::size_t(64) << 20) / each; // 63
+        for (int waited = 0; waited < 200 && reducer.waiting().messages < fit; ++waited)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the rest arrives and is dropped
+        const auto kept = reducer.waiting();
+        QCOMPARE(kept.messages, fit);
+        QCOMPARE(kept.bytes, fit * each);
     }
 };
 

@@ -1,5 +1,6 @@
 #include "averaging/ButterflyAllReduce.h"
 
+#include "averaging/EarlyMessages.h"
 #include "averaging/PartReducer.h"
 #include "averaging/PartSender.h"
 #include "averaging/RoundLayout.h"
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -23,59 +25,16 @@ namespace dedloc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using allreduce::EarlyMessages;
+using allreduce::groupOf;
 using allreduce::PartReducer;
+using allreduce::RouterDrainer;
 using allreduce::PartSender;
 using allreduce::RoundContext;
 using allreduce::layOutRound;
 
 // Parts encoded per pass of the poll loop before it looks at the sockets.
 constexpr int SendBudget = 32;
-// Messages of rounds not started here yet: how many are kept, how many bytes in all, how long.
-constexpr std::size_t PendingLimit = 4096;
-constexpr std::size_t PendingBytes = 64U << 20;
-constexpr auto PendingAge = std::chrono::seconds(120);
-
-// Messages for a group whose round has not started here yet (a faster peer began earlier), with
-// the steady-clock time they arrived: at most PendingLimit of at most PendingBytes in all, none
-// older than PendingAge.
-struct EarlyMessage {
-    Clock::time_point arrived;
-    std::vector<zmq::message_t> frames;
-    std::size_t bytes = 0;
-};
-struct EarlyMessages {
-    std::multimap<std::string, EarlyMessage> byGroup;
-    std::size_t bytes = 0;
-
-    void add(const std::string &group, std::vector<zmq::message_t> frames)
-    {
-        std::size_t size = 0;
-        for (const auto &f : frames)
-            size += f.size();
-        if (byGroup.size() >= PendingLimit || bytes + size > PendingBytes || group.size() > 64)
-            return;
-        bytes += size;
-        byGroup.emplace(group, EarlyMessage{Clock::now(), std::move(frames), size});
-    }
-    // Removes the messages of `group` (and every message older than PendingAge at `now`).
-    std::vector<std::vector<zmq::message_t>> take(const std::string &group, Clock::time_point now)
-    {
-        std::erase_if(byGroup, [&](const auto &e) {
-            const bool old = now - e.second.arrived > PendingAge;
-            bytes -= old ? e.second.bytes : 0;
-            return old;
-        });
-        std::vector<std::vector<zmq::message_t>> out;
-        auto range = byGroup.equal_range(group);
-        for (auto it = range.first; it != range.second; ++it) {
-            bytes -= it->second.bytes;
-            out.push_back(std::move(it->second.frames));
-        }
-        byGroup.erase(range.first, range.second);
-        return out;
-    }
-};
-
 // Per member, the CURVE key its connections authenticate with.
 std::vector<CurveKey> curveKeysOf(const std::vector<GroupMember> &members)
 {
@@ -221,19 +180,15 @@ void RoundRunner::dispatchRouterMessage(std::vector<zmq::message_t> &frames)
     if (frames.size() < 2)
         return;
     // Route by group: another round's message waits for that round (bounded).
-    std::string group;
-    try {
-        // Bounded in size and depth before anything is read (a frame may hold 16 MiB of nesting).
-        const std::span<const std::uint8_t> header(frames[1].data<std::uint8_t>(), frames[1].size());
-        group = (header.size() > MaxShardHeaderBytes ? nlohmann::json() : parseCbor(header)).at("g").get<std::string>();
-    } catch (const std::exception &) {
+    const auto group = groupOf(frames);
+    if (!group) {
         log::warning("allreduce", "dropped a malformed message (header is not a CBOR map with a group)");
         if (const auto who = memberOfConnection(frames[1]))
             offence(*who, "header is not a CBOR map with a group");
         return;
     }
-    if (group != m_round.groupId) {
-        m_pending.add(group, std::move(frames));
+    if (*group != m_round.groupId) {
+        m_pending.add(*group, std::move(frames));
         return;
     }
     if (m_round.shard(m_round.me) == 0) {
@@ -380,6 +335,10 @@ struct AllReduceEndpoint::Impl {
     std::string endpoint;
     std::uint16_t boundPort = 0; // the ROUTER's local port (endpoint may be advertised elsewhere)
     EarlyMessages pending; // of rounds not started here yet
+    // Held by a round for its whole run, and by the drainer for one pass: the ROUTER and
+    // `pending` are used by one thread at a time.
+    mutable std::mutex roundMutex;
+    std::unique_ptr<RouterDrainer> drainer; // reachable endpoints; stopped before the ROUTER closes
 };
 
 AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddress,
@@ -406,6 +365,7 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
         throw Error("cannot listen on " + bindAddress + ": " + e.what());
     }
     d->endpoint = d->router->get(zmq::sockopt::last_endpoint);
+    d->drainer = std::make_unique<RouterDrainer>(*d->router, d->roundMutex, d->pending);
     try { // "tcp://host:port"; another transport has no port and its upload is not measured
         d->boundPort = static_cast<std::uint16_t>(std::stoi(d->endpoint.substr(d->endpoint.rfind(':') + 1)));
     } catch (const std::exception &) {
@@ -415,6 +375,7 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
 
 AllReduceEndpoint::~AllReduceEndpoint()
 {
+    d->drainer.reset();
     d->pending.byGroup.clear();
     // A peer that leaves right after a round still delivers the results it queued for slower
     // members (closing with linger 0 would drop them: they would keep local values).
@@ -438,6 +399,7 @@ void AllReduceEndpoint::advertise(std::string endpoint)
 AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::vector<GroupMember> &members,
                                        std::size_t me, std::span<float> values, const AllReduceOptions &options)
 {
+    std::lock_guard lock(d->roundMutex); // no drainer pass while the round reads the ROUTER
     RoundContext round = layOutRound(groupId, members, me, values, options);
     if (round.shard(me) > 0 && !d->router)
         throw Error("all-reduce: this member has a shard but no ROUTER (client mode)");
@@ -453,6 +415,12 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     if (feedback)
         options.errorFeedback->compress(options.codec, values);
     return runner.run();
+}
+
+AllReduceEndpoint::WaitingMessages AllReduceEndpoint::waiting() const
+{
+    std::lock_guard lock(d->roundMutex);
+    return {d->pending.byGroup.size(), d->pending.bytes};
 }
 
 } // namespace dedloc

@@ -39,8 +39,14 @@
 // that the caller can strike it in its BanList (averaging/BanList.h). A late PART (its part was
 // already reduced at the sender timeout) is a slow sender, not an offence.
 //
-// Threads: an endpoint and its sockets belong to the thread that calls run() (one round at a
-// time). Errors: dedloc::Error for invalid arguments (empty group, index out of range).
+// Between rounds: messages for rounds not started here (a faster member began earlier) are kept
+// for them, at most 4096 messages and 64 MiB in all, none older than 120 s; the rest is dropped.
+// A reachable endpoint's own thread reads its ROUTER every 50 ms while no round runs, so that
+// what anyone sends between rounds never waits, unbounded, in ZeroMQ's queue.
+//
+// Threads: run() may be called from any thread, one round at a time (a second call waits for
+// the first); the drainer thread never touches the sockets while a round runs. Errors:
+// dedloc::Error for invalid arguments (empty group, index out of range).
 #include "averaging/AveragedUpdate.h"
 #include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
@@ -148,6 +154,13 @@ public:
     // Others reach this ROUTER at `endpoint` ("tcp://host:port": a router's port forward or a
     // mapped port), not at the bound address. Call before endpoint() is read by other threads.
     void advertise(std::string endpoint);
+
+    // Messages kept for rounds not started here yet (count, bytes of all their frames).
+    struct WaitingMessages {
+        std::size_t messages = 0;
+        std::size_t bytes = 0;
+    };
+    [[nodiscard]] WaitingMessages waiting() const;
 
     // Averages `values` (every member passes a vector of the same length) in place.
     AllReduceReport run(const std::string &groupId, const std::vector<GroupMember> &members, std::size_t myIndex,
