@@ -27,7 +27,7 @@
 //                       [--modes gradients,delayed,local,local8bit,overlapped,sparse,overlappedsparse]
 //                       [--inner-batch-size 32]
 //                       [--local-target-batch-size 2048] [--outer-learning-rate 0.7]
-//                       [--outer-momentum 0.9]
+//                       [--outer-momentum 0.9] [--max-progress-period S (default: the product's, 5)]
 //
 // Needs root, iproute2 and nftables (EmulatedInternet::available). Run on an idle machine: the
 // trainers share its cores (1 torch thread each), so figures vary between machines and runs.
@@ -67,6 +67,7 @@ struct Options {
     int localTargetBatchSize = 2048;
     double outerLearningRate = 0.7;
     double outerMomentum = 0.9;
+    double maxProgressPeriod = 0.0; // 0: the product's default (adaptive); 1: a fixed 1 s period
 };
 
 bool isLocal(const std::string &mode)
@@ -107,6 +108,8 @@ Options parse(int argc, char **argv)
             o.outerLearningRate = std::stod(value);
         else if (key == "--outer-momentum")
             o.outerMomentum = std::stod(value);
+        else if (key == "--max-progress-period")
+            o.maxProgressPeriod = std::stod(value);
         else
             throw std::runtime_error("unknown option " + key);
     }
@@ -267,10 +270,12 @@ ModeResult runMode(const Options &o, const std::string &mode, const fs::path &wo
     const auto address = [&](const QString &name) { return QString::fromStdString(net.addressOf(hostOf.at(name))); };
     h.setBootstrapHost(address(QStringLiteral("monitor")));
     // The product's periods and timeouts, not the tests' (SwarmHarness::commonArguments).
-    const QStringList reference{QStringLiteral("--progress-period"), QStringLiteral("1"),
-                                QStringLiteral("--matchmaking-time"), QStringLiteral("5"),
-                                QStringLiteral("--sender-timeout"),   QStringLiteral("15"),
-                                QStringLiteral("--reducer-timeout"),  QStringLiteral("30")};
+    QStringList reference{QStringLiteral("--progress-period"), QStringLiteral("1"),
+                          QStringLiteral("--matchmaking-time"), QStringLiteral("5"),
+                          QStringLiteral("--sender-timeout"),   QStringLiteral("15"),
+                          QStringLiteral("--reducer-timeout"),  QStringLiteral("30")};
+    if (o.maxProgressPeriod > 0) // 1: the fixed period of earlier versions
+        reference << QStringLiteral("--max-progress-period") << QString::number(o.maxProgressPeriod);
     auto &monitor = h.startMonitor(QStringList(reference) << QStringLiteral("--host") << address(QStringLiteral("monitor")));
     ::sleep(2);
     std::vector<SwarmPeerProcess *> trainers;

@@ -121,7 +121,7 @@ class TestLeadServe : public QObject {
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return (port = SwarmHarness::serveStatusPort(serve)) != 0; }, 60),
                      {&serve});
 
-        const long steps = 8;
+        const long steps = 16; // long enough for a second state refresh (2 s after the first)
         const QStringList args{QStringLiteral("--steps"),
                                QString::number(steps),
                                QStringLiteral("--min-peers"),
@@ -260,7 +260,7 @@ class TestLeadServe : public QObject {
         QCOMPARE(status["state"]["latest_checkpoint"]["epoch"].get<long>(), epochs.back());
         QVERIFY(status["state"]["latest_checkpoint"]["bytes"].get<long>() > 1000);
         // After its first download the monitor follows by replaying the trainers' (sparse) updates.
-        QVERIFY2(serve.logText().contains(QStringLiteral("replayed the averaged steps")), qPrintable(serve.logText()));
+        SWARM_VERIFY(serve.logText().contains(QStringLiteral("replayed the averaged steps")), {&serve});
         QVERIFY(status["metrics"]["rows"].get<long>() >= static_cast<long>(jsonl.size()));
         QVERIFY(status["metrics"]["last_error"].is_null());
 

@@ -263,6 +263,37 @@ private Q_SLOTS:
         QFETCH(int, expected);
         QCOMPARE(fitMicroBatch(eta, rate, full), expected);
     }
+
+    // Base 1 s, max 5 s, matchmaking 5 s; "settled" 8 s is the first moment after an epoch change
+    // at which the period may grow (3 x base + 5).
+    void progressPeriodFollowsTheEta_data()
+    {
+        QTest::addColumn<double>("max");
+        QTest::addColumn<double>("eta");
+        QTest::addColumn<double>("settled");
+        QTest::addColumn<double>("expected");
+        const double inf = std::numeric_limits<double>::infinity();
+        QTest::newRow("a minute to the step: the longest") << 5.0 << 60.0 << 30.0 << 5.0;
+        QTest::newRow("17 s to the step: a quarter of 12 s") << 5.0 << 17.0 << 30.0 << 3.0;
+        QTest::newRow("within matchmaking + 4 s: the base") << 5.0 << 9.0 << 30.0 << 1.0;
+        QTest::newRow("the step is due: the base") << 5.0 << 0.0 << 30.0 << 1.0;
+        QTest::newRow("just after an epoch change: the base") << 5.0 << 60.0 << 7.9 << 1.0;
+        QTest::newRow("settled exactly") << 5.0 << 60.0 << 8.0 << 5.0;
+        QTest::newRow("nobody computes (ETA infinite)") << 5.0 << inf << 30.0 << 5.0;
+        QTest::newRow("ETA unknown (-1)") << 5.0 << -1.0 << 30.0 << 5.0;
+        QTest::newRow("max below the base: the base") << 0.5 << 60.0 << 30.0 << 1.0;
+        QTest::newRow("NaN max: the base") << std::nan("") << 60.0 << 30.0 << 1.0;
+        QTest::newRow("NaN settled: the base") << 5.0 << 60.0 << std::nan("") << 1.0;
+    }
+
+    void progressPeriodFollowsTheEta()
+    {
+        QFETCH(double, max);
+        QFETCH(double, eta);
+        QFETCH(double, settled);
+        QFETCH(double, expected);
+        QCOMPARE(adaptiveProgressPeriod(1.0, max, eta, 5.0, settled), expected);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestProgressTracker)

@@ -84,7 +84,8 @@ int CommandLine::parse(const QStringList &arguments)
     const auto bandwidth = option("bandwidth", "Upload bandwidth in Mbit/s for shard sizes until the first averaging round measures it (default: unknown, the others' mean).", "mbit");
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
     const auto dataSeed = option("data-seed", "Data order seed (default: from the peer key).", "n", "0");
-    const auto progressPeriod = option("progress-period", "Seconds between progress records.", "seconds", "1");
+    const auto progressPeriod = option("progress-period", "Seconds between progress records near a step.", "seconds", "1");
+    const auto maxProgressPeriod = option("max-progress-period", "Longest seconds between progress records while the next step is far (default: 5 x --progress-period; equal to it: a fixed period).", "seconds", "0");
     const auto matchmakingTime = option("matchmaking-time", "Seconds a group leader gathers at most.", "seconds", "5");
     const auto averageStateEvery = option("average-state-every", "Average parameters and optimizer state every N steps (0: never).", "n", "10");
     const auto reduce = option("reduce", "Monitor: also reduce shards in averaging rounds (weight 0) and lead groups, as an auxiliary peer does: what trainers in client mode need.");
@@ -105,7 +106,7 @@ int CommandLine::parse(const QStringList &arguments)
     p.addOptions({leadKeyOpt, allowUnsignedOpt, printPeerKeyOpt, tokenOpt, noPortMapping});
     p.addOptions({headless, manifest, dataDir, metricsOut, threads, cpu, gpusOpt, duration, steps, fresh, localSwarmOpt, metricsDir,
                   soloOpt, joinOpt, inTrayOpt, startPausedOpt, role, name, bootstrap, dhtPort, dataPort, host, announce, clientMode, bandwidth, microBatch, dataSeed,
-                  progressPeriod, matchmakingTime, averageStateEvery, reduce, swarmMetrics, hashParameters, dumpParameters,
+                  progressPeriod, maxProgressPeriod, matchmakingTime, averageStateEvery, reduce, swarmMetrics, hashParameters, dumpParameters,
                   evaluateEvery, senderTimeout, reducerTimeout, minPeers, statusEvery, screenshot, screenshotAfterOpt});
     // parse() rather than process(): a bad option exits with 2 like every other bad input.
     if (!p.parse(arguments)) {
@@ -256,6 +257,7 @@ int CommandLine::parse(const QStringList &arguments)
     w.dataSeed = p.value(dataSeed).toULongLong(&seedOk);
     ok = ok && seedOk;
     w.progressPeriod = number(progressPeriod);
+    w.maxProgressPeriod = number(maxProgressPeriod);
     w.matchmaking.window = number(matchmakingTime);
     w.averageStateEvery = static_cast<long>(number(averageStateEvery));
     w.evaluateEvery = static_cast<long>(number(evaluateEvery));
@@ -265,14 +267,14 @@ int CommandLine::parse(const QStringList &arguments)
     w.minPeers = static_cast<std::size_t>(std::max(1.0, minPeersValue));
     statusInterval = number(statusEvery);
     screenshotAfter = number(screenshotAfterOpt);
-    if (!ok || w.microBatchSize < 0 || w.progressPeriod <= 0 || w.matchmaking.window <= 0 || w.averageStateEvery < 0
+    if (!ok || w.microBatchSize < 0 || w.progressPeriod <= 0 || w.maxProgressPeriod < 0 || w.matchmaking.window <= 0 || w.averageStateEvery < 0
         || w.evaluateEvery < 0 || w.senderTimeout <= 0 || w.reducerTimeout < w.senderTimeout || statusInterval < 0
         || screenshotAfter < 0 || minPeersValue < 1 || minPeersValue != std::floor(minPeersValue)
         || (p.isSet(bandwidth) && !(w.bandwidth > 0)))
         return bad("a swarm option has a bad value: numbers are wanted, with --min-peers a whole number of at least 1, "
                    "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout above 0, --reducer-timeout at least "
-                   "--sender-timeout, and --micro-batch, --average-state-every, --evaluate-every and --status-interval "
-                   "not negative");
+                   "--sender-timeout, and --micro-batch, --max-progress-period, --average-state-every, --evaluate-every "
+                   "and --status-interval not negative");
     w.swarmMetricsOut = p.value(swarmMetrics).toStdString();
     w.hashParameters = p.isSet(hashParameters);
     w.dumpParameters = p.value(dumpParameters).toStdString();
@@ -296,7 +298,7 @@ int CommandLine::parse(const QStringList &arguments)
                                  << QStringLiteral("--host") << localSwarm.host;
         if (p.isSet(threads))
             localSwarm.threads = s.threads;
-        for (const auto *o : {&duration, &steps, &progressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt,
+        for (const auto *o : {&duration, &steps, &progressPeriod, &maxProgressPeriod, &matchmakingTime, &averageStateEvery, &statusEvery, &leadKeyOpt,
                               &evaluateEvery, &minPeers, &bandwidth})
             if (p.isSet(*o))
                 localSwarm.peerArguments << QStringLiteral("--") + o->names().constFirst() << p.value(*o);

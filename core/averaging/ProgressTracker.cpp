@@ -140,4 +140,13 @@ int fitMicroBatch(double etaSeconds, double samplesPerSecond, int fullMicroBatch
     return fit >= full ? full : std::max(1, static_cast<int>(fit));
 }
 
+double adaptiveProgressPeriod(double base, double max, double eta, double matchmaking, double settled)
+{
+    if (!(max > base) || !(settled >= 3.0 * base + 5.0))
+        return base;
+    if (!std::isfinite(eta) || eta < 0.0)
+        return max;
+    return std::clamp((eta - matchmaking) / 4.0, base, max);
+}
+
 } // namespace dedloc

@@ -71,6 +71,19 @@ enum class StepDecision { Accumulate, Resync, Step };
 // computes full micro-batches.
 [[nodiscard]] int fitMicroBatch(double etaSeconds, double samplesPerSecond, int fullMicroBatch);
 
+// Seconds until a peer's next progress record and read (docs/PROTOCOL.md "Progress records and
+// the step trigger"): the base period near a step, longer while the step is far, so that the
+// control plane's bytes per peer fall with the length of a step (hivemind's tracker adapts its
+// refresh to the ETA the same way; the rule here is ours). With `eta` the seconds to the
+// swarm's next step and `settled` the seconds since this peer last saw an epoch change (its own
+// or the swarm's):
+//     base                                       if settled < 3 base + 5 (records and donors of a
+//                                                step are awaited right after it)
+//     clamp((eta - matchmaking) / 4, base, max)  otherwise (max when the ETA is unknown or infinite)
+// so each wait ends before a quarter of the time left to matchmaking, and the period has shrunk
+// back to `base` once the ETA is within matchmaking + 4 base. `max` <= `base`: always `base`.
+[[nodiscard]] double adaptiveProgressPeriod(double base, double max, double eta, double matchmaking, double settled);
+
 class ProgressTracker final {
 public:
     explicit ProgressTracker(TrackerOptions options);

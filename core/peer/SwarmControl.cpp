@@ -61,11 +61,9 @@ void SwarmPeer::Impl::controlLoop()
             std::lock_guard lock(mutex);
             mine = myRecord;
             metricsPayload.swap(pendingMetrics);
-            if (metricsPayload)
-                unpublishedSteps.clear();
             advert = donorAdvert;
         }
-        const double ttl = std::max(10.0, 5 * opt.progressPeriod);
+        const double ttl = progressTtl();
         if (service && advert && !advert->mayDiffer) // the state served vouches for itself
             std::tie(mine.stateEpoch, mine.stateDigest) = service->stateDigest();
         if (!mine.peerId.empty())
@@ -95,7 +93,7 @@ void SwarmPeer::Impl::controlLoop()
         firstFetchDone = true;
         saveBansIfChanged();
         ++round;
-        sleepFor(opt.progressPeriod);
+        waitForNextRecord();
     }
     for (auto *f : {&creditRead, &creditPublish})
         if (f->valid())
@@ -117,7 +115,7 @@ void SwarmPeer::Impl::controlLoop()
     if (!mine.peerId.empty())
         progress = std::async(std::launch::async, [&] {
             return dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine),
-                                std::max(10.0, 5 * opt.progressPeriod), FinalPublishTimeout);
+                                progressTtl(), FinalPublishTimeout);
         });
     if (metricsPayload)
         lastMetrics = std::async(std::launch::async, [&] {
@@ -153,9 +151,25 @@ void SwarmPeer::Impl::readProgress()
     refreshSwarmView(now);
 }
 
+void SwarmPeer::Impl::waitForNextRecord()
+{
+    double period;
+    {
+        std::lock_guard lock(mutex);
+        const double eta = snap.etaSeconds; // < 0: unknown
+        period = adaptiveProgressPeriod(opt.progressPeriod, maxProgressPeriod(), eta < 0.0 ? -1.0 : eta,
+                                        opt.matchmaking.window, unixNow() - lastEpochChange);
+    }
+    std::unique_lock lock(wakeMutex);
+    wake.wait_for(lock, std::chrono::duration<double>(period), [&] { return stopFlag.load() || publishSoon.load(); });
+    publishSoon = false;
+}
+
 void SwarmPeer::Impl::refreshSwarmView(double now)
 {
     const auto g = tracker.global(now, opt.role == PeerRole::Trainer ? myRecord.epoch : ProgressTracker::NotTraining);
+    if (g.globalEpoch != snap.globalEpoch)
+        lastEpochChange = now;
     snap.globalEpoch = g.globalEpoch;
     snap.swarmSamplesAccumulated = g.samplesAccumulated;
     snap.swarmSamplesPerSecond = g.samplesPerSecond;

@@ -254,18 +254,32 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
     r.samplesAccumulated = pausedFlag ? 0 : samples;
     r.samplesPerSecond = pausedFlag ? 0.0 : samplesPerSecond;
     r.time = unixNow();
-    r.expiresAt = r.time + std::max(10.0, 5 * opt.progressPeriod);
+    r.expiresAt = r.time + progressTtl();
     r.clientMode = opt.clientMode;
     r.role = opt.role;
     r.paused = pausedFlag;
     r.syncing = syncingFlag;
     r.averages = opt.role != PeerRole::Monitor || opt.monitorReduces;
     r.accessToken = access.ownToken;
-    std::lock_guard lock(mutex);
-    if (opt.role == PeerRole::Auxiliary)
-        r.epoch = snap.globalEpoch;
-    myRecord = r;
-    tracker.update(r, r.time); // our own count is exact, not extrapolated from a report
+    {
+        std::lock_guard lock(mutex);
+        if (opt.role == PeerRole::Auxiliary)
+            r.epoch = snap.globalEpoch;
+        const bool changed = myRecord.peerId.empty() || r.epoch != myRecord.epoch || r.paused != myRecord.paused
+                             || r.syncing != myRecord.syncing;
+        if (r.epoch != myRecord.epoch)
+            lastEpochChange = r.time;
+        myRecord = r;
+        tracker.update(r, r.time); // our own count is exact, not extrapolated from a report
+        if (!changed)
+            return;
+    }
+    // Others wait on this record (a group's expected members, a new epoch's donors): publish now.
+    {
+        std::lock_guard lock(wakeMutex);
+        publishSoon = true;
+    }
+    wake.notify_all();
 }
 
 void SwarmPeer::Impl::run()

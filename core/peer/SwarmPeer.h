@@ -83,7 +83,11 @@ struct SwarmOptions {
     bool resume = true;                       // restore the newest checkpoint
     long maxEpoch = 0;                        // stop at this epoch (0: schedule.total_steps)
     double durationSeconds = 0.0;             // stop after this wall time (0: no limit)
-    double progressPeriod = 1.0;              // seconds between progress records
+    double progressPeriod = 1.0;              // seconds between progress records near a step
+    // The longest wait between progress records while the next step is far
+    // (averaging/ProgressTracker.h adaptiveProgressPeriod); 0: 5 x progressPeriod; equal to
+    // progressPeriod: a fixed period.
+    double maxProgressPeriod = 0.0;
     MatchmakingOptions matchmaking;
     double senderTimeout = 15.0;              // seconds (reference default)
     double reducerTimeout = 30.0;             // seconds (reference default)

@@ -27,6 +27,7 @@
 #include "train/Trainer.h"
 #include "util/Clock.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -52,11 +53,12 @@ struct SwarmPeer::Impl {
     PeerSnapshot snap;
     ProgressRecord myRecord;           // what the control thread publishes
     std::optional<std::string> pendingMetrics;
-    // Steps whose metrics were not published yet (several steps within one control period): the
-    // next metrics record lists them as "steps" [[step, samples], ...] so that the monitor credits
-    // each (monitor/CreditLedger.h). At most MaxUnpublishedSteps, the newest kept.
-    std::vector<std::pair<long, long long>> unpublishedSteps;
-    static constexpr std::size_t MaxUnpublishedSteps = 32;
+    // This trainer's last steps: every metrics record lists them as "steps" [[step, samples], ...]
+    // so that the monitor credits each (monitor/CreditLedger.h skips what it has) even when a
+    // newer record replaced one on the DHT before the monitor read it (a trainer publishes at
+    // every step, a monitor reads once per progress period). At most RecentSteps, the newest.
+    std::vector<std::pair<long, long long>> recentSteps;
+    static constexpr std::size_t RecentSteps = 32;
     std::optional<DonorAdvert> donorAdvert;
     ProgressTracker tracker{TrackerOptions{}};
     std::atomic<bool> stopFlag{false};
@@ -79,6 +81,10 @@ struct SwarmPeer::Impl {
     std::atomic<bool> firstFetchDone{false};
     std::condition_variable wake;
     std::mutex wakeMutex;
+    // Set when this peer's epoch, pause or sync state changes: the control loop publishes its
+    // record at once instead of at the end of its (adaptive) period.
+    std::atomic<bool> publishSoon{false};
+    double lastEpochChange = 0.0; // Unix seconds this peer saw its or the swarm's epoch change (mutex)
     std::thread worker;
     std::thread control;
     ResourceCaps caps;
@@ -162,6 +168,14 @@ struct SwarmPeer::Impl {
         return faultTimeUp || (opt.durationSeconds > 0 && unixNow() - started >= opt.durationSeconds);
     }
 
+    // The longest period between progress records (SwarmPeer::Options::maxProgressPeriod).
+    double maxProgressPeriod() const
+    {
+        return opt.maxProgressPeriod > 0.0 ? opt.maxProgressPeriod : 5.0 * opt.progressPeriod;
+    }
+    // How long a progress record lives: several of the longest periods, never under 10 s.
+    double progressTtl() const { return std::max({10.0, 5.0 * opt.progressPeriod, 3.0 * maxProgressPeriod()}); }
+
     void sleepFor(double seconds)
     {
         std::unique_lock lock(wakeMutex);
@@ -200,6 +214,9 @@ struct SwarmPeer::Impl {
     std::uint64_t bansSaved = 0;
     // Under `mutex`.
     void refreshSwarmView(double now);
+    // Sleeps until the next progress record is due (adaptiveProgressPeriod), a record changed
+    // (publishSoon) or the peer stops.
+    void waitForNextRecord();
     // Peers (this one included, banned ones not) that will average at `epoch`
     // (ProgressTracker::expectedPeers, trainers up to ExpectedLag behind). A leader forms its
     // group early once all of them joined (averaging/Matchmaker.h), so counting one too few drops

@@ -432,10 +432,10 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
                      c.stepsTakenPart - sessionStepsStart};
         s.allTime = c;
         s.shareOfSwarm = swarmSamplesSeen > 0 ? static_cast<double>(mySamplesSeen) / static_cast<double>(swarmSamplesSeen) : 0.0;
-        unpublishedSteps.emplace_back(r.step, localSamples);
-        if (unpublishedSteps.size() > MaxUnpublishedSteps)
-            unpublishedSteps.erase(unpublishedSteps.begin());
-        published["steps"] = unpublishedSteps;
+        recentSteps.emplace_back(r.step, localSamples);
+        if (recentSteps.size() > RecentSteps)
+            recentSteps.erase(recentSteps.begin());
+        published["steps"] = recentSteps;
         pendingMetrics = published.dump();
     });
     StepLineFields line;
