@@ -4,6 +4,7 @@
 // pauses per cause, resumes after them, opted-in milestones), manual pauses never, nothing when
 // switched off; without a server the tray's balloon is used.
 #include "Notifier.h"
+#include "support/PrivateBus.h"
 
 #include <QDBusConnection>
 #include <QProcess>
@@ -89,7 +90,7 @@ class TestNotifier final : public QObject {
     Q_OBJECT
 
   private:
-    QProcess m_daemon;
+    dedloc::test::PrivateBus m_bus;
     ServerThread m_server;
 
     // What the server showed once `spy` has counted `count` answers and nothing more came.
@@ -120,14 +121,10 @@ class TestNotifier final : public QObject {
   private Q_SLOTS:
     void initTestCase()
     {
-        const QString daemon = QStandardPaths::findExecutable(QStringLiteral("dbus-daemon"));
-        if (daemon.isEmpty())
-            QSKIP("dbus-daemon is not installed (installers/install-deps.sh installs it)");
-        m_daemon.start(daemon, {QStringLiteral("--session"), QStringLiteral("--nofork"), QStringLiteral("--print-address=1")});
-        QVERIFY(m_daemon.waitForStarted(10000));
-        QByteArray address;
-        QVERIFY(QTest::qWaitFor([&] { address += m_daemon.readAllStandardOutput(); return address.contains('\n'); }, 10000));
-        m_server.address = QString::fromUtf8(address.trimmed());
+        if (const auto why = dedloc::test::PrivateBus::missing(); !why.isEmpty())
+            QSKIP(qPrintable(why));
+        QVERIFY(m_bus.start());
+        m_server.address = m_bus.address();
         m_server.start();
         QVERIFY(QTest::qWaitFor([&] { return m_server.ready.load(); }, 10000));
         QVERIFY(QDBusConnection::connectToBus(m_server.address, QStringLiteral("client")).isConnected());
@@ -138,8 +135,6 @@ class TestNotifier final : public QObject {
         m_server.quit();
         m_server.wait(5000);
         QDBusConnection::disconnectFromBus(QStringLiteral("client"));
-        m_daemon.terminate();
-        m_daemon.waitForFinished(5000);
     }
 
     void init() { forget(); }

@@ -4,6 +4,7 @@
 // named by GNOME's app id, KDE's answer counts without a name, nothing known without either
 // desktop, and a session manager that never answers neither blocks nor leaves a stale answer.
 #include "ScreenAwakeProbe.h"
+#include "support/PrivateBus.h"
 
 #include <QDBusConnection>
 #include <QDBusContext>
@@ -72,7 +73,7 @@ const QString kKde = QStringLiteral("org.kde.Solid.PowerManagement.PolicyAgent")
 class TestScreenAwakeProbe final : public QObject {
     Q_OBJECT
 
-    QProcess m_daemon;
+    dedloc::test::PrivateBus m_bus;
     QString m_address;
     FakeGnomeSession m_gnome;
     FakeKdePolicyAgent m_kde;
@@ -99,14 +100,10 @@ class TestScreenAwakeProbe final : public QObject {
   private Q_SLOTS:
     void initTestCase()
     {
-        const QString daemon = QStandardPaths::findExecutable(QStringLiteral("dbus-daemon"));
-        if (daemon.isEmpty())
-            QSKIP("dbus-daemon is not installed (installers/install-deps.sh installs it)");
-        m_daemon.start(daemon, {QStringLiteral("--session"), QStringLiteral("--nofork"), QStringLiteral("--print-address=1")});
-        QVERIFY(m_daemon.waitForStarted());
-        QByteArray address;
-        QVERIFY(QTest::qWaitFor([&] { address += m_daemon.readAllStandardOutput(); return address.contains('\n'); }, 10000));
-        m_address = QString::fromUtf8(address.trimmed());
+        if (const auto why = dedloc::test::PrivateBus::missing(); !why.isEmpty())
+            QSKIP(qPrintable(why));
+        QVERIFY(m_bus.start());
+        m_address = m_bus.address();
         QVERIFY(server().isConnected());
         QVERIFY(client().isConnected());
         QVERIFY(server().registerObject(QStringLiteral("/org/gnome/SessionManager"), &m_gnome, QDBusConnection::ExportScriptableSlots));
@@ -118,8 +115,6 @@ class TestScreenAwakeProbe final : public QObject {
     {
         QDBusConnection::disconnectFromBus(QStringLiteral("client"));
         QDBusConnection::disconnectFromBus(QStringLiteral("server"));
-        m_daemon.kill();
-        m_daemon.waitForFinished();
     }
 
     // Each test starts without either desktop, whatever the previous one left.
