@@ -285,6 +285,10 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
 void SwarmPeer::Impl::run()
 {
     started = unixNow();
+    {
+        std::lock_guard lock(mutex);
+        lastEpochChange = started; // the base period while this peer first looks at the swarm
+    }
     try {
         setUp();
         if (!stopFlag.load()) {
