@@ -94,6 +94,12 @@ refused "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout
 refused "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout above 0" --headless --bandwidth 0
 refused "$swarmBad: numbers are wanted" --headless --matchmaking-time 0
 refused "--reducer-timeout at least --sender-timeout" --headless --sender-timeout 20 --reducer-timeout 10
+maxBad="--max-progress-period takes 0 (5 x --progress-period) or seconds from --progress-period to 60"
+refused "$maxBad" --headless --max-progress-period 0.5
+refused "$maxBad" --headless --progress-period 2 --max-progress-period 1.5
+refused "$maxBad" --headless --max-progress-period 1e9
+refused "$maxBad" --headless --max-progress-period -1
+refused "--lead-key: no such file: $tmp/missing.pub" --headless --lead-key "$tmp/missing.pub"
 
 # --host: an address this machine does not have is refused before the model loads (the DHT
 # node's bind would fail only after it). A documentation address that is not one of this machine's.
@@ -119,5 +125,17 @@ refused "--bootstrap swarm.example.org:31340 is another machine" --headless --bo
 refused "$swarmBad" --headless --bootstrap 127.0.0.1:31340 --min-peers 0
 refused "$swarmBad" --headless --bootstrap localhost:31340 --min-peers 0
 refused "$swarmBad" --headless --host 0.0.0.0 --announce 203.0.113.7:40000 --min-peers 0
+
+# A lead key named with --lead-key that is not the key this data directory pinned for the run:
+# refused (exit 2, naming both keys), not silently replaced by the pinned one.
+source=$(cd "$(dirname "$0")/.." && pwd)
+runId=$(grep -o '"run_id": *"[^"]*"' "$source/resources/default-run/manifest.json" | sed 's/.*"\([^"]*\)"$/\1/')
+mkdir -p "$tmp/pinned/trust"
+cp "$source/resources/default-run/lead.pub" "$tmp/pinned/trust/$runId.pub"
+rc=0
+DEDLOC_DATA_DIR=$tmp/pinned timeout 20 "$dedloc" --headless --lead-key "$source/bench/fuzz/corpus/MinisignKey/lead.pub" \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] || fail "a --lead-key other than the pinned one exited $rc, expected 2: $(cat "$tmp/err")"
+grep -qF "is not the key pinned for this run" "$tmp/err" || fail "a --lead-key other than the pinned one: $(cat "$tmp/err")"
 
 echo "PASS: dedloc --help/--version, and its refusals of bad options before anything starts"

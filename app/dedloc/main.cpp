@@ -74,7 +74,16 @@ int verifyRun(CommandLine &cli, std::string &status)
             installedKey = bundled->parent_path() / "lead.pub";
     }
     try {
+        // A key the volunteer names must be the one this peer trusts: a key pinned earlier for
+        // the run wins over an installed one, but not silently over an explicit one.
+        std::optional<dedloc::minisign::PublicKey> named;
+        if (cli.leadKey)
+            named = dedloc::minisign::loadPublicKey(*cli.leadKey);
         const auto trust = dedloc::verifyRunManifest(manifest, cli.session.dataDir / "trust", installedKey);
+        if (named && trust.anchor == "pinned" && named->keyId != trust.key.keyId)
+            throw dedloc::Error("--lead-key " + cli.leadKey->string() + " (key " + named->keyIdHex() +
+                                ") is not the key pinned for this run (" + trust.key.keyIdHex() + ", in " +
+                                trust.pinFile.string() + "); remove that file if the lead really changed keys");
         dedloc::log::info("app", "run manifest verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
         status = "verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")";
         cli.swarm.leadKey = trust.key; // closed runs: it signs the access tokens
