@@ -108,6 +108,14 @@ void SwarmPeer::Impl::controlLoop()
         mine = myRecord;
         metricsPayload.swap(pendingMetrics);
     }
+    // The last record says this peer computes nothing more (as a paused one does) and lives two
+    // base periods: nobody waits for it in a group or counts its samples, and its peers see it
+    // leave at once instead of after a TTL.
+    mine.paused = true;
+    mine.samplesAccumulated = 0;
+    mine.samplesPerSecond = 0.0;
+    mine.time = unixNow();
+    mine.expiresAt = mine.time + std::max(2.0, 2.0 * opt.progressPeriod);
     // Both at once, each confirmed or given up within FinalPublishTimeout: a loaded machine may
     // need more than a second, and a stopped peer should still exit promptly.
     constexpr double FinalPublishTimeout = 3.0;
@@ -115,7 +123,7 @@ void SwarmPeer::Impl::controlLoop()
     if (!mine.peerId.empty())
         progress = std::async(std::launch::async, [&] {
             return dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine),
-                                progressTtl(), FinalPublishTimeout);
+                                mine.expiresAt - mine.time, FinalPublishTimeout);
         });
     if (metricsPayload)
         lastMetrics = std::async(std::launch::async, [&] {

@@ -333,9 +333,11 @@ void SwarmPeer::Impl::afterStep(const std::optional<FormedGroup> &group, const s
     // Parameters left different from the group's (a step alone beside others, a shard whose
     // average never came back) are repaired in the next group this peer joins: it asks for a
     // state round there. (Excluding a sender from our own shard does not: every member that
-    // received our results, the excluded one included, holds what we hold.)
+    // received our results, the excluded one included, holds what we hold.) A peer alone in the
+    // swarm holds the swarm's state by definition: waiting for a donor at every step would only
+    // slow it down; whoever comes back later resynchronises from it.
     bool diverged = (!outcome->averaged && !alone) || (outcome->averaged && outcome->report.receivedFraction < 1.0)
-                    || repairWanted;
+                    || (repairWanted && !alone);
     bool stateRound = false;
     stateRoundChanged = false;
     if (group) {
