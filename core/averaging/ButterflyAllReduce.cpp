@@ -188,7 +188,7 @@ void RoundRunner::dispatchRouterMessage(std::vector<zmq::message_t> &frames)
         return;
     }
     if (*group != m_round.groupId) {
-        m_pending.add(*group, std::move(frames));
+        m_pending.add(*group, std::move(frames), m_downloadCapped);
         return;
     }
     if (m_round.shard(m_round.me) == 0) {
@@ -211,9 +211,12 @@ void RoundRunner::takeEarlyMessages()
         return;
     // A round that never started here (this peer left that group, or a sender raced ahead
     // of a group that never formed) leaves its messages behind: they age out.
-    auto early = m_pending.take(m_round.groupId, m_round.start);
-    for (auto &frames : early)
-        dispatchRouterMessage(frames);
+    // What the drainer read between rounds has not passed the download cap yet.
+    for (auto &message : m_pending.take(m_round.groupId, m_round.start)) {
+        if (m_downloadCapped && !message.paced)
+            m_options.download->acquire(message.bytes);
+        dispatchRouterMessage(message.frames);
+    }
 }
 
 // The poll items: the ROUTER first (if any), then each DEALER in member order.

@@ -155,7 +155,8 @@ public:
     // mapped port), not at the bound address. Call before endpoint() is read by other threads.
     void advertise(std::string endpoint);
 
-    // Messages kept for rounds not started here yet (count, bytes of all their frames).
+    // Messages kept for rounds not started here yet (count, bytes of all their frames); waits
+    // for a running round to end (tests and diagnostics).
     struct WaitingMessages {
         std::size_t messages = 0;
         std::size_t bytes = 0;

@@ -25,7 +25,7 @@ std::optional<std::string> groupOf(const std::vector<zmq::message_t> &frames)
     }
 }
 
-void EarlyMessages::add(const std::string &group, std::vector<zmq::message_t> frames)
+void EarlyMessages::add(const std::string &group, std::vector<zmq::message_t> frames, bool paced)
 {
     std::size_t size = 0;
     for (const auto &f : frames)
@@ -33,7 +33,7 @@ void EarlyMessages::add(const std::string &group, std::vector<zmq::message_t> fr
     if (byGroup.size() >= PendingLimit || bytes + size > PendingBytes || group.size() > 64)
         return;
     bytes += size;
-    byGroup.emplace(group, EarlyMessage{EarlyClock::now(), std::move(frames), size});
+    byGroup.emplace(group, EarlyMessage{EarlyClock::now(), std::move(frames), size, paced});
 }
 
 void EarlyMessages::expire(EarlyClock::time_point now)
@@ -45,14 +45,14 @@ void EarlyMessages::expire(EarlyClock::time_point now)
     });
 }
 
-std::vector<std::vector<zmq::message_t>> EarlyMessages::take(const std::string &group, EarlyClock::time_point now)
+std::vector<EarlyMessage> EarlyMessages::take(const std::string &group, EarlyClock::time_point now)
 {
     expire(now);
-    std::vector<std::vector<zmq::message_t>> out;
+    std::vector<EarlyMessage> out;
     auto range = byGroup.equal_range(group);
     for (auto it = range.first; it != range.second; ++it) {
         bytes -= it->second.bytes;
-        out.push_back(std::move(it->second.frames));
+        out.push_back(std::move(it->second));
     }
     byGroup.erase(range.first, range.second);
     return out;
@@ -97,7 +97,7 @@ void RouterDrainer::drainOnce()
             return;
         }
         if (const auto group = groupOf(frames))
-            m_pending.add(*group, std::move(frames)); // beyond the bounds: dropped
+            m_pending.add(*group, std::move(frames), false); // beyond the bounds: dropped
         else
             log::debug("allreduce", "dropped a malformed message between rounds");
     }

@@ -6,7 +6,8 @@
 //     most PendingBytes in all, none older than PendingAge; beyond the bounds they are dropped;
 //   - RouterDrainer: a thread that reads the ROUTER every DrainPeriod while no round runs, so
 //     that what anyone sends between rounds moves into EarlyMessages (bounded) instead of
-//     waiting in ZeroMQ's receive queue (unbounded) until the next round.
+//     waiting in ZeroMQ's receive queue (unbounded) until the next round. What it read has not
+//     passed a round's download cap: the round that takes it does that then (EarlyMessage::paced).
 //
 // Threads: EarlyMessages and the ROUTER are used under the endpoint's round mutex: a round holds
 // it for its whole run; the drainer takes it only when free (try_lock), for one pass of at most
@@ -44,6 +45,7 @@ struct EarlyMessage {
     EarlyClock::time_point arrived;
     std::vector<zmq::message_t> frames;
     std::size_t bytes = 0;
+    bool paced = false; // its bytes were already taken from a round's download cap
 };
 
 struct EarlyMessages {
@@ -51,11 +53,12 @@ struct EarlyMessages {
     std::size_t bytes = 0; // of every kept message's frames
 
     // Keeps the message unless a bound would be passed (or the group name is over 64 bytes).
-    void add(const std::string &group, std::vector<zmq::message_t> frames);
+    // `paced`: read by a round that took its bytes from the download cap (the drainer's are not).
+    void add(const std::string &group, std::vector<zmq::message_t> frames, bool paced);
     // Forgets every message older than PendingAge at `now`.
     void expire(EarlyClock::time_point now);
     // Removes and returns the messages of `group` (after expire(now)).
-    [[nodiscard]] std::vector<std::vector<zmq::message_t>> take(const std::string &group, EarlyClock::time_point now);
+    [[nodiscard]] std::vector<EarlyMessage> take(const std::string &group, EarlyClock::time_point now);
 };
 
 class RouterDrainer final {
