@@ -78,6 +78,18 @@ private Q_SLOTS:
         QCOMPARE(json::parse(dedloc::toJson(overlapped)).at("averaging").value("delayed_parameter_updates", false), true);
     }
 
+    void groupSize()
+    {
+        QCOMPARE(withAveraging("{}").averaging().groupSize, 64); // the default
+        const auto m = withAveraging(R"({"group_size": 3})");
+        QCOMPARE(m.averaging().groupSize, 3);
+        QCOMPARE(json::parse(dedloc::toJson(m)).at("averaging"),
+                 json::parse(R"({"delayed_parameter_updates": false, "group_size": 3})"));
+        const auto local = withAveraging(R"({"mode": "local_updates", "inner_batch_size": 8, "group_size": 256})");
+        QCOMPARE(local.averaging().groupSize, 256);
+        QCOMPARE(dedloc::parseRunManifest(dedloc::toJson(local), {}).averaging().groupSize, 256);
+    }
+
     void refused_data()
     {
         QTest::addColumn<QString>("section");
@@ -101,6 +113,9 @@ private Q_SLOTS:
             "averaging.outer_learning_rate: expected a number");
         row("outer momentum 1", R"({"mode": "local_updates", "inner_batch_size": 8, "outer_momentum": 1})",
             "averaging.outer_momentum: expected a number");
+        row("group of one", R"({"group_size": 1})", "averaging.group_size: is 1, expected 2 to 256");
+        row("group of 257", R"({"group_size": 257})", "averaging.group_size: is 257, expected 2 to 256");
+        row("group size as text", R"({"group_size": "8"})", "averaging.group_size: expected");
     }
 
     void refused()

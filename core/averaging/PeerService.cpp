@@ -409,6 +409,12 @@ void PeerService::addUpdate(std::shared_ptr<const AveragedUpdate> update)
     d->updates.add(std::move(update));
 }
 
+void PeerService::addGroupUpdate(const std::string &groupId, std::shared_ptr<const AveragedUpdate> update)
+{
+    std::lock_guard lock(d->mutex);
+    d->updates.addGroupUpdate(groupId, std::move(update));
+}
+
 void PeerService::clearUpdates()
 {
     std::lock_guard lock(d->mutex);

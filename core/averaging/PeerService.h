@@ -86,6 +86,9 @@ public:
     // consecutive epochs; an update that does not follow the last starts a new one.
     void addUpdate(std::shared_ptr<const AveragedUpdate> update);
     void clearUpdates();
+    // Serves a round's own group average by group id to the other groups of its epoch
+    // (averaging/GroupMerge.h; UpdateArchive::addGroupUpdate).
+    void addGroupUpdate(const std::string &groupId, std::shared_ptr<const AveragedUpdate> update);
 
     [[nodiscard]] BanList &bans();
     // Messages answered so far, by type (for tests and the status panel).

@@ -225,6 +225,34 @@ DonorAdvert parseDonorAdvert(const SignedRecord &record)
     return a;
 }
 
+std::string encodeGroupRecord(const GroupRecord &r)
+{
+    return json{{"e", r.epoch}, {"g", r.groupId}, {"w", r.weight}, {"n", r.members}, {"h", r.digest},
+                {"a", r.serviceEndpoint}}
+        .dump();
+}
+
+GroupRecord parseGroupRecord(const SignedRecord &record)
+{
+    const auto j = parseJsonPayload(record.payload, "group record");
+    GroupRecord r;
+    r.peerId = record.peerId;
+    r.publicKey = record.publicKey;
+    r.epoch = nonNegative(j, "e");
+    r.groupId = text(j, "g", 64);
+    if (r.groupId.empty())
+        throw ProtocolError("group record without a group id");
+    r.weight = nonNegative(j, "w");
+    r.members = static_cast<std::size_t>(nonNegative(j, "n", MaxGroupMembers));
+    if (r.members < 2)
+        throw ProtocolError("group record of fewer than two members");
+    r.digest = text(j, "h", 64);
+    if (r.digest.size() != 64 || r.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
+        throw ProtocolError("group record digest is not 64 hex digits");
+    r.serviceEndpoint = endpoint(j, "a");
+    return r;
+}
+
 std::vector<std::uint8_t> encodeServiceMessage(const std::string &type, const json &fields)
 {
     json j = fields.is_object() ? fields : json::object();

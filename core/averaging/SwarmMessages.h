@@ -7,6 +7,7 @@
 //   runKey(run, "mm/<epoch>/<schema>") matchmaking declarations of peers looking for a group
 //   runKey(run, "donors")              state-donor adverts (epoch = priority)
 //   runKey(run, "metrics")             each peer's latest step metrics (for the monitor)
+//   runKey(run, "groups/<epoch>")      each group member's GroupRecord (averaging/GroupMerge.h)
 // Service messages travel between a DEALER and a peer's service ROUTER as ZeroMQ multipart:
 // one CBOR header frame (<= MaxServiceHeaderBytes) and, for state parts, one raw fp32 frame.
 //   join   {run, e: epoch, s: schema, p: peer id, k: public key (64 hex), a: all-reduce
@@ -107,6 +108,21 @@ struct DonorAdvert {
 };
 [[nodiscard]] std::string encodeDonorAdvert(const DonorAdvert &advert);
 [[nodiscard]] DonorAdvert parseDonorAdvert(const SignedRecord &record);
+
+// One member's word on its group's round, the payload under runKey(run, "groups/<epoch>").
+struct GroupRecord {
+    std::string peerId;          // the record's signer
+    std::array<unsigned char, 32> publicKey{};
+    long epoch = 0;              // "e"
+    std::string groupId;         // "g", at most 64 characters
+    long weight = 0;             // "w": samples of the group's batch (AllReduceReport::groupWeight)
+    std::size_t members = 0;     // "n", 2 .. MaxGroupMembers
+    std::string digest;          // "h": updateDigest of the group's average, 64 hex digits
+    std::string serviceEndpoint; // "a": where it serves the average; "" (client mode): nowhere
+};
+[[nodiscard]] std::string encodeGroupRecord(const GroupRecord &record);
+// Checks every field (ProtocolError); peerId and publicKey come from the verified record.
+[[nodiscard]] GroupRecord parseGroupRecord(const SignedRecord &record);
 
 // --- Service messages ---------------------------------------------------------------------
 

@@ -96,12 +96,36 @@ const AveragedUpdate *UpdateArchive::find(long epoch) const
     return m_chain[static_cast<std::size_t>(epoch - first())].get();
 }
 
+void UpdateArchive::addGroupUpdate(const std::string &groupId, std::shared_ptr<const AveragedUpdate> update)
+{
+    if (groupId.empty() || groupId.size() > 64)
+        return;
+    std::erase_if(m_groups, [&](const auto &g) { return g.first == groupId; });
+    m_groups.emplace_back(groupId, std::move(update));
+    while (m_groups.size() > MaxGroupUpdates)
+        m_groups.pop_front();
+}
+
+const AveragedUpdate *UpdateArchive::findGroup(long epoch, const json &groupId) const
+{
+    if (!groupId.is_string())
+        throw ProtocolError("update field \"g\" is not a group id");
+    for (const auto &[id, u] : m_groups)
+        if (id == groupId.get_ref<const std::string &>() && u->epoch == epoch)
+            return u.get();
+    return nullptr;
+}
+
 UpdateAnswer UpdateArchive::answer(const std::string &type, const json &request) const
 {
     const auto epoch = static_cast<long>(unsignedField(request, "e", 1ULL << 40));
-    const auto *u = find(epoch);
+    const auto g = request.find("g");
+    const auto *u = g == request.end() ? find(epoch) : findGroup(epoch, *g);
     if (!u)
-        return {"refuse", {{"why", "no update of epoch " + std::to_string(epoch) + " kept"}}, {}};
+        return {"refuse",
+                {{"why", "no update of epoch " + std::to_string(epoch) + (g == request.end() ? "" : " for that group")
+                             + " kept"}},
+                {}};
     if (type == "update?")
         return {"update", updateHeaderToJson(*u), {}};
     const auto k = unsignedField(request, "k", 1ULL << 32);

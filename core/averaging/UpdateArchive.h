@@ -10,11 +10,15 @@
 // came from elsewhere: a download, a state round that changed it). An update whose header would
 // exceed a service message (MaxServiceHeaderBytes: a model of some thousands of parts) is not kept.
 //
+// Beside the chain it keeps the last MaxGroupUpdates rounds' own group averages by group id: what
+// the other groups of the same epoch fetch to merge (averaging/GroupMerge.h). A merged step's
+// state is not the group's update, so those are served only on request by group id.
+//
 // Requests and answers (CBOR maps like every service message):
-//   update? {run, e}     -> update {e, b, z, n, s, m, p}: epoch, batch samples, codec name,
+//   update? {run, e, g?} -> update {e, b, z, n, s, m, p}: epoch, batch samples, codec name,
 //                           elements, bytes, chunks of UpdateChunkBytes, pieces [[offset, count]...]
-//                           or refuse {why} when the epoch is not kept
-//   upart? {e, k}        -> upart {e, k} with chunk k of the bytes as a second frame
+//                           or refuse {why} when the epoch (or the group g's round) is not kept
+//   upart? {e, k, g?}    -> upart {e, k} with chunk k of the bytes as a second frame
 // Threads: UpdateArchive is not thread-safe (PeerService guards it with its mutex); the JSON
 // helpers are pure. Errors: updateFromHeader throws ProtocolError (net/WireMessage.h).
 #include "averaging/AveragedUpdate.h"
@@ -49,8 +53,12 @@ class UpdateArchive final {
   public:
     static constexpr std::size_t MaxUpdates = 32;
     static constexpr std::size_t MaxBytes = 256ULL << 20;
+    static constexpr std::size_t MaxGroupUpdates = 4;
 
     void add(std::shared_ptr<const AveragedUpdate> update);
+    // Keeps a round's group average under its group id (at most 64 characters) for merging; the
+    // oldest of more than MaxGroupUpdates is dropped.
+    void addGroupUpdate(const std::string &groupId, std::shared_ptr<const AveragedUpdate> update);
     void clear() { m_chain.clear(); }
     // The epochs kept: [first, end); first == end when none.
     [[nodiscard]] long first() const { return m_chain.empty() ? 0 : m_chain.front()->epoch; }
@@ -61,7 +69,9 @@ class UpdateArchive final {
 
   private:
     [[nodiscard]] const AveragedUpdate *find(long epoch) const;
+    [[nodiscard]] const AveragedUpdate *findGroup(long epoch, const nlohmann::json &groupId) const;
     std::deque<std::shared_ptr<const AveragedUpdate>> m_chain; // consecutive epochs, oldest first
+    std::deque<std::pair<std::string, std::shared_ptr<const AveragedUpdate>>> m_groups; // oldest first
     std::size_t m_bytes = 0;
 };
 

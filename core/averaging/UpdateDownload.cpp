@@ -39,9 +39,12 @@ std::optional<ServiceReply> UpdateFetcher::await(const char *type, std::size_t m
     return std::nullopt;
 }
 
-std::optional<AveragedUpdate> UpdateFetcher::fetch(long epoch)
+std::optional<AveragedUpdate> UpdateFetcher::fetch(long epoch, const std::string &groupId)
 {
-    m_client.send("update?", {{"run", m_runId}, {"e", epoch}});
+    nlohmann::json ask = {{"run", m_runId}, {"e", epoch}};
+    if (!groupId.empty())
+        ask["g"] = groupId;
+    m_client.send("update?", ask);
     const auto header = await("update", 0, epoch, -1);
     if (!header)
         return std::nullopt;
@@ -57,7 +60,10 @@ std::optional<AveragedUpdate> UpdateFetcher::fetch(long epoch)
     for (std::uint32_t k = 0; k < chunks; ++k) {
         const std::size_t offset = std::size_t{k} * UpdateChunkBytes;
         const std::size_t count = std::min(UpdateChunkBytes, u.bytes.size() - offset);
-        m_client.send("upart?", {{"e", epoch}, {"k", k}});
+        nlohmann::json request = {{"e", epoch}, {"k", k}};
+        if (!groupId.empty())
+            request["g"] = groupId;
+        m_client.send("upart?", request);
         const auto part = await("upart", count, epoch, k);
         if (!part)
             return std::nullopt;

@@ -27,7 +27,9 @@ class UpdateFetcher final {
 
     // The update of `epoch` (decodeUpdate() still checks its values), or nothing with why(): the
     // donor keeps none for that epoch, is silent, or answered something invalid (invalid()).
-    std::optional<AveragedUpdate> fetch(long epoch);
+    // `groupId` given: that round's own group average (UpdateArchive::addGroupUpdate), not the
+    // donor's chain.
+    std::optional<AveragedUpdate> fetch(long epoch, const std::string &groupId = {});
     [[nodiscard]] const std::string &why() const { return m_why; }
     // The donor's own answer broke the protocol (a strike against it, not a slow link).
     [[nodiscard]] bool invalid() const { return m_invalid; }

@@ -69,8 +69,30 @@ namespace {
 // The round of a step: averages `gradient` (this peer's mean gradient, replaced by the group's
 // average) with `out.localSamples` as its weight and fills `out` except `result`. False, with the
 // reason in *why and nothing filled, when the group is invalid and no round could run.
+// Replaces a complete round's average in `gradient` by the merge of the epoch's groups.
+void mergeGroups(const GroupMergeHook &merge, const FormedGroup &group, double roundSeconds,
+                 std::vector<float> &gradient, StepOutcome &out)
+{
+    out.mergedPeers = group.info.members.size();
+    if (!merge || !out.update)
+        return;
+    auto merged = merge(group, out.update, roundSeconds);
+    if (!merged.note.empty())
+        log::warning("swarm", "merging the epoch's groups: " + merged.note);
+    if (merged.groups <= 1 || merged.average.size() != gradient.size())
+        return;
+    gradient = std::move(merged.average);
+    out.batchSamples = merged.weight;
+    out.mergedGroups = merged.groups;
+    out.mergedPeers = merged.peers;
+    out.update.reset(); // the step is no longer the group's round: nothing to replay
+    out.status += "; merged with " + std::to_string(merged.groups - 1) + " other group(s), "
+                  + std::to_string(merged.peers) + " peers in all";
+}
+
 bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std::vector<float> &gradient, long epoch,
-                    AllReduceOptions options, const GradientTamper &tamper, StepOutcome &out, std::string *why)
+                    AllReduceOptions options, const GradientTamper &tamper, const GroupMergeHook &merge,
+                    StepOutcome &out, std::string *why)
 {
     options.myWeight = static_cast<double>(out.localSamples);
     if (!std::all_of(gradient.begin(), gradient.end(), [](float x) { return std::isfinite(x); })) {
@@ -85,6 +107,7 @@ bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std:
         tamper(gradient);
     std::vector<EncodedPiece> captured;
     options.capture = &captured;
+    const auto started = std::chrono::steady_clock::now();
     try {
         out.report = allReduce.run(group.info.groupId, group.info.members, group.myIndex, gradient, options);
     } catch (const Error &e) {
@@ -109,6 +132,8 @@ bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std:
                         ? ""
                         : " (partial: " + std::to_string(static_cast<int>(out.report.receivedFraction * 100))
                               + "% of results)");
+    mergeGroups(merge, group, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                gradient, out);
     return true;
 }
 
@@ -117,7 +142,7 @@ bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std:
 std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
                                                   const std::optional<FormedGroup> &group, const std::string &whyAlone,
                                                   AllReduceOptions options, bool contribute,
-                                                  const GradientTamper &tamper)
+                                                  const GradientTamper &tamper, const GroupMergeHook &merge)
 {
     StepOutcome out;
     out.localSamples = contribute ? trainer.accumulatedSamples() : 0;
@@ -125,7 +150,7 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
     if (group) {
         auto gradient = contribute ? trainer.gradientToAverage()
                                    : std::vector<float>(static_cast<std::size_t>(trainer.parameterCount()), 0.0F);
-        if (averageInGroup(allReduce, *group, gradient, trainer.step(), options, tamper, out, &why)) {
+        if (averageInGroup(allReduce, *group, gradient, trainer.step(), options, tamper, merge, out, &why)) {
             out.result = trainer.applyAveragedStep(gradient, out.batchSamples);
             return out;
         }
@@ -142,14 +167,15 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
 std::optional<StepOutcome> averageDetachedGradient(AllReduceEndpoint &allReduce,
                                                    const std::optional<FormedGroup> &group,
                                                    const std::string &whyAlone, DetachedGradient &detached,
-                                                   AllReduceOptions options, const GradientTamper &tamper)
+                                                   AllReduceOptions options, const GradientTamper &tamper,
+                                                   const GroupMergeHook &merge)
 {
     StepOutcome out;
     out.localSamples = detached.samples;
     std::string why = whyAlone;
     if (group) {
         const auto own = detached.meanGradient;
-        if (averageInGroup(allReduce, *group, detached.meanGradient, detached.epoch, options, tamper, out, &why))
+        if (averageInGroup(allReduce, *group, detached.meanGradient, detached.epoch, options, tamper, merge, out, &why))
             return out;
         detached.meanGradient = own;
         out.localSamples = detached.samples;

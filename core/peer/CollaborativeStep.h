@@ -9,6 +9,8 @@
 //   averaging    the butterfly all-reduce of this peer's mean gradient, weighted by the samples it
 //                accumulated (averaging/ButterflyAllReduce.h):
 //                    g = sum_i n_i g_i / sum_i n_i     (n_i samples of peer i, g_i its mean gradient)
+//   merging      when the epoch averaged in several groups, the weighted mean of every group's
+//                average (averaging/GroupMerge.h): one step for the whole swarm;
 //   apply        LAMB on g for a global batch of sum_i n_i samples (train/Trainer.h
 //                applyAveragedStep), or on the local gradient when no group formed.
 // Threads: GroupSearch runs Matchmaker::formGroup on one background thread; every other call
@@ -16,6 +18,7 @@
 // the trainer (gradient size) and the all-reduce (invalid group); network faults end up in the
 // AllReduceReport, never in an exception.
 #include "averaging/ButterflyAllReduce.h"
+#include "averaging/GroupMerge.h"
 #include "averaging/Matchmaker.h"
 #include "train/Trainer.h"
 
@@ -74,6 +77,8 @@ struct StepOutcome {
     long localSamples = 0;         // samples this peer computed for the step
     long batchSamples = 0;         // samples of the step's batch: the group's weight, or local
     std::size_t groupSize = 1;
+    std::size_t mergedGroups = 1;  // groups whose averages make up the step (GroupMerge.h)
+    std::size_t mergedPeers = 0;   // their members (0: not averaged)
     std::size_t myIndex = 0;       // in the group
     std::int64_t shardElements = 0;// elements this peer reduced
     std::string status;            // "averaged with 2 peer(s)", "fell back to local gradients: ..."
@@ -84,6 +89,10 @@ struct StepOutcome {
 };
 
 using GradientTamper = std::function<void(std::span<float>)>;
+// The second averaging level: given the group and its complete round's average (and the round's
+// seconds), the merge of every group of the epoch (GroupMerger::merge); unset: none.
+using GroupMergeHook = std::function<MergeResult(const FormedGroup &group,
+                                                 const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds)>;
 
 // Averages this peer's gradient in `group` and applies the step; without a group applies the
 // local gradient (`whyAlone` goes into the status). Returns nothing, and changes nothing, when
@@ -92,12 +101,15 @@ using GradientTamper = std::function<void(std::span<float>)>;
 // values on the wire (its own samples are dropped), so the others need not wait for it, and applies the
 // group's average like everyone; without a group it does nothing.
 // `tamper`, when set, rewrites this peer's mean gradient before it is sent: what a hostile peer
-// does (tests only, tests/hostile/HostilePeer.cpp; the apps never set one).
+// does (tests only, tests/hostile/HostilePeer.cpp; the apps never set one). `merge`, when set,
+// replaces a complete round's average by the merge of the epoch's groups (the step is then not
+// kept for replay: StepOutcome::update stays empty).
 [[nodiscard]] std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEndpoint &allReduce,
                                                                 const std::optional<FormedGroup> &group,
                                                                 const std::string &whyAlone,
                                                                 AllReduceOptions options, bool contribute = true,
-                                                                const GradientTamper &tamper = {});
+                                                                const GradientTamper &tamper = {},
+                                                                const GroupMergeHook &merge = {});
 
 // Delayed parameter updates (docs/PROTOCOL.md "Delayed parameter updates"): the averaging half of
 // applyCollaborativeStep on a gradient already taken out of the trainer (Trainer::detachGradient),
@@ -110,7 +122,8 @@ using GradientTamper = std::function<void(std::span<float>)>;
                                                                  const std::optional<FormedGroup> &group,
                                                                  const std::string &whyAlone,
                                                                  DetachedGradient &detached, AllReduceOptions options,
-                                                                 const GradientTamper &tamper = {});
+                                                                 const GradientTamper &tamper = {},
+                                                                 const GroupMergeHook &merge = {});
 // Applies what averageDetachedGradient left in `detached` for `outcome.batchSamples` samples
 // (Trainer::applyDetachedStep) and stores the step in `outcome.result`. The trainer's thread.
 void finishDetachedStep(Trainer &trainer, const DetachedGradient &detached, StepOutcome &outcome);

@@ -43,7 +43,8 @@ void SwarmPeer::Impl::startDelayedStep(GroupSearch &search, bool alone)
         auto w = waitForGroup(search, epoch, alone);
         std::optional<StepOutcome> outcome;
         if (w.group || !w.overtaken)
-            outcome = averageDetachedGradient(*allReduce, w.group, w.why, *gradient, options, opt.tamperGradient);
+            outcome = averageDetachedGradient(*allReduce, w.group, w.why, *gradient, options, opt.tamperGradient,
+                                              mergeHook());
         return std::pair{std::move(w), std::move(outcome)};
     });
 }

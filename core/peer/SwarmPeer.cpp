@@ -124,7 +124,15 @@ void SwarmPeer::Impl::setUp()
     settleReachability();
     MatchSelf self{identity->peerId(), manifest->runId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
                    opt.role == PeerRole::Trainer, identity->publicKey()};
-    matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, opt.matchmaking, access.security, bans);
+    auto matchmaking = opt.matchmaking;
+    matchmaking.targetGroupSize = static_cast<std::size_t>(manifest->averaging().groupSize);
+    matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, matchmaking, access.security, bans);
+    MergeOptions mergeOptions;
+    mergeOptions.fetchTimeout = opt.matchmaking.requestTimeout;
+    mergeOptions.maxGroupWeight = 2.0 * manifest->training.targetBatchSize;
+    mergeOptions.targetGroupSize = matchmaking.targetGroupSize;
+    merger = std::make_unique<GroupMerger>(*dht, service.get(), MergeSelf{identity->peerId(), manifest->runId},
+                                           mergeOptions, access.security, bans);
 
     update([&](PeerSnapshot &s) {
         s.role = opt.role;

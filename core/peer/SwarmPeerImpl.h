@@ -112,6 +112,7 @@ struct SwarmPeer::Impl {
     std::unique_ptr<PortMapping> dhtMapping;  // the DHT node's UDP port, beside them
     std::string portMappingNote;              // why the router gave none ("" when not asked)
     std::unique_ptr<Matchmaker> matchmaker;
+    std::unique_ptr<GroupMerger> merger; // the epoch's groups merged into one step
     std::unique_ptr<MetricsWriter> metrics;
     std::shared_ptr<SwarmMetricsRecorder> recorder;
     std::unique_ptr<DownstreamMonitor> downstream; // monitor with a downstream evaluation
@@ -283,6 +284,8 @@ struct SwarmPeer::Impl {
     // Waits for the group of `epoch` that `search` looks for (any thread; the tracker under
     // `mutex`). Also where DEDLOC_FAULT_STALL_ROUND stalls.
     GroupWait waitForGroup(GroupSearch &search, long epoch, bool alone);
+    // The merge of the epoch's groups for a step's round (GroupMerger; any thread).
+    [[nodiscard]] GroupMergeHook mergeHook();
     // After the round of `epoch` (decided at `decided`) and the step it applied: strikes, the
     // state round, repair, validation and the report; `outcome` empty: no step was taken.
     void afterStep(const std::optional<FormedGroup> &group, const std::optional<StepOutcome> &outcome, long epoch,
@@ -292,8 +295,8 @@ struct SwarmPeer::Impl {
     // A step whose gradient left the trainer (Trainer::detachGradient): a background thread
     // waits for the group and runs the round while the worker computes the next step's
     // micro-batches; the worker applies the result once it is there. The background thread
-    // touches neither the trainer nor anything but `search`, `allReduce`, `tracker` (under
-    // `mutex`) and the peer's log.
+    // touches neither the trainer nor anything but `search`, `allReduce`, `merger`, `tracker`
+    // (under `mutex`) and the peer's log.
     struct StepInFlight {
         long epoch = 0;
         bool alone = false;

@@ -298,6 +298,14 @@ SwarmPeer::Impl::GroupWait SwarmPeer::Impl::waitForGroup(GroupSearch &search, lo
     return w;
 }
 
+GroupMergeHook SwarmPeer::Impl::mergeHook()
+{
+    return [this](const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds) {
+        const long epoch = own->epoch;
+        return merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag);
+    };
+}
+
 void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
 {
     const long epoch = trainer->step();
@@ -313,7 +321,7 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
     if (!contribute)
         log::info("swarm", "pausing: taking part in group " + w.group->info.groupId + " with weight 0 first");
     const auto outcome = applyCollaborativeStep(*trainer, *allReduce, w.group, w.why, roundOptions(), contribute,
-                                                opt.tamperGradient);
+                                                opt.tamperGradient, mergeHook());
     afterStep(w.group, outcome, epoch, alone, decided);
 }
 
@@ -349,7 +357,7 @@ void SwarmPeer::Impl::afterStep(const std::optional<FormedGroup> &group, const s
         log::warning("swarm", outcome->status);
     }
     setRepair(diverged);
-    keepUpdate(outcome->update, !diverged && !stateRoundChanged);
+    keepUpdate(outcome->update, !diverged && !stateRoundChanged && outcome->mergedGroups <= 1);
     if (diverged && repairByDownload())
         setRepair(false);
     stateIsSwarms = !repairWanted;
@@ -395,6 +403,7 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
                              {"samples_per_s", emaSamplesPerSecond}, {"lr", r.learningRate},
                              {"grad_norm", std::isfinite(r.gradNorm) ? r.gradNorm : -1.0}, {"applied", r.applied},
                              {"global_epoch", globalEpoch}, {"peers", peers}, {"group_size", step.groupSize},
+                             {"merged_groups", step.mergedGroups}, {"merged_peers", step.mergedPeers},
                              {"averaged", step.averaged}, {"round_s", roundSeconds},
                              {"shard_elements", step.shardElements}, {"complete", step.complete},
                              {"state_round", stateRound}};

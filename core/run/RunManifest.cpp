@@ -107,8 +107,15 @@ AggregationSpec parseAggregation(const JsonObjectReader &root)
 AveragingSpec parseAveraging(const JsonObjectReader &root, int targetBatchSize)
 {
     const JsonObjectReader r = root.object("averaging", {"delayed_parameter_updates", "mode", "inner_batch_size",
-                                                         "outer_learning_rate", "outer_momentum"});
+                                                         "outer_learning_rate", "outer_momentum", "group_size"});
     AveragingSpec spec;
+    if (r.has("group_size")) {
+        spec.groupSize = r.integer("group_size", 1);
+        if (spec.groupSize < AveragingSpec::MinGroupSize || spec.groupSize > AveragingSpec::MaxGroupSize)
+            r.fail("group_size", "is " + std::to_string(spec.groupSize) + ", expected "
+                                     + std::to_string(AveragingSpec::MinGroupSize) + " to "
+                                     + std::to_string(AveragingSpec::MaxGroupSize));
+    }
     if (r.has("delayed_parameter_updates"))
         spec.delayedParameterUpdates = r.boolean("delayed_parameter_updates");
     const std::string mode = r.has("mode") ? r.string("mode") : "gradients";
@@ -134,12 +141,15 @@ AveragingSpec parseAveraging(const JsonObjectReader &root, int targetBatchSize)
 
 json averagingJson(const AveragingSpec &a)
 {
-    if (a.mode == AveragingMode::Gradients)
-        return {{"delayed_parameter_updates", a.delayedParameterUpdates}};
-    json out = {{"mode", "local_updates"}, {"inner_batch_size", a.innerBatchSize},
-                {"outer_learning_rate", a.outerLearningRate}, {"outer_momentum", a.outerMomentum}};
-    if (a.delayedParameterUpdates)
-        out["delayed_parameter_updates"] = true;
+    json out = {{"delayed_parameter_updates", a.delayedParameterUpdates}};
+    if (a.mode == AveragingMode::LocalUpdates) {
+        out = {{"mode", "local_updates"}, {"inner_batch_size", a.innerBatchSize},
+               {"outer_learning_rate", a.outerLearningRate}, {"outer_momentum", a.outerMomentum}};
+        if (a.delayedParameterUpdates)
+            out["delayed_parameter_updates"] = true;
+    }
+    if (a.groupSize != AveragingSpec{}.groupSize)
+        out["group_size"] = a.groupSize;
     return out;
 }
 

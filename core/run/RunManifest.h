@@ -101,6 +101,14 @@ struct AveragingSpec {
     int innerBatchSize = 0;
     double outerLearningRate = 0.7;
     double outerMomentum = 0.9;
+    // Members an averaging group holds at most (MinGroupSize to MaxGroupSize). A swarm larger than
+    // that averages in several groups per step, merged into one step (averaging/GroupMerge.h).
+    // A butterfly round costs each member about twice its vector whatever the group's size, but
+    // 2 (n - 1) connections and the wait for its slowest member: 64 keeps the parts of the
+    // default model's gradient above 30 000 values.
+    static constexpr int MinGroupSize = 2;
+    static constexpr int MaxGroupSize = 256;
+    int groupSize = 64;
 };
 
 struct RunManifest {
@@ -129,8 +137,8 @@ struct RunManifest {
 
     [[nodiscard]] AggregationSpec aggregation() const;
     // "averaging": {"delayed_parameter_updates": bool} or {"mode": "local_updates",
-    // "inner_batch_size": n, "outer_learning_rate": x, "outer_momentum": x}. Optional; absent:
-    // AveragingSpec{} (gradients, no delay).
+    // "inner_batch_size": n, "outer_learning_rate": x, "outer_momentum": x}, either with
+    // "group_size": n. Optional; absent: AveragingSpec{} (gradients, no delay, groups of 64).
     std::optional<AveragingSpec> averagingField;
     [[nodiscard]] AveragingSpec averaging() const { return averagingField.value_or(AveragingSpec{}); }
 

@@ -1,0 +1,197 @@
+#include "averaging/GroupMerge.h"
+
+#include "averaging/BanList.h"
+#include "averaging/PeerService.h"
+#include "averaging/UpdateArchive.h"
+#include "averaging/UpdateDownload.h"
+#include "net/DataPlaneSecurity.h"
+#include "util/Clock.h"
+#include "util/Error.h"
+#include "util/Hash.h"
+#include "util/Log.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
+#include <tuple>
+
+namespace dedloc {
+
+std::string updateDigest(const AveragedUpdate &update)
+{
+    std::string bytes = updateHeaderToJson(update).dump();
+    bytes.append(reinterpret_cast<const char *>(update.bytes.data()), update.bytes.size());
+    return sha256Hex(bytes.data(), bytes.size());
+}
+
+std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long epoch, double maxGroupWeight)
+{
+    // group id -> (weight, members, digest) -> records claiming it
+    std::map<std::string, std::map<std::tuple<long, std::size_t, std::string>, std::vector<const GroupRecord *>>> claims;
+    for (const auto &r : records)
+        if (r.epoch == epoch)
+            claims[r.groupId][{r.weight, r.members, r.digest}].push_back(&r);
+    std::vector<GroupView> views;
+    for (const auto &[groupId, byClaim] : claims) {
+        const auto *best = &*byClaim.begin(); // map order: ties go to the first claim
+        for (const auto &c : byClaim)
+            if (c.second.size() > best->second.size())
+                best = &c;
+        const auto &[weight, members, digest] = best->first;
+        if (best->second.size() < 2 || static_cast<double>(weight) > maxGroupWeight * static_cast<double>(members))
+            continue;
+        GroupView v{groupId, weight, members, digest, best->second.size(), {}};
+        for (const auto *r : best->second)
+            if (!r->serviceEndpoint.empty())
+                v.servers.push_back(*r);
+        views.push_back(std::move(v));
+    }
+    return views; // std::map iterates group ids in order
+}
+
+std::vector<float> mergeAverages(const std::vector<std::vector<float>> &averages, const std::vector<long> &weights)
+{
+    if (averages.empty() || averages.size() != weights.size())
+        throw Error("mergeAverages: " + std::to_string(averages.size()) + " averages, " + std::to_string(weights.size())
+                    + " weights");
+    double total = 0.0;
+    for (const long w : weights)
+        total += static_cast<double>(w);
+    std::vector<double> sum(averages.front().size(), 0.0);
+    for (std::size_t g = 0; g < averages.size(); ++g) {
+        if (averages[g].size() != sum.size())
+            throw Error("mergeAverages: averages of different sizes");
+        const double share = total > 0.0 ? static_cast<double>(weights[g]) / total : 1.0 / double(averages.size());
+        for (std::size_t i = 0; i < sum.size(); ++i)
+            sum[i] += share * static_cast<double>(averages[g][i]);
+    }
+    return {sum.begin(), sum.end()};
+}
+
+GroupMerger::GroupMerger(DhtNode &dht, PeerService *service, MergeSelf self, MergeOptions options,
+                         std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<const BanList> bans)
+    : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security)),
+      m_bans(std::move(bans))
+{
+}
+
+std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
+{
+    std::vector<GroupRecord> records;
+    const double now = unixNow();
+    for (const auto &record : m_dht.fetch(key, 1.0)) {
+        if (m_bans && m_bans->isBanned(record.peerId, now))
+            continue;
+        if (m_security && !m_security->admission(record.publicKey).empty())
+            continue; // closed run: only admitted peers' groups count
+        try {
+            records.push_back(parseGroupRecord(record));
+        } catch (const std::exception &e) {
+            log::warning("merge", "ignored a group record of " + record.peerId.substr(0, 8) + ": " + e.what());
+        }
+    }
+    return records;
+}
+
+std::optional<AveragedUpdate> GroupMerger::fetchAverage(const GroupView &view, long epoch, std::uint64_t elements,
+                                                        const std::atomic<bool> &stop, std::string *why) const
+{
+    if (view.servers.empty()) {
+        *why = "no member serves it";
+        return std::nullopt;
+    }
+    // Start at a member this peer's id picks: the group's downloads spread over its members.
+    const std::size_t first = std::hash<std::string>{}(m_self.peerId) % view.servers.size();
+    for (std::size_t k = 0; k < view.servers.size() && !stop.load(); ++k) {
+        const auto &server = view.servers[(first + k) % view.servers.size()];
+        const DonorAdvert donor{server.peerId, server.serviceEndpoint, epoch, server.publicKey, false};
+        UpdateFetcher fetcher(donor, m_self.runId, elements, m_options.fetchTimeout, stop, m_security);
+        auto u = fetcher.fetch(epoch, view.groupId);
+        if (u && updateDigest(*u) == view.digest && u->batchSamples == view.weight)
+            return u;
+        *why = u ? "member " + server.peerId.substr(0, 8) + " served another average than its group claims"
+                 : "member " + server.peerId.substr(0, 8) + ": " + fetcher.why();
+    }
+    return std::nullopt;
+}
+
+MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
+                               const std::function<std::size_t()> &expectedPeers, double roundSeconds,
+                               const std::atomic<bool> &stop)
+{
+    const std::uint64_t elements = own->elements;
+    MergeResult result;
+    result.weight = own->batchSamples;
+    result.peers = group.members.size();
+    const long epoch = own->epoch;
+    const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
+    const auto digest = updateDigest(*own);
+    if (m_service)
+        m_service->addGroupUpdate(group.groupId, own);
+    const GroupRecord mine{m_self.peerId, {}, epoch, group.groupId, own->batchSamples, group.members.size(), digest,
+                           m_service ? m_service->endpoint() : std::string()};
+    (void)m_dht.publish(key, encodeGroupRecord(mine), 120.0, 1.0);
+
+    // The other groups' records, until the groups seen hold every peer expected at this epoch.
+    const double started = unixNow();
+    const double fullWait = std::max(m_options.minWait, m_options.roundShare * roundSeconds);
+    std::vector<GroupView> views;
+    for (bool first = true; !stop.load(); first = false) {
+        const std::size_t expected = expectedPeers ? expectedPeers() : 0;
+        if (first && group.members.size() >= expected)
+            return result; // one group holds the swarm: nothing to merge, nothing to wait for
+        views = groupViews(readRecords(key), epoch, m_options.maxGroupWeight);
+        std::size_t seen = group.members.size();
+        for (const auto &v : views)
+            if (v.groupId != group.groupId)
+                seen += v.members;
+        const bool others = seen > group.members.size() || expected > m_options.targetGroupSize;
+        if (seen >= expected || unixNow() >= started + (others ? fullWait : m_options.splitWait))
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    // This peer's own group is merged whatever the records say (its members may not have
+    // published yet), at its place in the order of group ids.
+    if (std::none_of(views.begin(), views.end(), [&](const GroupView &v) { return v.groupId == group.groupId; })) {
+        views.push_back({group.groupId, own->batchSamples, group.members.size(), digest, 1, {}});
+        std::sort(views.begin(), views.end(), [](const GroupView &a, const GroupView &b) { return a.groupId < b.groupId; });
+    }
+    std::vector<std::vector<float>> averages;
+    std::vector<long> weights;
+    for (const auto &v : views) {
+        if (v.groupId == group.groupId) {
+            if (v.digest != digest || v.weight != own->batchSamples)
+                result.note += "; most records of this peer's own group claim another average";
+            averages.push_back(decodeUpdate(*own));
+            weights.push_back(own->batchSamples);
+            continue;
+        }
+        std::string why;
+        auto u = fetchAverage(v, epoch, elements, stop, &why);
+        std::vector<float> values;
+        if (u) {
+            try {
+                values = decodeUpdate(*u);
+            } catch (const std::exception &e) {
+                why = e.what();
+            }
+        }
+        if (values.empty()) {
+            result.note += "; group " + v.groupId + " not merged: " + why;
+            continue;
+        }
+        averages.push_back(std::move(values));
+        weights.push_back(v.weight);
+        result.weight += v.weight;
+        result.peers += v.members;
+        ++result.groups;
+    }
+    if (result.groups > 1)
+        result.average = mergeAverages(averages, weights);
+    if (!result.note.empty())
+        result.note.erase(0, 2);
+    return result;
+}
+
+} // namespace dedloc

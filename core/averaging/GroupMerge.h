@@ -1,0 +1,124 @@
+#pragma once
+// A second averaging level above the groups (docs/PROTOCOL.md "Merging groups"). When one epoch
+// averaged in several groups (more peers than a group holds, or matchmaking views that split the
+// swarm), the members of each group fetch the other groups' averages, and every peer applies the
+// same weighted mean of all of them: one model at any swarm size.
+//
+// After a complete round, a member of group G, whose batch holds W_G samples, keeps G's average
+// U_G as encoded on the wire (averaging/AveragedUpdate.h) on its service socket
+// (PeerService::addGroupUpdate) and publishes a signed GroupRecord under
+// runKey(run, "groups/<epoch>"). It then reads that key until the groups it sees hold every peer
+// expected at this epoch, or its wait ends; fetches each other group's average from one of the
+// members that serve it (this peer's id picks which, so that a group's downloads spread over its
+// members); checks it against the digest that most of that group's records claim; and replaces
+// its gradient by
+//     g = sum_G (W_G / W) decode(U_G),    W = sum_G W_G,
+// summed in double precision in the order of the group ids, its own group included. Peers that
+// merge the same set of groups hold bitwise identical results (the same inputs and operations in
+// the same order on one kind of CPU), so the epoch applies one step, as if one group had averaged
+// every gradient (the weights are samples, as within a group). Peers whose views of the set
+// differ hold different states: the state digests in progress records show it
+// (averaging/ModelAgreement.h).
+// A group counts only when at least two of its members sign records that agree on it (a group
+// has two members at least), with a weight of at most `maxGroupWeight` per member.
+// Cost: for k groups a peer downloads k - 1 averages (its downlink), and the members of a group
+// together serve each other member of the swarm once: about k - 1 averages each on their uplinks.
+// Threads: merge() on the averaging thread; the DHT and the service are thread-safe. Errors:
+// none thrown for the network or bad records (they are skipped, with the reason in the result).
+#include "averaging/AveragedUpdate.h"
+#include "averaging/SwarmMessages.h"
+#include "net/DhtNode.h"
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+class BanList;
+class DataPlaneSecurity;
+class PeerService;
+
+// SHA-256 (64 hex digits) of an update's header and bytes: equal digests, equal updates.
+[[nodiscard]] std::string updateDigest(const AveragedUpdate &update);
+
+// A group as the records of its members describe it: the weight, size and digest claimed by
+// most of them (ties: the smaller digest), the members that serve it, and how many agree.
+struct GroupView {
+    std::string groupId;
+    long weight = 0;
+    std::size_t members = 0;
+    std::string digest;
+    std::size_t agreeing = 0;           // records claiming exactly (weight, members, digest)
+    std::vector<GroupRecord> servers;   // agreeing records with an endpoint
+};
+// The groups of `epoch` in `records`, sorted by group id; groups fewer than two records agree
+// on, or heavier than `maxGroupWeight` per member, are left out.
+[[nodiscard]] std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long epoch,
+                                                double maxGroupWeight);
+
+// The weighted mean of decoded group averages (`weights[i]` for `averages[i]`, in this order):
+// sum_i (w_i / sum w) x_i in double, rounded to float once. Throws Error for mismatched sizes.
+[[nodiscard]] std::vector<float> mergeAverages(const std::vector<std::vector<float>> &averages,
+                                               const std::vector<long> &weights);
+
+struct MergeSelf {
+    std::string peerId;
+    std::string runId;
+};
+
+struct MergeOptions {
+    // Seconds it waits at least for the other groups' records, or this share of its own round's
+    // seconds if longer, when the swarm is larger than one group or another group was seen...
+    double minWait = 2.0;
+    double roundShare = 1.0;
+    // ... and otherwise (a swarm that one group can hold, whose matchmaking views may still have
+    // split it) this long.
+    double splitWait = 0.5;
+    std::size_t targetGroupSize = 16; // MatchmakingOptions::targetGroupSize
+    double fetchTimeout = 3.0;   // seconds without progress before a server is given up
+    double maxGroupWeight = 0.0; // samples per member a group may claim (> 0), e.g. 2 x target batch
+};
+
+struct MergeResult {
+    std::vector<float> average;  // the merged gradient (empty: nothing merged, keep the group's)
+    long weight = 0;             // W: samples of every merged group's batch
+    std::size_t groups = 1;      // merged, own group included
+    std::size_t peers = 0;       // members of the merged groups
+    std::string note;            // groups seen but not merged and why ("" when none)
+};
+
+class GroupMerger final {
+public:
+    // `service` null in client mode: it fetches but serves nothing. `security` null: plaintext
+    // (tests). All must outlive it.
+    GroupMerger(DhtNode &dht, PeerService *service, MergeSelf self, MergeOptions options,
+                std::shared_ptr<const DataPlaneSecurity> security = nullptr,
+                std::shared_ptr<const BanList> bans = nullptr);
+
+    // After a complete round of `group` whose average is `own` (weight own.batchSamples):
+    // publishes this group's record, waits for the others while the groups seen hold fewer
+    // than `expectedPeers()`, and merges. Returns weight and groups 1 with an empty average when
+    // no other group was merged. Returns at once when the group holds every expected peer.
+    [[nodiscard]] MergeResult merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
+                                    const std::function<std::size_t()> &expectedPeers, double roundSeconds,
+                                    const std::atomic<bool> &stop);
+
+private:
+    [[nodiscard]] std::vector<GroupRecord> readRecords(const std::string &key) const;
+    [[nodiscard]] std::optional<AveragedUpdate> fetchAverage(const GroupView &view, long epoch, std::uint64_t elements,
+                                                             const std::atomic<bool> &stop, std::string *why) const;
+
+    DhtNode &m_dht;
+    PeerService *m_service;
+    MergeSelf m_self;
+    MergeOptions m_options;
+    std::shared_ptr<const DataPlaneSecurity> m_security;
+    std::shared_ptr<const BanList> m_bans;
+};
+
+} // namespace dedloc

@@ -1,0 +1,235 @@
+// Merging the groups of one epoch (core/averaging/GroupMerge.h): the records and their majority
+// view, the weighted mean, and peers in threads (own OpenDHT node and service socket each, on
+// loopback) that averaged in two groups and must all end with one identical average.
+#include "averaging/GroupMerge.h"
+#include "averaging/PeerService.h"
+#include "compress/Compression.h"
+#include "net/PeerIdentity.h"
+#include "net/WireMessage.h"
+#include "util/Error.h"
+
+#include <QTest>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <future>
+#include <memory>
+
+using namespace dedloc;
+
+namespace {
+
+const std::string Run = "merge-test";
+constexpr long Epoch = 5;
+constexpr std::size_t Elements = 3000;
+
+std::vector<float> ramp(float scale, float offset)
+{
+    std::vector<float> v(Elements);
+    for (std::size_t i = 0; i < Elements; ++i)
+        v[i] = scale * std::sin(0.01F * static_cast<float>(i)) + offset;
+    return v;
+}
+
+std::shared_ptr<const AveragedUpdate> fp16Update(const std::vector<float> &values, long batchSamples)
+{
+    AveragedUpdate u;
+    u.epoch = Epoch;
+    u.batchSamples = batchSamples;
+    u.codec = Compression::Fp16;
+    u.elements = values.size();
+    u.pieces = {{0, values.size()}};
+    u.bytes = encode(Compression::Fp16, values);
+    return std::make_shared<const AveragedUpdate>(std::move(u));
+}
+
+GroupRecord record(const std::string &peer, const std::string &group, long weight, std::size_t members,
+                   const std::string &digest, const std::string &endpoint = "tcp://127.0.0.1:9")
+{
+    return {peer, {}, Epoch, group, weight, members, digest, endpoint};
+}
+
+struct MergePeer {
+    PeerIdentity identity = PeerIdentity::generate();
+    std::unique_ptr<DhtNode> dht;
+    std::unique_ptr<PeerService> service;
+    std::unique_ptr<GroupMerger> merger;
+};
+
+std::vector<std::unique_ptr<MergePeer>> makePeers(std::size_t count)
+{
+    std::vector<std::unique_ptr<MergePeer>> peers;
+    MergeOptions options;
+    options.maxGroupWeight = 100.0;
+    options.targetGroupSize = 2;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto p = std::make_unique<MergePeer>();
+        p->dht = std::make_unique<DhtNode>(p->identity);
+        if (i > 0)
+            p->dht->bootstrap("127.0.0.1:" + std::to_string(peers.front()->dht->port()));
+        p->service = std::make_unique<PeerService>(Run);
+        p->merger = std::make_unique<GroupMerger>(*p->dht, p->service.get(), MergeSelf{p->identity.peerId(), Run}, options);
+        peers.push_back(std::move(p));
+    }
+    for (auto &p : peers)
+        p->dht->waitForNodes(1, 5.0);
+    return peers;
+}
+
+GroupInfo groupOf(const std::string &id, const std::vector<std::unique_ptr<MergePeer>> &peers, std::size_t first)
+{
+    GroupInfo g{id, Epoch, {}};
+    for (std::size_t i = first; i < first + 2; ++i)
+        g.members.push_back({peers[i]->identity.peerId(), "tcp://127.0.0.1:1", 1.0, 1.0, peers[i]->identity.publicKey()});
+    return g;
+}
+
+} // namespace
+
+class TestGroupMerge final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void recordRoundTripsAndBadOnesAreRefused()
+    {
+        const auto id = PeerIdentity::generate();
+        DhtNode dht(id);
+        const auto digest = std::string(64, 'a');
+        const auto bytes = dht.encodeRecord("k", encodeGroupRecord(record("x", "e5-01", 40, 3, digest)), 1, 100.0, 1e12);
+        const auto signed_ = verifySignedRecord(
+            "k", std::span(reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size()), 100.0, 3.0);
+        QVERIFY(signed_.has_value());
+        const auto r = parseGroupRecord(*signed_);
+        QCOMPARE(r.peerId, id.peerId()); // the signer, not the payload
+        QCOMPARE(r.groupId, std::string("e5-01"));
+        QCOMPARE(r.weight, 40L);
+        QCOMPARE(r.members, std::size_t{3});
+        QCOMPARE(r.digest, digest);
+        const auto refused = [&](const std::string &payload) {
+            auto s = *signed_;
+            s.payload = payload;
+            try {
+                (void)parseGroupRecord(s);
+            } catch (const ProtocolError &) {
+                return true;
+            }
+            return false;
+        };
+        const auto payload = [&](const char *field, const nlohmann::json &value) {
+            nlohmann::json j = {{"e", 5}, {"g", "e5"}, {"w", 4}, {"n", 2}, {"h", digest}, {"a", ""}};
+            j[field] = value;
+            return j.dump();
+        };
+        QVERIFY(!refused(payload("w", 4)));
+        QVERIFY(refused(payload("n", 1)));     // a group of one
+        QVERIFY(refused(payload("h", "00"))); // a short digest
+        QVERIFY(refused(payload("g", "")));   // no group id
+        QVERIFY(refused(payload("w", -4)));   // a negative weight
+        QVERIFY(refused(payload("a", "http://x")));
+        QVERIFY(refused(payload("h", std::string(64, 'G'))));
+    }
+
+    // Each group is what most of its records claim; a group claimed by one record, or heavier
+    // than the bound per member, is left out; the views come in the order of group ids.
+    void viewsTakeTheMajorityClaim()
+    {
+        const auto h1 = std::string(64, '1'), h2 = std::string(64, '2');
+        const std::vector<GroupRecord> records = {
+            record("p1", "e5-b", 10, 3, h1), record("p2", "e5-b", 10, 3, h1, ""), record("p3", "e5-b", 99, 3, h2),
+            record("p4", "e5-a", 8, 2, h2),  record("p5", "e5-c", 1000, 2, h1),   record("p6", "e5-c", 1000, 2, h1),
+            record("p7", "e5-d", 6, 2, h2),  record("p8", "e5-d", 6, 2, h2),
+        };
+        const auto views = groupViews(records, Epoch, 100.0);
+        QCOMPARE(views.size(), std::size_t{2});
+        QCOMPARE(views[0].groupId, std::string("e5-b"));
+        QCOMPARE(views[0].weight, 10L);
+        QCOMPARE(views[0].digest, h1);
+        QCOMPARE(views[0].agreeing, std::size_t{2});
+        QCOMPARE(views[0].servers.size(), std::size_t{1}); // p2 serves nothing (client mode)
+        QCOMPARE(views[0].servers[0].peerId, std::string("p1"));
+        QCOMPARE(views[1].groupId, std::string("e5-d"));
+        QVERIFY(groupViews(records, Epoch + 1, 100.0).empty());
+    }
+
+    void mergeIsTheWeightedMean()
+    {
+        const std::vector<float> a = {1.0F, -2.0F, 0.1F}, b = {3.0F, 2.0F, 0.7F};
+        const auto m = mergeAverages({a, b}, {10, 30});
+        for (std::size_t i = 0; i < a.size(); ++i)
+            QCOMPARE(m[i], static_cast<float>(0.25 * double(a[i]) + 0.75 * double(b[i])));
+        QCOMPARE(m[1], 1.0F);
+        QVERIFY_THROWS_EXCEPTION(Error, (void)mergeAverages({a, {1.0F}}, {1, 1}));
+        QVERIFY_THROWS_EXCEPTION(Error, (void)mergeAverages({a}, {1, 2}));
+    }
+
+    // Four peers averaged in two groups of two: each fetches the other group's average and all
+    // four hold the same merged average, bit for bit, weighted by the groups' samples.
+    void twoGroupsMergeIntoOneAverage()
+    {
+        auto peers = makePeers(4);
+        const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
+        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
+        std::atomic<bool> stop{false};
+        std::vector<std::future<MergeResult>> results;
+        for (std::size_t i = 0; i < 4; ++i)
+            results.push_back(std::async(std::launch::async, [&, i] {
+                return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, [] { return std::size_t{4}; }, 0.1, stop);
+            }));
+        const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
+        for (auto &f : results) {
+            const auto r = f.get();
+            QVERIFY2(r.note.empty(), r.note.c_str());
+            QCOMPARE(r.groups, std::size_t{2});
+            QCOMPARE(r.weight, 40L);
+            QCOMPARE(r.peers, std::size_t{4});
+            QVERIFY(r.average == expected);
+        }
+        // Not the mean of the two groups with equal weights: the samples weigh.
+        QVERIFY(std::abs(expected[0] - (0.25F * decodeUpdate(*a)[0] + 0.75F * decodeUpdate(*b)[0])) < 1e-6F);
+    }
+
+    // A member that serves another average than its group's records claim is passed over: the
+    // honest member of that group serves the claimed one, and everyone merges that.
+    void aForgedAverageIsNotMerged()
+    {
+        auto peers = makePeers(4);
+        const auto a = fp16Update(ramp(1.0F, 0.0F), 20), b = fp16Update(ramp(2.0F, 1.0F), 20);
+        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
+        // Peer 3 claims group B's true average but serves a forged one.
+        peers[3]->service->addGroupUpdate(gb.groupId, fp16Update(ramp(50.0F, 9.0F), 20));
+        const auto key = runKey(Run, "groups/" + std::to_string(Epoch));
+        QVERIFY(peers[3]->dht->publish(key,
+                                       encodeGroupRecord(record("", gb.groupId, 20, 2, updateDigest(*b),
+                                                                peers[3]->service->endpoint())),
+                                       60.0));
+        std::atomic<bool> stop{false};
+        std::vector<std::future<MergeResult>> results;
+        for (std::size_t i = 0; i < 3; ++i)
+            results.push_back(std::async(std::launch::async, [&, i] {
+                return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, [] { return std::size_t{4}; }, 0.1, stop);
+            }));
+        const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {20, 20});
+        for (auto &f : results) {
+            const auto r = f.get();
+            QCOMPARE(r.groups, std::size_t{2});
+            QVERIFY(r.average == expected);
+        }
+    }
+
+    // A group that holds every expected peer merges nothing and waits for nothing.
+    void aGroupOfTheWholeSwarmMergesNothing()
+    {
+        auto peers = makePeers(2);
+        const auto a = fp16Update(ramp(1.0F, 0.0F), 20);
+        std::atomic<bool> stop{false};
+        const auto r = peers[0]->merger->merge(groupOf("e5-aaaa", peers, 0), a, [] { return std::size_t{2}; }, 0.1, stop);
+        QCOMPARE(r.groups, std::size_t{1});
+        QVERIFY(r.average.empty());
+        QCOMPARE(r.weight, 20L);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGroupMerge)
+#include "tst_groupmerge.moc"
