@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <future>
 #include <memory>
@@ -63,6 +64,7 @@ std::vector<std::unique_ptr<MergePeer>> makePeers(std::size_t count)
     std::vector<std::unique_ptr<MergePeer>> peers;
     MergeOptions options;
     options.maxGroupWeight = 100.0;
+    options.formingWait = 3.0;
     options.targetGroupSize = 2;
     for (std::size_t i = 0; i < count; ++i) {
         auto p = std::make_unique<MergePeer>();
@@ -141,9 +143,10 @@ private Q_SLOTS:
             record("p4", "e5-a", 8, 2, h2),  record("p5", "e5-c", 1000, 2, h1),   record("p6", "e5-c", 1000, 2, h1),
             record("p7", "e5-d", 6, 2, h2),  record("p8", "e5-d", 6, 2, h2),
         };
-        const auto views = groupViews(records, Epoch, 100.0);
-        QCOMPARE(views.size(), std::size_t{2});
+        auto views = groupViews(records, Epoch, 100.0);
+        QCOMPARE(views.size(), std::size_t{2}); // e5-a: one record; e5-c: too heavy
         QCOMPARE(views[0].groupId, std::string("e5-b"));
+        QVERIFY(!views[0].forming);
         QCOMPARE(views[0].weight, 10L);
         QCOMPARE(views[0].digest, h1);
         QCOMPARE(views[0].agreeing, std::size_t{2});
@@ -151,6 +154,10 @@ private Q_SLOTS:
         QCOMPARE(views[0].servers[0].peerId, std::string("p1"));
         QCOMPARE(views[1].groupId, std::string("e5-d"));
         QVERIFY(groupViews(records, Epoch + 1, 100.0).empty());
+        // A group whose round ended for one member and not yet for the other is still forming.
+        views = groupViews({record("p1", "e5-f", 10, 2, h1), record("p2", "e5-f", 0, 2, "")}, Epoch, 100.0);
+        QCOMPARE(views.size(), std::size_t{1});
+        QVERIFY(views[0].forming);
     }
 
     void mergeIsTheWeightedMean()
@@ -216,6 +223,30 @@ private Q_SLOTS:
             QCOMPARE(r.groups, std::size_t{2});
             QVERIFY(r.average == expected);
         }
+    }
+
+    // A group that was announced but whose average never came is waited for, then left out.
+    void anAnnouncedGroupIsWaitedForThenLeftOut()
+    {
+        auto peers = makePeers(4);
+        const auto a = fp16Update(ramp(1.0F, 0.0F), 20);
+        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
+        peers[2]->merger->announce(gb);
+        peers[3]->merger->announce(gb);
+        std::atomic<bool> stop{false};
+        const auto started = std::chrono::steady_clock::now();
+        // Two peers expected: group A alone would hold them; the announcement makes it wait.
+        const auto r = peers[0]->merger->merge(ga, a, [] { return std::size_t{2}; }, 0.1, stop);
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        QCOMPARE(r.groups, std::size_t{1});
+        QVERIFY2(r.note.find("e5-bbbb not merged: its round did not end in time") != std::string::npos, r.note.c_str());
+        QVERIFY2(waited >= 2.9, qPrintable(QString::number(waited))); // MergeOptions::formingWait
+        const auto views = groupViews({record("x", "e5-c", 0, 3, ""), record("y", "e5-c", 0, 3, ""),
+                                       record("z", "e5-d", 0, 3, "")}, Epoch, 100.0);
+        QCOMPARE(views.size(), std::size_t{1}); // e5-d: one announcement is no group
+        QCOMPARE(views[0].groupId, std::string("e5-c"));
+        QVERIFY(views[0].forming);
+        QCOMPARE(views[0].members, std::size_t{3});
     }
 
     // A group that holds every expected peer merges nothing and waits for nothing.

@@ -27,24 +27,39 @@ std::string updateDigest(const AveragedUpdate &update)
 
 std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long epoch, double maxGroupWeight)
 {
-    // group id -> (weight, members, digest) -> records claiming it
+    // group id -> (weight, members, digest) -> records claiming it; and every record of the group
     std::map<std::string, std::map<std::tuple<long, std::size_t, std::string>, std::vector<const GroupRecord *>>> claims;
-    for (const auto &r : records)
-        if (r.epoch == epoch)
-            claims[r.groupId][{r.weight, r.members, r.digest}].push_back(&r);
-    std::vector<GroupView> views;
-    for (const auto &[groupId, byClaim] : claims) {
-        const auto *best = &*byClaim.begin(); // map order: ties go to the first claim
-        for (const auto &c : byClaim)
-            if (c.second.size() > best->second.size())
-                best = &c;
-        const auto &[weight, members, digest] = best->first;
-        if (best->second.size() < 2 || static_cast<double>(weight) > maxGroupWeight * static_cast<double>(members))
+    std::map<std::string, std::vector<const GroupRecord *>> known;
+    for (const auto &r : records) {
+        if (r.epoch != epoch)
             continue;
-        GroupView v{groupId, weight, members, digest, best->second.size(), {}};
-        for (const auto *r : best->second)
-            if (!r->serviceEndpoint.empty())
-                v.servers.push_back(*r);
+        known[r.groupId].push_back(&r);
+        if (!r.digest.empty())
+            claims[r.groupId][{r.weight, r.members, r.digest}].push_back(&r);
+    }
+    std::vector<GroupView> views;
+    for (const auto &[groupId, all] : known) {
+        if (all.size() < 2)
+            continue; // a group has two members at least: one record is nobody's word but its own
+        std::size_t members = 0;
+        for (const auto *r : all)
+            members = std::max(members, r->members);
+        GroupView v{groupId, true, 0, members, {}, 0, {}};
+        if (const auto it = claims.find(groupId); it != claims.end()) {
+            const auto *best = &*it->second.begin(); // map order: ties go to the first claim
+            for (const auto &c : it->second)
+                if (c.second.size() > best->second.size())
+                    best = &c;
+            const auto &[weight, claimed, digest] = best->first;
+            if (best->second.size() >= 2) {
+                if (static_cast<double>(weight) > maxGroupWeight * static_cast<double>(claimed))
+                    continue; // heavier than its members can be
+                v = {groupId, false, weight, claimed, digest, best->second.size(), {}};
+                for (const auto *r : best->second)
+                    if (!r->serviceEndpoint.empty())
+                        v.servers.push_back(*r);
+            }
+        }
         views.push_back(std::move(v));
     }
     return views; // std::map iterates group ids in order
@@ -111,9 +126,33 @@ std::optional<AveragedUpdate> GroupMerger::fetchAverage(const GroupView &view, l
         if (u && updateDigest(*u) == view.digest && u->batchSamples == view.weight)
             return u;
         *why = u ? "member " + server.peerId.substr(0, 8) + " served another average than its group claims"
-                 : "member " + server.peerId.substr(0, 8) + ": " + fetcher.why();
+                 : "member " + server.peerId.substr(0, 8) + ": " + (fetcher.why().empty() ? "no answer" : fetcher.why());
     }
     return std::nullopt;
+}
+
+void GroupMerger::announce(const GroupInfo &group)
+{
+    if (m_announcing.valid())
+        m_announcing.wait();
+    const GroupRecord r{m_self.peerId, {}, group.epoch, group.groupId, 0, group.members.size(), {}, {}};
+    m_announcing = std::async(std::launch::async, [this, r] {
+        (void)m_dht.publish(runKey(m_self.runId, "groups/" + std::to_string(r.epoch)), encodeGroupRecord(r), 120.0, 1.0);
+    });
+}
+
+bool GroupMerger::groupsStillRunning(long epoch)
+{
+    std::lock_guard lock(m_runningMutex);
+    const double now = unixNow();
+    if (epoch != m_runningEpoch || now - m_runningReadAt >= 0.5) {
+        const auto views = groupViews(readRecords(runKey(m_self.runId, "groups/" + std::to_string(epoch))), epoch,
+                                      m_options.maxGroupWeight);
+        m_running = std::any_of(views.begin(), views.end(), [](const GroupView &v) { return v.forming; });
+        m_runningEpoch = epoch;
+        m_runningReadAt = now;
+    }
+    return m_running;
 }
 
 MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
@@ -126,6 +165,8 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     result.peers = group.members.size();
     const long epoch = own->epoch;
     const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
+    if (m_announcing.valid())
+        m_announcing.wait(); // its announcement must not land after (and over) the record below
     const auto digest = updateDigest(*own);
     if (m_service)
         m_service->addGroupUpdate(group.groupId, own);
@@ -137,34 +178,40 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     const double started = unixNow();
     const double fullWait = std::max(m_options.minWait, m_options.roundShare * roundSeconds);
     std::vector<GroupView> views;
-    for (bool first = true; !stop.load(); first = false) {
+    while (!stop.load()) {
         const std::size_t expected = expectedPeers ? expectedPeers() : 0;
-        if (first && group.members.size() >= expected)
-            return result; // one group holds the swarm: nothing to merge, nothing to wait for
         views = groupViews(readRecords(key), epoch, m_options.maxGroupWeight);
         std::size_t seen = group.members.size();
+        bool forming = false;
         for (const auto &v : views)
-            if (v.groupId != group.groupId)
+            if (v.groupId != group.groupId) {
                 seen += v.members;
+                forming = forming || v.forming;
+            }
         const bool others = seen > group.members.size() || expected > m_options.targetGroupSize;
-        if (seen >= expected || unixNow() >= started + (others ? fullWait : m_options.splitWait))
+        const double wait = forming ? std::max(fullWait, m_options.formingWait) : others ? fullWait : m_options.splitWait;
+        if ((seen >= expected && !forming) || unixNow() >= started + wait)
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     // This peer's own group is merged whatever the records say (its members may not have
     // published yet), at its place in the order of group ids.
     if (std::none_of(views.begin(), views.end(), [&](const GroupView &v) { return v.groupId == group.groupId; })) {
-        views.push_back({group.groupId, own->batchSamples, group.members.size(), digest, 1, {}});
+        views.push_back({group.groupId, false, own->batchSamples, group.members.size(), digest, 1, {}});
         std::sort(views.begin(), views.end(), [](const GroupView &a, const GroupView &b) { return a.groupId < b.groupId; });
     }
     std::vector<std::vector<float>> averages;
     std::vector<long> weights;
     for (const auto &v : views) {
         if (v.groupId == group.groupId) {
-            if (v.digest != digest || v.weight != own->batchSamples)
+            if (!v.forming && (v.digest != digest || v.weight != own->batchSamples))
                 result.note += "; most records of this peer's own group claim another average";
             averages.push_back(decodeUpdate(*own));
             weights.push_back(own->batchSamples);
+            continue;
+        }
+        if (v.forming) {
+            result.note += "; group " + v.groupId + " not merged: its round did not end in time";
             continue;
         }
         std::string why;

@@ -4,11 +4,14 @@
 // swarm), the members of each group fetch the other groups' averages, and every peer applies the
 // same weighted mean of all of them: one model at any swarm size.
 //
+// Once its group has formed, a member announces it (a GroupRecord without digest: the round is
+// running), so that every group of the epoch knows early which others to wait for.
 // After a complete round, a member of group G, whose batch holds W_G samples, keeps G's average
 // U_G as encoded on the wire (averaging/AveragedUpdate.h) on its service socket
 // (PeerService::addGroupUpdate) and publishes a signed GroupRecord under
-// runKey(run, "groups/<epoch>"). It then reads that key until the groups it sees hold every peer
-// expected at this epoch, or its wait ends; fetches each other group's average from one of the
+// runKey(run, "groups/<epoch>"), in place of its announcement. It then reads that key until every
+// group announced has its average recorded and the groups seen hold every peer expected at this
+// epoch, or its wait ends; fetches each other group's average from one of the
 // members that serve it (this peer's id picks which, so that a group's downloads spread over its
 // members); checks it against the digest that most of that group's records claim; and replaces
 // its gradient by
@@ -32,7 +35,9 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,14 +55,17 @@ class PeerService;
 // most of them (ties: the smaller digest), the members that serve it, and how many agree.
 struct GroupView {
     std::string groupId;
+    bool forming = false;               // announced only: its round has not ended (no claim yet)
     long weight = 0;
     std::size_t members = 0;
     std::string digest;
     std::size_t agreeing = 0;           // records claiming exactly (weight, members, digest)
     std::vector<GroupRecord> servers;   // agreeing records with an endpoint
 };
-// The groups of `epoch` in `records`, sorted by group id; groups fewer than two records agree
-// on, or heavier than `maxGroupWeight` per member, are left out.
+// The groups of `epoch` in `records`, sorted by group id: a group with records of at least two
+// members is listed, complete when at least two of them claim the same average (and it is at
+// most `maxGroupWeight` per member: a heavier one is left out), forming otherwise (its round has
+// not ended for most of them), with the largest size its records claim.
 [[nodiscard]] std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long epoch,
                                                 double maxGroupWeight);
 
@@ -77,8 +85,10 @@ struct MergeOptions {
     double minWait = 2.0;
     double roundShare = 1.0;
     // ... and otherwise (a swarm that one group can hold, whose matchmaking views may still have
-    // split it) this long.
+    // split it) this long. A group that two of its members announced is waited for up to
+    // `formingWait` seconds in all: its members may decide to step a progress period later.
     double splitWait = 0.5;
+    double formingWait = 15.0;
     std::size_t targetGroupSize = 16; // MatchmakingOptions::targetGroupSize
     double fetchTimeout = 3.0;   // seconds without progress before a server is given up
     double maxGroupWeight = 0.0; // samples per member a group may claim (> 0), e.g. 2 x target batch
@@ -100,10 +110,20 @@ public:
                 std::shared_ptr<const DataPlaneSecurity> security = nullptr,
                 std::shared_ptr<const BanList> bans = nullptr);
 
+    // Announces `group` as formed, its round about to run: published on a background thread
+    // (at most 1 s), which merge() waits for. Best effort.
+    void announce(const GroupInfo &group);
+
+    // Whether some group of `epoch` has formed and its round has not ended (announced by two
+    // members, no average recorded): a peer of that epoch still looking for its group, or in
+    // one, takes its step instead of resynchronising to the swarm's next epoch. Reads the DHT at
+    // most every half second (a cached answer in between). Any one thread.
+    [[nodiscard]] bool groupsStillRunning(long epoch);
+
     // After a complete round of `group` whose average is `own` (weight own.batchSamples):
     // publishes this group's record, waits for the others while the groups seen hold fewer
-    // than `expectedPeers()`, and merges. Returns weight and groups 1 with an empty average when
-    // no other group was merged. Returns at once when the group holds every expected peer.
+    // than `expectedPeers()` or some announced group has no average yet, and merges. Returns
+    // weight and groups 1 with an empty average when no other group was merged.
     [[nodiscard]] MergeResult merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                     const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                     const std::atomic<bool> &stop);
@@ -119,6 +139,11 @@ private:
     MergeOptions m_options;
     std::shared_ptr<const DataPlaneSecurity> m_security;
     std::shared_ptr<const BanList> m_bans;
+    std::future<void> m_announcing;
+    std::mutex m_runningMutex;
+    long m_runningEpoch = -1;
+    double m_runningReadAt = 0.0;
+    bool m_running = false;
 };
 
 } // namespace dedloc

@@ -247,7 +247,7 @@ GroupRecord parseGroupRecord(const SignedRecord &record)
     if (r.members < 2)
         throw ProtocolError("group record of fewer than two members");
     r.digest = text(j, "h", 64);
-    if (r.digest.size() != 64 || r.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
+    if ((!r.digest.empty() && r.digest.size() != 64) || r.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
         throw ProtocolError("group record digest is not 64 hex digits");
     r.serviceEndpoint = endpoint(j, "a");
     return r;

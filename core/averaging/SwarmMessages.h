@@ -117,7 +117,8 @@ struct GroupRecord {
     std::string groupId;         // "g", at most 64 characters
     long weight = 0;             // "w": samples of the group's batch (AllReduceReport::groupWeight)
     std::size_t members = 0;     // "n", 2 .. MaxGroupMembers
-    std::string digest;          // "h": updateDigest of the group's average, 64 hex digits
+    std::string digest;          // "h": updateDigest of the group's average, 64 hex digits;
+                                 // "": the group has formed and its round is running
     std::string serviceEndpoint; // "a": where it serves the average; "" (client mode): nowhere
 };
 [[nodiscard]] std::string encodeGroupRecord(const GroupRecord &record);

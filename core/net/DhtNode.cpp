@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <opendht.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -80,6 +81,7 @@ struct DhtNode::Impl {
     dht::DhtRunner runner;
     std::mutex sequenceMutex;
     std::map<std::string, std::uint64_t> sequences;
+    std::atomic<std::uint64_t> bytesPut{0}, bytesGot{0};
     explicit Impl(const PeerIdentity &id) : identity(id) {}
 };
 
@@ -111,6 +113,8 @@ DhtNode::~DhtNode()
         // Shutting down must not throw from a destructor.
     }
 }
+
+DhtNode::RecordTraffic DhtNode::recordTraffic() const { return {d->bytesPut.load(), d->bytesGot.load()}; }
 
 std::uint16_t DhtNode::port() const { return d->runner.getBoundPort(AF_INET); }
 
@@ -163,6 +167,7 @@ bool DhtNode::publishRaw(const std::string &key, const std::string &bytes, std::
     while (true) {
         auto done = std::make_shared<std::promise<bool>>();
         auto future = done->get_future();
+        d->bytesPut += bytes.size();
         d->runner.put(dht::InfoHash::get(key), value, [done](bool ok) { done->set_value(ok); });
         if (future.wait_until(deadline) != std::future_status::ready)
             return false;
@@ -214,6 +219,8 @@ std::vector<SignedRecord> DhtNode::fetch(const std::string &key, double timeout,
         [done](bool) { done->set_value(); });
     future.wait_for(std::chrono::duration<double>(timeout));
     std::lock_guard lock(*mutex);
+    for (const auto &bytes : *raw)
+        d->bytesGot += bytes.size();
     const double now = unixNow();
     std::map<std::string, SignedRecord> newest;
     std::size_t refused = 0;

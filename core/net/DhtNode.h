@@ -77,6 +77,15 @@ public:
     [[nodiscard]] std::vector<SignedRecord> fetch(const std::string &key, double timeout = 5.0,
                                                   double allowedClockSkew = 3.0);
 
+    // Bytes of record values this node has put (each attempt) and got (every copy a fetch
+    // received), since it started: the control plane's traffic as the swarm's records make it up.
+    // OpenDHT's own routing messages are not counted. Thread-safe.
+    struct RecordTraffic {
+        std::uint64_t put = 0;
+        std::uint64_t got = 0;
+    };
+    [[nodiscard]] RecordTraffic recordTraffic() const;
+
     // The encoded bytes publish() would store (exposed for tests).
     [[nodiscard]] std::string encodeRecord(const std::string &key, const std::string &payload, std::uint64_t sequence,
                                            double time, double expiresAt) const;

@@ -9,8 +9,8 @@
 
 namespace dedloc {
 
-GroupSearch::GroupSearch(Matchmaker &matchmaker, std::string schema)
-    : m_matchmaker(matchmaker), m_schema(std::move(schema))
+GroupSearch::GroupSearch(Matchmaker &matchmaker, std::string schema, std::function<void(const FormedGroup &)> onFormed)
+    : m_matchmaker(matchmaker), m_schema(std::move(schema)), m_onFormed(std::move(onFormed))
 {
 }
 
@@ -24,6 +24,8 @@ void GroupSearch::start(long epoch, std::function<std::size_t()> expectedPeers)
     m_formed = false;
     m_result = std::async(std::launch::async, [this, epoch, expected = std::move(expectedPeers)] {
         auto group = m_matchmaker.formGroup(epoch, m_schema, expected, m_cancel, &m_why);
+        if (group && m_onFormed)
+            m_onFormed(*group);
         m_formed = group.has_value();
         return group;
     });

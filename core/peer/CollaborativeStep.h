@@ -37,7 +37,9 @@ namespace dedloc {
 class GroupSearch final {
 public:
     // `matchmaker` must outlive the search; `schema`: the averaged tensors' layout digest.
-    GroupSearch(Matchmaker &matchmaker, std::string schema);
+    // `onFormed`, when set, is called on the search thread with each group as soon as it forms
+    // (GroupMerger::announce: the epoch's other groups learn early that it exists).
+    GroupSearch(Matchmaker &matchmaker, std::string schema, std::function<void(const FormedGroup &)> onFormed = {});
     ~GroupSearch(); // cancels and waits
     GroupSearch(const GroupSearch &) = delete;
     GroupSearch &operator=(const GroupSearch &) = delete;
@@ -62,6 +64,7 @@ public:
 private:
     Matchmaker &m_matchmaker;
     std::string m_schema;
+    std::function<void(const FormedGroup &)> m_onFormed;
     std::future<std::optional<FormedGroup>> m_result;
     std::atomic<bool> m_cancel{false};
     std::atomic<bool> m_formed{false}; // set by the search thread before it returns a group

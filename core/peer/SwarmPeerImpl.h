@@ -75,6 +75,13 @@ struct SwarmPeer::Impl {
     // Worker thread only: the last state round changed this trainer's state (it was not the
     // group's already), so the step's update alone does not lead to it.
     bool stateRoundChanged = false;
+    // Worker thread only: the epoch whose state was last compared with the swarm's
+    // (checkModelAgreement), when this peer reached its epoch, and while repairing a strayed
+    // state, the digest of the state most peers hold (the only one a download takes then).
+    long agreementChecked = -1;
+    long agreementEpoch = -1;
+    double agreementEpochSince = 0.0;
+    std::string swarmDigestWanted;
     std::atomic<bool> workerDone{false};
     std::atomic<int> exitCode{0};
     std::atomic<std::uint16_t> dhtPort{0};
@@ -264,6 +271,10 @@ struct SwarmPeer::Impl {
     bool repairByDownload();
     // Sets repairWanted (and tells the matchmaker), with a log line when it changes.
     void setRepair(bool wanted);
+    // Once per epoch, when the other peers' records of it are in (or two progress periods have
+    // passed): a trainer whose state is not the one most peers hold at its epoch
+    // (averaging/ModelAgreement.h) downloads theirs.
+    void checkModelAgreement();
 
     // --- the trainer role (SwarmTrainerRole.cpp)
     void runTrainer();

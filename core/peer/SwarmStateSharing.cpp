@@ -3,6 +3,7 @@
 // and striking the members whose round messages were invalid.
 #include "peer/SwarmPeerImpl.h"
 
+#include "averaging/ModelAgreement.h"
 #include "averaging/StateDownload.h"
 #include "averaging/StateRoundPlan.h"
 #include "averaging/StateVouching.h"
@@ -82,6 +83,8 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         o.maxEpoch = std::max(minEpoch, believed) + MaxEpochLead;
         if (!mayDiffer)
             o.vouch = [&](const std::string &donorId, long epoch, const std::string &digest) {
+                if (!swarmDigestWanted.empty() && digest != swarmDigestWanted)
+                    return std::string("not the state most peers hold");
                 auto w = whyVouchedLate(donorId, epoch, digest);
                 if (!w.empty())
                     unvouched.insert(donorId);
@@ -129,6 +132,41 @@ bool SwarmPeer::Impl::syncState(long minEpoch)
         return false;
     }
     return true;
+}
+
+void SwarmPeer::Impl::checkModelAgreement()
+{
+    const long epoch = trainer->step();
+    const double now = unixNow();
+    if (epoch != agreementEpoch) {
+        agreementEpoch = epoch;
+        agreementEpochSince = now;
+    }
+    if (!service || repairWanted || agreementChecked == epoch)
+        return;
+    std::vector<ProgressRecord> live;
+    {
+        std::lock_guard lock(mutex);
+        live = tracker.liveRecords(now);
+    }
+    const auto others = static_cast<std::size_t>(stateClaimsAt(live, identity->peerId(), epoch));
+    if (others + 1 < expectedPeers(epoch) && now - agreementEpochSince < 2.0 * opt.progressPeriod + 1.0)
+        return; // the others' records of this epoch may still be on their way
+    agreementChecked = epoch;
+    const auto [stateEpoch, digest] = service->stateDigest();
+    if (stateEpoch != epoch)
+        return;
+    const auto strayed = strayedFromSwarm(live, identity->peerId(), epoch, digest);
+    if (!strayed)
+        return;
+    log::warning("swarm", "this peer's state of epoch " + std::to_string(epoch) + " is held by "
+                              + std::to_string(strayed->withMine) + " peer(s), another by "
+                              + std::to_string(strayed->claimants) + ": downloading theirs");
+    swarmDigestWanted = strayed->swarmDigest;
+    setRepair(true);
+    if (repairByDownload())
+        setRepair(false);
+    swarmDigestWanted.clear();
 }
 
 void SwarmPeer::Impl::afterStateChange()

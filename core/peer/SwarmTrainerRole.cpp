@@ -33,7 +33,8 @@ void SwarmPeer::Impl::runTrainer()
     const auto &t = manifest->training;
     const long checkpointEvery = opt.checkpointEvery > 0 ? opt.checkpointEvery : t.checkpointEveryNSteps;
     afterStateChange();
-    GroupSearch search(*matchmaker, gradientSchema);
+    // The epoch's other groups learn at once that this one formed (they wait for its average).
+    GroupSearch search(*matchmaker, gradientSchema, [this](const FormedGroup &g) { merger->announce(g.info); });
     // A round in flight waits on `search`: it ends before the search does, also on an exception.
     struct JoinRoundInFlight {
         std::optional<StepInFlight> &inFlight;
@@ -100,6 +101,7 @@ void SwarmPeer::Impl::runTrainer()
             setState(PeerState::Training);
         }
         applyCaps();
+        checkModelAgreement();
         const double now = unixNow();
         setMyRecord(trainer->accumulatedSamples(), emaSamplesPerSecond);
         StepDecision decision;
@@ -111,6 +113,16 @@ void SwarmPeer::Impl::runTrainer()
             matchSoon = tracker.shouldStartMatchmaking(trainer->step(), now);
         }
         expected = expectedPeers(trainer->step());
+        // The swarm stepped past this epoch, but a group of it has formed with this peer: the
+        // group waits for its part, and its step merges with the others' (GroupMerge.h).
+        if (decision == StepDecision::Resync && search.formed() && search.epoch() == trainer->step())
+            decision = StepDecision::Step;
+        // While other groups of this epoch still run, this peer's search may still find one.
+        if (decision == StepDecision::Resync && search.active() && search.epoch() == trainer->step()
+            && !search.ended() && merger->groupsStillRunning(trainer->step())) {
+            sleepFor(0.05);
+            continue;
+        }
         if (decision == StepDecision::Resync) {
             search.drop();
             if (timeUp())
@@ -282,8 +294,12 @@ SwarmPeer::Impl::GroupWait SwarmPeer::Impl::waitForGroup(GroupSearch &search, lo
         // stop looking at once and resynchronise instead of waiting out the deadlines.
         w.group = search.wait(
             [&] {
-                std::lock_guard lock(mutex);
-                return tracker.global(unixNow(), epoch).globalEpoch > epoch;
+                bool past;
+                {
+                    std::lock_guard lock(mutex);
+                    past = tracker.global(unixNow(), epoch).globalEpoch > epoch;
+                }
+                return past && !merger->groupsStillRunning(epoch); // other groups of it still run
             },
             &w.overtaken);
         w.why = search.why();

@@ -1,0 +1,115 @@
+#include "SimSwarm.h"
+
+#include "util/Clock.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <thread>
+
+namespace dedloc::sim {
+
+SimSwarm::SimSwarm(SimSwarmConfig config) : m_config(std::move(config)), m_random(m_config.seed) {}
+
+SimSwarm::~SimSwarm() { stop(); }
+
+void SimSwarm::join()
+{
+    SimPeerConfig c = m_config.peer;
+    std::lognormal_distribution<double> speed(0.0, m_config.speedSpread);
+    c.samplesPerSecond = m_config.peer.samplesPerSecond * speed(m_random);
+    c.seed = m_config.seed * 1000003ULL + m_nextSeed++;
+    if (!m_live.empty())
+        c.bootstrap = "127.0.0.1:" + std::to_string(m_live.front().peer->dhtPort());
+    Member m{std::make_unique<SimPeer>(c), unixNow(), 0.0};
+    m.peer->start();
+    m_live.push_back(std::move(m));
+    ++m_joins;
+}
+
+void SimSwarm::leaveOne()
+{
+    if (m_live.size() < 2)
+        return;
+    std::uniform_int_distribution<std::size_t> pick(0, m_live.size() - 1);
+    auto it = m_live.begin() + static_cast<long>(pick(m_random));
+    it->peer->stop();
+    it->leftAt = unixNow();
+    m_departed.push_back(std::move(*it));
+    m_live.erase(it);
+}
+
+void SimSwarm::start(double stagger)
+{
+    while (m_live.size() < m_config.peers) {
+        join();
+        std::this_thread::sleep_for(std::chrono::duration<double>(stagger));
+    }
+}
+
+void SimSwarm::run(double seconds)
+{
+    const double end = unixNow() + seconds;
+    const double perSecond = m_config.churnPerMinute * static_cast<double>(m_config.peers) / 60.0;
+    double nextChurn = perSecond > 0 ? unixNow() + 1.0 / perSecond : end + 1.0;
+    while (unixNow() < end) {
+        if (unixNow() >= nextChurn) {
+            leaveOne();
+            join();
+            nextChurn += 1.0 / perSecond;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+void SimSwarm::stop()
+{
+    for (auto &m : m_live) {
+        m.peer->stop();
+        m.leftAt = unixNow();
+    }
+    for (auto &m : m_live)
+        m_departed.push_back(std::move(m));
+    m_live.clear();
+}
+
+SimReport SimSwarm::report() const
+{
+    SimReport r;
+    r.joins = m_joins;
+    r.leaves = m_departed.size();
+    std::map<long, std::set<std::string>> digests;
+    std::map<long, std::map<std::string, std::size_t>> starts;
+    std::map<long, std::pair<double, double>> times; // first decision, last application
+    double peerSeconds = 0.0, bytes = 0.0;
+    for (const auto *list : {&m_live, &m_departed})
+        for (const auto &m : *list) {
+            const double left = m.leftAt > 0 ? m.leftAt : unixNow();
+            peerSeconds += left - m.joinedAt;
+            const auto t = m.peer->dhtTraffic();
+            bytes += static_cast<double>(t.put + t.got);
+            r.stateDownloads += m.peer->stateDownloads();
+            for (const auto &s : m.peer->steps()) {
+                auto &e = r.epochs[s.epoch];
+                ++e.stepped;
+                e.alone += s.groupSize <= 1 ? 1 : 0;
+                e.merged += s.mergedGroups > 1 ? 1 : 0;
+                digests[s.epoch].insert(s.paramsDigest);
+                ++starts[s.epoch][s.startDigest];
+                auto [it, fresh] = times.try_emplace(s.epoch, s.decidedAt, s.appliedAt);
+                if (!fresh)
+                    it->second = {std::min(it->second.first, s.decidedAt), std::max(it->second.second, s.appliedAt)};
+            }
+        }
+    for (auto &[epoch, e] : r.epochs) {
+        e.digests = digests[epoch].size();
+        e.starts = starts[epoch].size();
+        for (const auto &[digest, count] : starts[epoch])
+            e.fromCommonStart = std::max(e.fromCommonStart, count);
+        e.triggerToAll = times[epoch].second - times[epoch].first;
+    }
+    r.recordBytesPerPeerSecond = peerSeconds > 0 ? bytes / peerSeconds : 0.0;
+    return r;
+}
+
+} // namespace dedloc::sim

@@ -1,0 +1,68 @@
+#pragma once
+// The swarm simulator (sim/SimPeer.h): N light peers in one process on loopback, throughputs
+// drawn from a log-normal distribution, and churn (peers leaving and fresh ones joining at a
+// rate); what every step did, summed up per epoch. For tests (tst_swarmsim) and bench/bench_scale.
+// Threads: run() on the caller's thread; each peer runs its own.
+#include "SimPeer.h"
+
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+namespace dedloc::sim {
+
+struct SimSwarmConfig {
+    std::size_t peers = 16;
+    SimPeerConfig peer;            // every peer's settings; seed, throughput and bootstrap are set per peer
+    double speedSpread = 0.5;      // sigma of the log-normal throughput around peer.samplesPerSecond
+    double churnPerMinute = 0.0;   // share of the peers replaced per minute (a leave, then a fresh join)
+    std::uint64_t seed = 1;
+};
+
+// One epoch as the peers that stepped at it saw it.
+struct SimEpoch {
+    std::size_t stepped = 0;       // peers that applied a step at this epoch
+    std::size_t alone = 0;         // ... without a group
+    std::size_t merged = 0;        // ... merging several groups
+    std::size_t digests = 0;       // distinct parameters after it (1: one model)
+    std::size_t starts = 0;        // distinct parameters it started from (1: every stray repaired)
+    std::size_t fromCommonStart = 0; // steps that started from the parameters most of them started from
+    double triggerToAll = 0.0;     // seconds from the first Step decision to the last applied step
+};
+
+struct SimReport {
+    std::map<long, SimEpoch> epochs;
+    std::size_t joins = 0, leaves = 0;
+    long stateDownloads = 0;
+    double recordBytesPerPeerSecond = 0.0; // DHT record bytes put and got, per peer-second alive
+};
+
+class SimSwarm final {
+public:
+    explicit SimSwarm(SimSwarmConfig config);
+    ~SimSwarm();
+    // Starts the peers (each bootstraps from the first one), `stagger` seconds apart.
+    void start(double stagger = 0.02);
+    // Runs for `seconds`, replacing peers at the churn rate; returns at the end.
+    void run(double seconds);
+    // Stops every peer; report() reads the steps of all peers, departed ones included.
+    void stop();
+    [[nodiscard]] SimReport report() const;
+    [[nodiscard]] std::size_t live() const { return m_live.size(); }
+
+private:
+    void join();
+    void leaveOne();
+    struct Member {
+        std::unique_ptr<SimPeer> peer;
+        double joinedAt = 0.0, leftAt = 0.0;
+    };
+    SimSwarmConfig m_config;
+    std::mt19937_64 m_random;
+    std::vector<Member> m_live, m_departed;
+    std::uint64_t m_nextSeed = 1;
+    std::size_t m_joins = 0;
+};
+
+} // namespace dedloc::sim
