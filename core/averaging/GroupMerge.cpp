@@ -155,6 +155,34 @@ bool GroupMerger::groupsStillRunning(long epoch)
     return m_running;
 }
 
+// The epoch's groups as the records show them once the groups seen hold every peer expected at
+// this epoch and none is forming, or the wait (GroupMerge.h, MergeOptions) ends.
+std::vector<GroupView> GroupMerger::awaitGroups(const std::string &key, const GroupInfo &group,
+                                                const std::function<std::size_t()> &expectedPeers,
+                                                double roundSeconds, const std::atomic<bool> &stop) const
+{
+    const double started = unixNow();
+    const double fullWait = std::max(m_options.minWait, m_options.roundShare * roundSeconds);
+    std::vector<GroupView> views;
+    while (!stop.load()) {
+        const std::size_t expected = expectedPeers ? expectedPeers() : 0;
+        views = groupViews(readRecords(key), group.epoch, m_options.maxGroupWeight);
+        std::size_t seen = group.members.size();
+        bool forming = false;
+        for (const auto &v : views)
+            if (v.groupId != group.groupId) {
+                seen += v.members;
+                forming = forming || v.forming;
+            }
+        const bool others = seen > group.members.size() || expected > m_options.targetGroupSize;
+        const double wait = forming ? std::max(fullWait, m_options.formingWait) : others ? fullWait : m_options.splitWait;
+        if ((seen >= expected && !forming) || unixNow() >= started + wait)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return views;
+}
+
 MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                const std::atomic<bool> &stop)
@@ -174,26 +202,7 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
                            m_service ? m_service->endpoint() : std::string()};
     (void)m_dht.publish(key, encodeGroupRecord(mine), 120.0, 1.0);
 
-    // The other groups' records, until the groups seen hold every peer expected at this epoch.
-    const double started = unixNow();
-    const double fullWait = std::max(m_options.minWait, m_options.roundShare * roundSeconds);
-    std::vector<GroupView> views;
-    while (!stop.load()) {
-        const std::size_t expected = expectedPeers ? expectedPeers() : 0;
-        views = groupViews(readRecords(key), epoch, m_options.maxGroupWeight);
-        std::size_t seen = group.members.size();
-        bool forming = false;
-        for (const auto &v : views)
-            if (v.groupId != group.groupId) {
-                seen += v.members;
-                forming = forming || v.forming;
-            }
-        const bool others = seen > group.members.size() || expected > m_options.targetGroupSize;
-        const double wait = forming ? std::max(fullWait, m_options.formingWait) : others ? fullWait : m_options.splitWait;
-        if ((seen >= expected && !forming) || unixNow() >= started + wait)
-            break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    auto views = awaitGroups(key, group, expectedPeers, roundSeconds, stop);
     // This peer's own group is merged whatever the records say (its members may not have
     // published yet), at its place in the order of group ids.
     if (std::none_of(views.begin(), views.end(), [&](const GroupView &v) { return v.groupId == group.groupId; })) {

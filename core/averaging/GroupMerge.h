@@ -130,6 +130,9 @@ public:
 
 private:
     [[nodiscard]] std::vector<GroupRecord> readRecords(const std::string &key) const;
+    [[nodiscard]] std::vector<GroupView> awaitGroups(const std::string &key, const GroupInfo &group,
+                                                     const std::function<std::size_t()> &expectedPeers,
+                                                     double roundSeconds, const std::atomic<bool> &stop) const;
     [[nodiscard]] std::optional<AveragedUpdate> fetchAverage(const GroupView &view, long epoch, std::uint64_t elements,
                                                              const std::atomic<bool> &stop, std::string *why) const;
 
