@@ -129,7 +129,10 @@ void runOne(const Options &o, std::size_t n)
     const auto r = swarm.report();
     std::size_t stepped = 0, alone = 0, merged = 0, oneModel = 0, full = 0;
     std::vector<double> latency;
+    const long last = r.epochs.empty() ? -1 : r.epochs.rbegin()->first;
     for (const auto &[epoch, e] : r.epochs) {
+        if (epoch == last)
+            continue; // cut by the end of the run: its merges were stopped
         stepped += e.stepped;
         alone += e.alone;
         merged += e.merged;
@@ -141,8 +144,8 @@ void runOne(const Options &o, std::size_t n)
     }
     std::printf("| %zu | %.0f | %zu | %zu (%zu by >= 90%%) | %.3f | %.3f | %zu/%zu | %.2f | %.0f | %.1f | %.1f | %zu/%zu | %ld |\n",
                 n, startSeconds, c.peers <= o.groupSize ? std::size_t{1} : (n + o.groupSize - 1) / o.groupSize,
-                r.epochs.size(), full, stepped ? 1.0 - double(alone) / double(stepped) : 0.0,
-                stepped ? double(merged) / double(stepped) : 0.0, oneModel, r.epochs.size(), median(latency),
+                r.epochs.size() - (last >= 0 ? 1 : 0), full, stepped ? 1.0 - double(alone) / double(stepped) : 0.0,
+                stepped ? double(merged) / double(stepped) : 0.0, oneModel, r.epochs.size() - (last >= 0 ? 1 : 0), median(latency),
                 r.recordBytesPerPeerSecond, sockets / double(n), kib / 1024.0 / double(n), r.joins - n, r.leaves - n,
                 r.stateDownloads);
     std::string detail;

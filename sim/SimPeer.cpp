@@ -364,17 +364,6 @@ SimPeer::SimPeer(SimPeerConfig config) : d(std::make_unique<Impl>(std::move(conf
     d->dht = std::make_unique<DhtNode>(d->identity);
     if (!c.bootstrap.empty())
         d->dht->bootstrap(c.bootstrap);
-    d->service = std::make_unique<PeerService>(c.runId);
-    d->service->setState(std::make_shared<StateSnapshot>(StateSnapshot{0, d->params}));
-    d->allReduce = std::make_unique<AllReduceEndpoint>(true);
-    const MatchSelf self{d->identity.peerId(), c.runId, d->allReduce->endpoint(), -1.0, false, true,
-                         d->identity.publicKey()};
-    d->matchmaker = std::make_unique<Matchmaker>(*d->dht, d->service.get(), self, c.matchmaking);
-    MergeOptions m;
-    m.fetchTimeout = c.matchmaking.requestTimeout;
-    m.maxGroupWeight = 2.0 * static_cast<double>(c.targetBatchSize);
-    m.targetGroupSize = c.matchmaking.targetGroupSize;
-    d->merger = std::make_unique<GroupMerger>(*d->dht, d->service.get(), MergeSelf{d->identity.peerId(), c.runId}, m);
 }
 
 SimPeer::~SimPeer() { stop(); }
@@ -383,6 +372,21 @@ void SimPeer::start()
 {
     if (d->worker.joinable())
         return;
+    // The sockets besides the DHT node's are made here, not in the constructor: see SimPeer.h.
+    auto &c = d->config;
+    if (!d->service) {
+        d->service = std::make_unique<PeerService>(c.runId);
+        d->service->setState(std::make_shared<StateSnapshot>(StateSnapshot{0, d->params}));
+        d->allReduce = std::make_unique<AllReduceEndpoint>(true);
+        const MatchSelf self{d->identity.peerId(), c.runId, d->allReduce->endpoint(), -1.0, false, true,
+                             d->identity.publicKey()};
+        d->matchmaker = std::make_unique<Matchmaker>(*d->dht, d->service.get(), self, c.matchmaking);
+        MergeOptions m;
+        m.fetchTimeout = c.matchmaking.requestTimeout;
+        m.maxGroupWeight = 2.0 * static_cast<double>(c.targetBatchSize);
+        m.targetGroupSize = c.matchmaking.targetGroupSize;
+        d->merger = std::make_unique<GroupMerger>(*d->dht, d->service.get(), MergeSelf{d->identity.peerId(), c.runId}, m);
+    }
     d->stopFlag = false;
     d->control = std::thread([this] { d->controlLoop(); });
     d->worker = std::thread([this] { d->workerLoop(); });

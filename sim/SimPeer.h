@@ -13,7 +13,11 @@
 // the SHA-256 of its parameters after every step (SimStep::paramsDigest). No libtorch.
 // Threads: a worker (compute and steps) and a control thread (records) per peer, besides those of
 // its DHT node, service socket, all-reduce endpoint and matchmaking. Public calls are
-// thread-safe. Errors: the constructor throws dedloc::Error when a socket cannot bind.
+// thread-safe. Errors: the constructor and start() throw dedloc::Error when a socket cannot bind.
+// File descriptors: OpenDHT's receive loop uses select(), which aborts the process on a
+// descriptor of 1024 or more; the constructor makes only the DHT node, start() the rest (about 15
+// descriptors of ZeroMQ), so that a simulator that constructs all its peers before starting them
+// keeps every DHT socket low (sim/SimSwarm.h).
 #include "averaging/Matchmaker.h"
 #include "compress/Compression.h"
 #include "net/DhtNode.h"

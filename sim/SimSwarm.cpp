@@ -13,7 +13,7 @@ SimSwarm::SimSwarm(SimSwarmConfig config) : m_config(std::move(config)), m_rando
 
 SimSwarm::~SimSwarm() { stop(); }
 
-void SimSwarm::join()
+SimSwarm::Member SimSwarm::make()
 {
     SimPeerConfig c = m_config.peer;
     std::lognormal_distribution<double> speed(0.0, m_config.speedSpread);
@@ -21,10 +21,15 @@ void SimSwarm::join()
     c.seed = m_config.seed * 1000003ULL + m_nextSeed++;
     if (!m_live.empty())
         c.bootstrap = "127.0.0.1:" + std::to_string(m_live.front().peer->dhtPort());
-    Member m{std::make_unique<SimPeer>(c), unixNow(), 0.0};
+    ++m_joins;
+    return {std::make_unique<SimPeer>(c), unixNow(), 0.0};
+}
+
+void SimSwarm::join()
+{
+    auto m = make();
     m.peer->start();
     m_live.push_back(std::move(m));
-    ++m_joins;
 }
 
 void SimSwarm::leaveOne()
@@ -41,8 +46,12 @@ void SimSwarm::leaveOne()
 
 void SimSwarm::start(double stagger)
 {
-    while (m_live.size() < m_config.peers) {
-        join();
+    // Every DHT node first (low file descriptors: SimPeer.h), then the peers' other sockets.
+    while (m_live.size() < m_config.peers)
+        m_live.push_back(make());
+    for (auto &m : m_live) {
+        m.peer->start();
+        m.joinedAt = unixNow();
         std::this_thread::sleep_for(std::chrono::duration<double>(stagger));
     }
 }

@@ -52,6 +52,8 @@ public:
     [[nodiscard]] std::size_t live() const { return m_live.size(); }
 
 private:
+    struct Member;
+    Member make();
     void join();
     void leaveOne();
     struct Member {

@@ -6,14 +6,29 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
 namespace dedloc {
 
+namespace {
+
+// One ZeroMQ context for every client of the process, never terminated (it outlives static
+// destructors that may still close clients): a context per request cost an I/O thread and a
+// handful of file descriptors each, for every join, state and update request.
+zmq::context_t &clientContext()
+{
+    static auto *context = new zmq::context_t(1);
+    return *context;
+}
+
+std::atomic<std::uint64_t> monitorCount{0};
+
+} // namespace
+
 struct ServiceClient::Impl {
-    zmq::context_t context{1};
-    zmq::socket_t dealer{context, zmq::socket_type::dealer};
+    zmq::socket_t dealer{clientContext(), zmq::socket_type::dealer};
     std::unique_ptr<zmq::socket_t> monitor; // handshake failures (secured links only)
     bool refused = false;
     bool refusedAuth = false; // the refusal was ZAP's (the server's authentication answered)
@@ -49,13 +64,14 @@ ServiceClient::ServiceClient(const std::string &endpoint, const std::shared_ptr<
     d->dealer.set(zmq::sockopt::maxmsgsize, MaxDataPlaneFrameBytes);
     if (security) {
         security->configureClient(d->dealer, serverKey);
-        // One context per client: this inproc name is unique within it.
-        const char *name = "inproc://service-client-monitor";
-        if (zmq_socket_monitor(d->dealer.handle(), name,
+        // Unique within the shared context.
+        std::string name = "inproc://service-client-monitor-"; // appended: GCC 12 warns falsely on "..." + ...
+        name += std::to_string(monitorCount++);
+        if (zmq_socket_monitor(d->dealer.handle(), name.c_str(),
                                ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
                                    | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
             == 0) {
-            d->monitor = std::make_unique<zmq::socket_t>(d->context, zmq::socket_type::pair);
+            d->monitor = std::make_unique<zmq::socket_t>(clientContext(), zmq::socket_type::pair);
             d->monitor->set(zmq::sockopt::linger, 0);
             d->monitor->connect(name);
         }
