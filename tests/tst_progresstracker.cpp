@@ -41,6 +41,20 @@ class TestProgressTracker final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // Peers whose records expired are forgotten (a swarm with churn must not keep every peer it
+    // ever saw), and an old copy of a forgotten record is not taken back.
+    void expiredPeersAreForgotten()
+    {
+        ProgressTracker t(options(1000));
+        for (int i = 0; i < 50; ++i)
+            QVERIFY(t.update(rec("gone-" + std::to_string(i), 0, 0, 1.0, 100.0), 100.0)); // expire at 160
+        QCOMPARE(t.stored(), std::size_t{50});
+        QVERIFY(t.update(rec("alive", 0, 0, 1.0, 170.0), 170.0));
+        QCOMPARE(t.stored(), std::size_t{1});
+        QVERIFY(!t.update(rec("gone-3", 0, 0, 1.0, 100.0), 170.0));
+        QCOMPARE(t.liveRecords(170.0).size(), std::size_t{1});
+    }
+
     // Expected in a group at epoch 10 (lag 3, records at most 8 s old): trainers at 7..10 that
     // are neither paused nor syncing, peers that do not train whatever their epoch if they
     // average, never the asking peer itself.

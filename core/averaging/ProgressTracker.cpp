@@ -23,6 +23,13 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
     if (it != m_records.end() && it->second.time >= r.time)
         return false; // an older (or the same) copy coming back from another DHT node
     m_records[r.peerId] = r;
+    // Peers whose records expired are forgotten (at most once a second): a swarm with churn would
+    // otherwise keep every peer it ever saw. An older copy of a forgotten record has expired too,
+    // so it cannot come back.
+    if (now - m_lastPrune >= 1.0) {
+        std::erase_if(m_records, [now](const auto &entry) { return entry.second.expiresAt <= now; });
+        m_lastPrune = now;
+    }
     return true;
 }
 

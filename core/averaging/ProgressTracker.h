@@ -3,7 +3,7 @@
 // appendix; docs/PROTOCOL.md "Progress records and the step trigger").
 //
 // Every peer publishes a ProgressRecord every few seconds. The tracker keeps the newest record per
-// peer (DHT reads can return older copies beside newer ones), drops expired ones, and answers:
+// peer (DHT reads can return older copies beside newer ones), forgets expired ones, and answers:
 //   - the global epoch, as seen by a trainer at local epoch e: the highest of e and the epochs
 //     of the live non-client trainers and monitors, i.e. of the peers whose state can be
 //     downloaded (hivemind's rule: a client-mode peer serves no state, so a resync to its epoch
@@ -94,6 +94,8 @@ public:
     // accumulated, or more than MaxSamplesPerSecond.
     bool update(const ProgressRecord &record, double now);
     void remove(const std::string &peerId);
+    // Records stored, expired ones not yet forgotten included (update() forgets those).
+    [[nodiscard]] std::size_t stored() const { return m_records.size(); }
 
     static constexpr long NotTraining = -1;
     // `localEpoch`: the asking trainer's epoch, or NotTraining (see the global epoch above).
@@ -127,6 +129,7 @@ private:
 
     TrackerOptions m_options;
     std::map<std::string, ProgressRecord> m_records;
+    double m_lastPrune = -1e300;
 };
 
 } // namespace dedloc
