@@ -127,6 +127,8 @@ void SwarmPeer::Impl::setUp()
     auto matchmaking = opt.matchmaking;
     matchmaking.targetGroupSize = static_cast<std::size_t>(manifest->averaging().groupSize);
     matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, matchmaking, access.security, bans);
+    log::info("swarm", "averaging groups hold up to " + std::to_string(matchmaking.targetGroupSize)
+                           + " peers (the run's averaging.group_size); larger swarms merge their groups' averages");
     MergeOptions mergeOptions;
     mergeOptions.fetchTimeout = opt.matchmaking.requestTimeout;
     mergeOptions.maxGroupWeight = 2.0 * manifest->training.targetBatchSize;
