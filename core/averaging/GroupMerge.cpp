@@ -91,6 +91,12 @@ GroupMerger::GroupMerger(DhtNode &dht, PeerService *service, MergeSelf self, Mer
 {
 }
 
+GroupMerger::~GroupMerger()
+{
+    if (m_announcing.valid())
+        m_announcing.wait();
+}
+
 std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
 {
     std::vector<GroupRecord> records;
@@ -200,8 +206,11 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
         m_service->addGroupUpdate(group.groupId, own);
     const GroupRecord mine{m_self.peerId, {}, epoch, group.groupId, own->batchSamples, group.members.size(), digest,
                            m_service ? m_service->endpoint() : std::string()};
-    (void)m_dht.publish(key, encodeGroupRecord(mine), 120.0, 1.0);
-
+    // Published beside the wait (it does not need its own record): the step is not delayed by a
+    // DHT put, also where one group holds the swarm. The next announcement waits for it.
+    m_announcing = std::async(std::launch::async, [this, key, payload = encodeGroupRecord(mine)] {
+        (void)m_dht.publish(key, payload, 120.0, 1.0);
+    });
     auto views = awaitGroups(key, group, expectedPeers, roundSeconds, stop);
     // This peer's own group is merged whatever the records say (its members may not have
     // published yet), at its place in the order of group ids.

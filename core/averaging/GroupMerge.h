@@ -109,9 +109,13 @@ public:
     GroupMerger(DhtNode &dht, PeerService *service, MergeSelf self, MergeOptions options,
                 std::shared_ptr<const DataPlaneSecurity> security = nullptr,
                 std::shared_ptr<const BanList> bans = nullptr);
+    ~GroupMerger(); // waits for a publication in flight (at most 1 s)
+    GroupMerger(const GroupMerger &) = delete;
+    GroupMerger &operator=(const GroupMerger &) = delete;
 
     // Announces `group` as formed, its round about to run: published on a background thread
-    // (at most 1 s), which merge() waits for. Best effort.
+    // (at most 1 s), which merge() waits for; merge() publishes its record the same way, and
+    // the next announcement (and the destructor) wait for that. Best effort.
     void announce(const GroupInfo &group);
 
     // Whether some group of `epoch` has formed and its round has not ended (announced by two
