@@ -280,7 +280,7 @@ void SimPeer::Impl::step(std::future<std::optional<FormedGroup>> &search, std::a
                                        stopFlag);
                 if (!m.note.empty())
                     log::warning("sim", identity.peerId().substr(0, 8) + ": " + m.note);
-                if (m.groups > 1) {
+                if (!m.average.empty()) {
                     gradient = std::move(m.average);
                     s.mergedGroups = m.groups;
                     s.mergedPeers = m.peers;

@@ -49,7 +49,7 @@ std::shared_ptr<const AveragedUpdate> fp16Update(const std::vector<float> &value
 GroupRecord record(const std::string &peer, const std::string &group, long weight, std::size_t members,
                    const std::string &digest, const std::string &endpoint = "tcp://127.0.0.1:9")
 {
-    return {peer, {}, Epoch, group, weight, members, digest, endpoint};
+    return {peer, {}, Epoch, group, weight, members, digest, endpoint, {}};
 }
 
 struct MergePeer {
@@ -131,6 +131,24 @@ private Q_SLOTS:
         QVERIFY(refused(payload("w", -4)));   // a negative weight
         QVERIFY(refused(payload("a", "http://x")));
         QVERIFY(refused(payload("h", std::string(64, 'G'))));
+        // A seal: the groups its signer proposes every peer merges.
+        auto sealed = record("x", "e5-01", 40, 3, digest);
+        sealed.seal = {{"e5-01", 40, digest}, {"e5-02", 7, std::string(64, 'b')}};
+        auto withSeal = *signed_;
+        withSeal.payload = encodeGroupRecord(sealed);
+        QVERIFY(parseGroupRecord(withSeal).seal == sealed.seal);
+        QVERIFY(parseGroupRecord(*signed_).seal.empty());
+        QVERIFY(!refused(payload("s", nlohmann::json::array({nlohmann::json::array({"e5", 4, digest})}))));
+        QVERIFY(refused(payload("s", nlohmann::json::array())));                                    // empty
+        QVERIFY(refused(payload("s", nlohmann::json::array({nlohmann::json::array({"e5", 4})})))); // no digest
+        QVERIFY(refused(payload("s", nlohmann::json::array({nlohmann::json::array({"e5", -4, digest})}))));
+        QVERIFY(refused(payload("s", nlohmann::json::array({nlohmann::json::array({"e5", 4, "00"})}))));
+        QVERIFY(refused(payload("s", nlohmann::json::array({nlohmann::json::array({"e5", 4, digest}),
+                                                            nlohmann::json::array({"e5", 5, digest})})))); // twice
+        nlohmann::json tooMany = nlohmann::json::array();
+        for (std::size_t i = 0; i <= MaxSealGroups; ++i)
+            tooMany.push_back(nlohmann::json::array({"e5-" + std::to_string(i), 1, digest}));
+        QVERIFY(refused(payload("s", tooMany)));
     }
 
     // Each group is what most of its records claim; a group claimed by one record, or heavier
@@ -247,6 +265,61 @@ private Q_SLOTS:
         QCOMPARE(views[0].groupId, std::string("e5-c"));
         QVERIFY(views[0].forming);
         QCOMPARE(views[0].members, std::size_t{3});
+    }
+
+    // Group B's round ends after group A sealed the epoch's merge without it: B's members take
+    // A's average, not their own, so all four hold one model (B's batch is lost to this step).
+    void aGroupLateForTheSealTakesTheSealedMerge()
+    {
+        auto peers = makePeers(4);
+        const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
+        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
+        std::atomic<bool> stop{false};
+        const auto four = [] { return std::size_t{4}; };
+        auto first = std::async(std::launch::async, [&] { return peers[0]->merger->merge(ga, a, four, 0.1, stop); });
+        auto second = std::async(std::launch::async, [&] { return peers[1]->merger->merge(ga, a, four, 0.1, stop); });
+        for (auto *f : {&first, &second}) {
+            const auto r = f->get();
+            QVERIFY2(r.sealed, r.note.c_str());
+            QCOMPARE(r.groups, std::size_t{1}); // nobody else came within the wait
+            QVERIFY(r.average.empty());         // the step is A's own average
+        }
+        std::vector<std::future<MergeResult>> late;
+        for (std::size_t i = 2; i < 4; ++i)
+            late.push_back(std::async(std::launch::async, [&, i] { return peers[i]->merger->merge(gb, b, four, 0.1, stop); }));
+        for (auto &f : late) {
+            const auto r = f.get();
+            QVERIFY2(r.sealed && !r.ownMerged, r.note.c_str());
+            QCOMPARE(r.groups, std::size_t{1});
+            QCOMPARE(r.weight, 10L);
+            QCOMPARE(r.peers, std::size_t{2});
+            QVERIFY(r.average == decodeUpdate(*a));
+        }
+    }
+
+    // Of two seals, the heavier one that names groups nobody recorded is passed over (after
+    // waiting for its records); the one every group's records confirm is merged by all.
+    void aSealNamingUnrecordedGroupsIsPassedOver()
+    {
+        auto peers = makePeers(5);
+        const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
+        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
+        auto forged = record("", "e5-zzzz", 50, 2, std::string(64, 'f'), peers[4]->service->endpoint());
+        forged.seal = {{"e5-zzzz", 50, std::string(64, 'f')}, {ga.groupId, 10, updateDigest(*a)}};
+        QVERIFY(peers[4]->dht->publish(runKey(Run, "groups/" + std::to_string(Epoch)), encodeGroupRecord(forged), 60.0));
+        std::atomic<bool> stop{false};
+        std::vector<std::future<MergeResult>> results;
+        for (std::size_t i = 0; i < 4; ++i)
+            results.push_back(std::async(std::launch::async, [&, i] {
+                return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, [] { return std::size_t{4}; }, 0.1, stop);
+            }));
+        const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
+        for (auto &f : results) {
+            const auto r = f.get();
+            QVERIFY2(r.sealed, r.note.c_str());
+            QCOMPARE(r.groups, std::size_t{2});
+            QVERIFY(r.average == expected);
+        }
     }
 
     // A group that holds every expected peer merges nothing and waits for nothing.

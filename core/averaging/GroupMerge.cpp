@@ -141,7 +141,7 @@ void GroupMerger::announce(const GroupInfo &group)
 {
     if (m_announcing.valid())
         m_announcing.wait();
-    const GroupRecord r{m_self.peerId, {}, group.epoch, group.groupId, 0, group.members.size(), {}, {}};
+    const GroupRecord r{m_self.peerId, {}, group.epoch, group.groupId, 0, group.members.size(), {}, {}, {}};
     m_announcing = std::async(std::launch::async, [this, r] {
         (void)m_dht.publish(runKey(m_self.runId, "groups/" + std::to_string(r.epoch)), encodeGroupRecord(r), 120.0, 1.0);
     });
@@ -161,42 +161,148 @@ bool GroupMerger::groupsStillRunning(long epoch)
     return m_running;
 }
 
+namespace {
+
+void sleepFor(double seconds, const std::atomic<bool> &stop)
+{
+    const double until = unixNow() + seconds;
+    while (!stop.load() && unixNow() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+// The epoch's seals, best first: the largest sealed weight, then the most groups, then the
+// smallest sealer id.
+std::vector<const GroupRecord *> rankedSeals(const std::vector<GroupRecord> &records, long epoch)
+{
+    std::vector<std::pair<double, const GroupRecord *>> seals;
+    for (const auto &r : records)
+        if (r.epoch == epoch && !r.seal.empty()) {
+            double weight = 0.0;
+            for (const auto &e : r.seal)
+                weight += static_cast<double>(e.weight);
+            seals.emplace_back(weight, &r);
+        }
+    std::sort(seals.begin(), seals.end(), [](const auto &a, const auto &b) {
+        return std::tuple(-a.first, -static_cast<long>(a.second->seal.size()), a.second->peerId)
+               < std::tuple(-b.first, -static_cast<long>(b.second->seal.size()), b.second->peerId);
+    });
+    std::vector<const GroupRecord *> ranked;
+    for (const auto &[weight, r] : seals)
+        ranked.push_back(r);
+    return ranked;
+}
+
+// The views of the groups `seal` names, in group id order, when each is complete in `views`
+// with the weight and digest sealed (this peer's own group also when it holds that average).
+std::optional<std::vector<GroupView>> sealedViews(const GroupRecord &seal, const std::vector<GroupView> &views,
+                                                  const GroupRecord &mine)
+{
+    std::vector<GroupView> chosen;
+    for (const auto &e : seal.seal) {
+        if (e.groupId == mine.groupId && e.digest == mine.digest && e.weight == mine.weight) {
+            chosen.push_back({e.groupId, false, e.weight, mine.members, e.digest, 1, {}});
+            continue;
+        }
+        const auto v = std::find_if(views.begin(), views.end(), [&](const GroupView &x) {
+            return x.groupId == e.groupId && !x.forming && x.weight == e.weight && x.digest == e.digest;
+        });
+        if (v == views.end())
+            return std::nullopt;
+        chosen.push_back(*v);
+    }
+    std::sort(chosen.begin(), chosen.end(), [](const GroupView &a, const GroupView &b) { return a.groupId < b.groupId; });
+    return chosen;
+}
+
+} // namespace
+
 // The epoch's groups as the records show them once the groups seen hold every peer expected at
-// this epoch and none is forming, or the wait (GroupMerge.h, MergeOptions) ends.
-std::vector<GroupView> GroupMerger::awaitGroups(const std::string &key, const GroupInfo &group,
-                                                const std::function<std::size_t()> &expectedPeers,
-                                                double roundSeconds, const std::atomic<bool> &stop) const
+// this epoch and none is forming, a seal it can check is seen, or the wait (GroupMerge.h,
+// MergeOptions) ends.
+GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
+                                              const std::function<std::size_t()> &expectedPeers, double roundSeconds,
+                                              const std::atomic<bool> &stop) const
 {
     const double started = unixNow();
     const double fullWait = std::max(m_options.minWait, m_options.roundShare * roundSeconds);
-    std::vector<GroupView> views;
+    Awaited a;
     while (!stop.load()) {
         const std::size_t expected = expectedPeers ? expectedPeers() : 0;
-        views = groupViews(readRecords(key), group.epoch, m_options.maxGroupWeight);
+        const auto records = readRecords(key);
+        a.views = groupViews(records, group.epoch, m_options.maxGroupWeight);
+        const auto seals = rankedSeals(records, group.epoch);
+        a.sealed = std::any_of(seals.begin(), seals.end(),
+                               [&](const GroupRecord *r) { return sealedViews(*r, a.views, mine).has_value(); });
         std::size_t seen = group.members.size();
         bool forming = false;
-        for (const auto &v : views)
+        for (const auto &v : a.views)
             if (v.groupId != group.groupId) {
                 seen += v.members;
                 forming = forming || v.forming;
             }
-        const bool others = seen > group.members.size() || expected > m_options.targetGroupSize;
-        const double wait = forming ? std::max(fullWait, m_options.formingWait) : others ? fullWait : m_options.splitWait;
-        if ((seen >= expected && !forming) || unixNow() >= started + wait)
+        a.others = seen > group.members.size() || expected > m_options.targetGroupSize;
+        const double wait = forming ? std::max(fullWait, m_options.formingWait) : a.others ? fullWait : m_options.splitWait;
+        if (a.sealed || (seen >= expected && !forming) || unixNow() >= started + wait)
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    return views;
+    return a;
+}
+
+
+// The groups this peer merges: those it awaited where no seal is needed (one group seen, as
+// many peers as one group holds), else those of the best seal it can check (GroupMerge.h).
+std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupRecord mine, Awaited awaited,
+                                                  const std::atomic<bool> &stop, MergeResult &result)
+{
+    if (!awaited.others && !awaited.sealed)
+        return std::move(awaited.views);
+    if (!awaited.sealed) {
+        for (const auto &v : awaited.views)
+            if (!v.forming && v.groupId != mine.groupId && mine.seal.size() + 1 < MaxSealGroups)
+                mine.seal.push_back({v.groupId, v.weight, v.digest});
+        mine.seal.push_back({mine.groupId, mine.weight, mine.digest});
+        if (m_announcing.valid())
+            m_announcing.wait(); // the plain record must not land after (and over) the seal
+        (void)m_dht.publish(key, encodeGroupRecord(mine), 120.0, 1.0);
+    }
+    sleepFor(m_options.sealSettle, stop);
+    const double deadline = unixNow() + m_options.fetchTimeout;
+    while (!stop.load()) {
+        auto records = readRecords(key);
+        if (!mine.seal.empty()) { // its own seal counts even where the DHT answered an older copy
+            std::erase_if(records, [&](const GroupRecord &r) { return r.peerId == mine.peerId; });
+            records.push_back(mine);
+        }
+        const auto views = groupViews(records, mine.epoch, m_options.maxGroupWeight);
+        const bool last = unixNow() >= deadline;
+        for (const auto *seal : rankedSeals(records, mine.epoch)) {
+            if (auto chosen = sealedViews(*seal, views, mine)) {
+                result.sealed = true;
+                for (const auto &v : awaited.views) {
+                    const auto in = [&](const GroupView &c) { return c.groupId == v.groupId; };
+                    if (std::none_of(chosen->begin(), chosen->end(), in))
+                        result.note += "; group " + v.groupId + " not merged: "
+                                       + (v.forming ? "its round did not end in time" : "the epoch's seal leaves it out");
+                }
+                return std::move(*chosen);
+            }
+            if (!last)
+                break; // the best seal's records may still be on their way
+        }
+        if (last)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    result.note += "; no seal of this epoch could be checked: merged the groups this peer saw";
+    return std::move(awaited.views);
 }
 
 MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                const std::atomic<bool> &stop)
 {
-    const std::uint64_t elements = own->elements;
     MergeResult result;
-    result.weight = own->batchSamples;
-    result.peers = group.members.size();
     const long epoch = own->epoch;
     const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
     if (m_announcing.valid())
@@ -205,27 +311,46 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     if (m_service)
         m_service->addGroupUpdate(group.groupId, own);
     const GroupRecord mine{m_self.peerId, {}, epoch, group.groupId, own->batchSamples, group.members.size(), digest,
-                           m_service ? m_service->endpoint() : std::string()};
+                           m_service ? m_service->endpoint() : std::string(), {}};
     // Published beside the wait (it does not need its own record): the step is not delayed by a
     // DHT put, also where one group holds the swarm. The next announcement waits for it.
     m_announcing = std::async(std::launch::async, [this, key, payload = encodeGroupRecord(mine)] {
         (void)m_dht.publish(key, payload, 120.0, 1.0);
     });
-    auto views = awaitGroups(key, group, expectedPeers, roundSeconds, stop);
-    // This peer's own group is merged whatever the records say (its members may not have
-    // published yet), at its place in the order of group ids.
-    if (std::none_of(views.begin(), views.end(), [&](const GroupView &v) { return v.groupId == group.groupId; })) {
+    auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, group, expectedPeers, roundSeconds, stop), stop, result);
+    // Unsealed, this peer's own group is merged whatever the records say (its members may not
+    // have published yet), at its place in the order of group ids.
+    if (!result.sealed
+        && std::none_of(views.begin(), views.end(), [&](const GroupView &v) { return v.groupId == group.groupId; })) {
         views.push_back({group.groupId, false, own->batchSamples, group.members.size(), digest, 1, {}});
         std::sort(views.begin(), views.end(), [](const GroupView &a, const GroupView &b) { return a.groupId < b.groupId; });
     }
+    mergeViews(views, group, own, digest, stop, result);
+    if (!result.note.empty())
+        result.note.erase(0, 2);
+    return result;
+}
+
+// Fetches and merges `views` (GroupMerge.h) into `result`; this peer's own group from `own`.
+void GroupMerger::mergeViews(const std::vector<GroupView> &views, const GroupInfo &group,
+                             const std::shared_ptr<const AveragedUpdate> &own, const std::string &digest,
+                             const std::atomic<bool> &stop, MergeResult &result) const
+{
     std::vector<std::vector<float>> averages;
     std::vector<long> weights;
+    result.ownMerged = false;
+    result.groups = 0;
     for (const auto &v : views) {
-        if (v.groupId == group.groupId) {
-            if (!v.forming && (v.digest != digest || v.weight != own->batchSamples))
+        const bool mine = v.groupId == group.groupId;
+        if (mine && (v.forming || v.digest == digest || !result.sealed)) {
+            if (!v.forming && v.digest != digest)
                 result.note += "; most records of this peer's own group claim another average";
             averages.push_back(decodeUpdate(*own));
             weights.push_back(own->batchSamples);
+            result.weight += own->batchSamples;
+            result.peers += group.members.size();
+            result.ownMerged = true;
+            ++result.groups;
             continue;
         }
         if (v.forming) {
@@ -233,7 +358,7 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
             continue;
         }
         std::string why;
-        auto u = fetchAverage(v, epoch, elements, stop, &why);
+        auto u = fetchAverage(v, own->epoch, own->elements, stop, &why);
         std::vector<float> values;
         if (u) {
             try {
@@ -251,12 +376,19 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
         result.weight += v.weight;
         result.peers += v.members;
         ++result.groups;
+        result.ownMerged = result.ownMerged || mine;
     }
-    if (result.groups > 1)
+    if (result.groups > 1 || (result.groups == 1 && !result.ownMerged)) {
         result.average = mergeAverages(averages, weights);
-    if (!result.note.empty())
-        result.note.erase(0, 2);
-    return result;
+        return;
+    }
+    if (result.sealed && !result.ownMerged)
+        result.note += "; none of the sealed groups could be fetched: this step is the group's own average";
+    result.average.clear();
+    result.groups = 1;
+    result.weight = own->batchSamples;
+    result.peers = group.members.size();
+    result.ownMerged = true;
 }
 
 } // namespace dedloc

@@ -22,6 +22,21 @@
 // every gradient (the weights are samples, as within a group). Peers whose views of the set
 // differ hold different states: the state digests in progress records show it
 // (averaging/ModelAgreement.h).
+// Sealing the merge: which groups make up the epoch's step must be the same set for every peer,
+// though each reads the records at another moment. A peer whose wait ends (and that has seen
+// another group, or expects more peers than its group holds) without having seen a seal
+// publishes one: its record again, now listing the complete groups it saw (GroupRecord::seal,
+// its own included). Every peer that saw or made a seal reads again `sealSettle` seconds later
+// and merges exactly the groups of the best seal it then sees: the largest sealed weight, then
+// the most groups, then the smallest sealer id. Seals are only made by peers that saw none, so
+// they are all published within one DHT propagation delay P of the first one, and every final
+// read, made at least `sealSettle` after the first seal, sees all of them if sealSettle >= 2P:
+// every peer picks the same seal. A seal counts only where each group it names is complete in
+// the reader's own records with the weight and digest the seal says: a forged seal neither
+// stops a peer from sealing nor is merged (the best seal is waited for up to `fetchTimeout`
+// while its records may be on their way, then passed over). A peer whose group the
+// seal leaves out (its round ended after the seal) applies the sealed groups' merge without
+// its own: one model, its batch lost to this step.
 // A group counts only when at least two of its members sign records that agree on it (a group
 // has two members at least), with a weight of at most `maxGroupWeight` per member.
 // Cost: for k groups a peer downloads k - 1 averages (its downlink), and the members of a group
@@ -90,15 +105,19 @@ struct MergeOptions {
     double splitWait = 0.5;
     double formingWait = 15.0;
     std::size_t targetGroupSize = 16; // MatchmakingOptions::targetGroupSize
-    double fetchTimeout = 3.0;   // seconds without progress before a server is given up
+    double sealSettle = 1.0;     // seconds between seeing (or making) a seal and reading the seals
+    double fetchTimeout = 3.0;   // seconds without progress before a server is given up, and
+                                 // for records a seal names to arrive
     double maxGroupWeight = 0.0; // samples per member a group may claim (> 0), e.g. 2 x target batch
 };
 
 struct MergeResult {
     std::vector<float> average;  // the merged gradient (empty: nothing merged, keep the group's)
     long weight = 0;             // W: samples of every merged group's batch
-    std::size_t groups = 1;      // merged, own group included
+    std::size_t groups = 1;      // merged groups (this peer's own included when it was merged)
     std::size_t peers = 0;       // members of the merged groups
+    bool ownMerged = true;       // false: a seal left this peer's group out of the step
+    bool sealed = false;         // the set came from a seal (every peer of the epoch merges it)
     std::string note;            // groups seen but not merged and why ("" when none)
 };
 
@@ -126,17 +145,28 @@ public:
 
     // After a complete round of `group` whose average is `own` (weight own.batchSamples):
     // publishes this group's record, waits for the others while the groups seen hold fewer
-    // than `expectedPeers()` or some announced group has no average yet, and merges. Returns
-    // weight and groups 1 with an empty average when no other group was merged.
+    // than `expectedPeers()` or some announced group has no average yet, agrees on the set
+    // (sealing, above) and merges. Returns weight and groups 1 with an empty average when the
+    // step is this group's own average alone.
     [[nodiscard]] MergeResult merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                     const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                     const std::atomic<bool> &stop);
 
 private:
+    struct Awaited {
+        std::vector<GroupView> views;
+        bool others = false; // another group seen, or more peers expected than one group holds
+        bool sealed = false; // a seal this peer can check was seen
+    };
     [[nodiscard]] std::vector<GroupRecord> readRecords(const std::string &key) const;
-    [[nodiscard]] std::vector<GroupView> awaitGroups(const std::string &key, const GroupInfo &group,
-                                                     const std::function<std::size_t()> &expectedPeers,
-                                                     double roundSeconds, const std::atomic<bool> &stop) const;
+    [[nodiscard]] Awaited awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
+                                      const std::function<std::size_t()> &expectedPeers, double roundSeconds,
+                                      const std::atomic<bool> &stop) const;
+    [[nodiscard]] std::vector<GroupView> agreeOnGroups(const std::string &key, GroupRecord mine, Awaited awaited,
+                                                       const std::atomic<bool> &stop, MergeResult &result);
+    void mergeViews(const std::vector<GroupView> &views, const GroupInfo &group,
+                    const std::shared_ptr<const AveragedUpdate> &own, const std::string &digest,
+                    const std::atomic<bool> &stop, MergeResult &result) const;
     [[nodiscard]] std::optional<AveragedUpdate> fetchAverage(const GroupView &view, long epoch, std::uint64_t elements,
                                                              const std::atomic<bool> &stop, std::string *why) const;
 

@@ -225,11 +225,44 @@ DonorAdvert parseDonorAdvert(const SignedRecord &record)
     return a;
 }
 
+namespace {
+
+bool isDigest(const std::string &h)
+{
+    return h.size() == 64 && h.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::vector<GroupRecord::SealEntry> parseSeal(const json &s)
+{
+    if (!s.is_array() || s.empty() || s.size() > MaxSealGroups)
+        throw ProtocolError("group record seal is not a list of 1 to " + std::to_string(MaxSealGroups) + " groups");
+    std::vector<GroupRecord::SealEntry> seal;
+    for (const auto &e : s) {
+        if (!e.is_array() || e.size() != 3 || !e[0].is_string() || !e[1].is_number_integer() || !e[2].is_string())
+            throw ProtocolError("group record seal entry is not [group id, weight, digest]");
+        GroupRecord::SealEntry entry{e[0].get<std::string>(), e[1].get<long>(), e[2].get<std::string>()};
+        if (entry.groupId.empty() || entry.groupId.size() > 64 || entry.weight < 0 || !isDigest(entry.digest))
+            throw ProtocolError("group record seal entry out of range");
+        if (std::any_of(seal.begin(), seal.end(), [&](const auto &o) { return o.groupId == entry.groupId; }))
+            throw ProtocolError("group record seal names group " + entry.groupId + " twice");
+        seal.push_back(std::move(entry));
+    }
+    return seal;
+}
+
+} // namespace
+
 std::string encodeGroupRecord(const GroupRecord &r)
 {
-    return json{{"e", r.epoch}, {"g", r.groupId}, {"w", r.weight}, {"n", r.members}, {"h", r.digest},
-                {"a", r.serviceEndpoint}}
-        .dump();
+    json j{{"e", r.epoch}, {"g", r.groupId}, {"w", r.weight}, {"n", r.members}, {"h", r.digest},
+           {"a", r.serviceEndpoint}};
+    if (!r.seal.empty()) {
+        json s = json::array();
+        for (const auto &e : r.seal)
+            s.push_back(json::array({e.groupId, e.weight, e.digest}));
+        j["s"] = std::move(s);
+    }
+    return j.dump();
 }
 
 GroupRecord parseGroupRecord(const SignedRecord &record)
@@ -250,6 +283,8 @@ GroupRecord parseGroupRecord(const SignedRecord &record)
     if ((!r.digest.empty() && r.digest.size() != 64) || r.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
         throw ProtocolError("group record digest is not 64 hex digits");
     r.serviceEndpoint = endpoint(j, "a");
+    if (j.contains("s"))
+        r.seal = parseSeal(j.at("s"));
     return r;
 }
 

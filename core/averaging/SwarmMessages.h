@@ -120,7 +120,17 @@ struct GroupRecord {
     std::string digest;          // "h": updateDigest of the group's average, 64 hex digits;
                                  // "": the group has formed and its round is running
     std::string serviceEndpoint; // "a": where it serves the average; "" (client mode): nowhere
+    // "s" (optional): the set of groups this member proposes that every peer of the epoch merge,
+    // [[g, w, h]...] with at most MaxSealGroups entries (GroupMerge.h, "sealing the merge").
+    struct SealEntry {
+        std::string groupId;
+        long weight = 0;
+        std::string digest;
+        bool operator==(const SealEntry &) const = default;
+    };
+    std::vector<SealEntry> seal;
 };
+inline constexpr std::size_t MaxSealGroups = 256;
 [[nodiscard]] std::string encodeGroupRecord(const GroupRecord &record);
 // Checks every field (ProtocolError); peerId and publicKey come from the verified record.
 [[nodiscard]] GroupRecord parseGroupRecord(const SignedRecord &record);

@@ -81,15 +81,19 @@ void mergeGroups(const GroupMergeHook &merge, const FormedGroup &group, double r
     auto merged = merge(group, out.update, roundSeconds);
     if (!merged.note.empty())
         log::warning("swarm", "merging the epoch's groups: " + merged.note);
-    if (merged.groups <= 1 || merged.average.size() != gradient.size())
-        return;
+    if (merged.average.size() != gradient.size())
+        return; // the step is the group's own average
     gradient = std::move(merged.average);
     out.batchSamples = merged.weight;
     out.mergedGroups = merged.groups;
     out.mergedPeers = merged.peers;
     out.update.reset(); // the step is no longer the group's round: nothing to replay
-    out.status += "; merged with " + std::to_string(merged.groups - 1) + " other group(s), "
-                  + std::to_string(merged.peers) + " peers in all";
+    if (merged.ownMerged)
+        out.status += "; merged with " + std::to_string(merged.groups - 1) + " other group(s), "
+                      + std::to_string(merged.peers) + " peers in all";
+    else
+        out.status += "; took the merge of " + std::to_string(merged.groups) + " group(s), "
+                      + std::to_string(merged.peers) + " peers, sealed without this peer's group";
 }
 
 bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std::vector<float> &gradient, long epoch,
