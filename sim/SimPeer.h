@@ -16,8 +16,8 @@
 // thread-safe. Errors: the constructor and start() throw dedloc::Error when a socket cannot bind.
 // File descriptors: OpenDHT's receive loop uses select(), which aborts the process on a
 // descriptor of 1024 or more; the constructor makes only the DHT node, start() the rest (about 15
-// descriptors of ZeroMQ), so that a simulator that constructs all its peers before starting them
-// keeps every DHT socket low (sim/SimSwarm.h).
+// descriptors of ZeroMQ), so that a simulator can hand each node low descriptors
+// (sim/LowDescriptors.h) whenever the peer joins.
 #include "averaging/Matchmaker.h"
 #include "compress/Compression.h"
 #include "net/DhtNode.h"

@@ -22,7 +22,13 @@ SimSwarm::Member SimSwarm::make()
     if (!m_live.empty())
         c.bootstrap = "127.0.0.1:" + std::to_string(m_live.front().peer->dhtPort());
     ++m_joins;
-    return {std::make_unique<SimPeer>(c), unixNow(), 0.0};
+    // Its DHT node's sockets take low descriptors however many the other peers hold open.
+    m_low.release(static_cast<std::size_t>(m_perNode));
+    const long before = LowDescriptors::openNow();
+    auto peer = std::make_unique<SimPeer>(c);
+    if (m_joins == 1 && before >= 0)
+        m_perNode = std::clamp(LowDescriptors::openNow() - before, 2L, 16L);
+    return {std::move(peer), unixNow(), 0.0};
 }
 
 void SimSwarm::join()

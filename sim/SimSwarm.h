@@ -3,6 +3,7 @@
 // drawn from a log-normal distribution, and churn (peers leaving and fresh ones joining at a
 // rate); what every step did, summed up per epoch. For tests (tst_swarmsim) and bench/bench_scale.
 // Threads: run() on the caller's thread; each peer runs its own.
+#include "LowDescriptors.h"
 #include "SimPeer.h"
 
 #include <map>
@@ -61,6 +62,8 @@ private:
         double joinedAt = 0.0, leftAt = 0.0;
     };
     SimSwarmConfig m_config;
+    LowDescriptors m_low{900};     // for the DHT nodes of joiners (LowDescriptors.h)
+    long m_perNode = 8;            // descriptors a DHT node opens (measured on the first)
     std::mt19937_64 m_random;
     std::vector<Member> m_live, m_departed;
     std::uint64_t m_nextSeed = 1;

@@ -163,6 +163,26 @@ bool GroupMerger::groupsStillRunning(long epoch)
 
 namespace {
 
+// A member's records of one epoch only gain information (announcement, then its group's
+// average, then maybe a seal), so the most informed one seen so far is kept: a DHT read that
+// answers an older copy, or times out on part of the nodes, does not take back what an earlier
+// read showed.
+int informed(const GroupRecord &r) { return !r.seal.empty() ? 2 : r.digest.empty() ? 0 : 1; }
+
+std::vector<GroupRecord> absorb(std::map<std::string, GroupRecord> &book, std::vector<GroupRecord> records)
+{
+    for (auto &r : records) {
+        auto [it, fresh] = book.try_emplace(r.peerId, r);
+        if (!fresh && informed(r) >= informed(it->second))
+            it->second = std::move(r);
+    }
+    std::vector<GroupRecord> all;
+    all.reserve(book.size());
+    for (const auto &[peer, r] : book)
+        all.push_back(r);
+    return all;
+}
+
 void sleepFor(double seconds, const std::atomic<bool> &stop)
 {
     const double until = unixNow() + seconds;
@@ -228,7 +248,7 @@ GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const Grou
     Awaited a;
     while (!stop.load()) {
         const std::size_t expected = expectedPeers ? expectedPeers() : 0;
-        const auto records = readRecords(key);
+        const auto records = absorb(a.book, readRecords(key));
         a.views = groupViews(records, group.epoch, m_options.maxGroupWeight);
         const auto seals = rankedSeals(records, group.epoch);
         a.sealed = std::any_of(seals.begin(), seals.end(),
@@ -265,15 +285,12 @@ std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupR
         if (m_announcing.valid())
             m_announcing.wait(); // the plain record must not land after (and over) the seal
         (void)m_dht.publish(key, encodeGroupRecord(mine), 120.0, 1.0);
+        awaited.book[mine.peerId] = mine; // its own seal counts even where the DHT answers an older copy
     }
     sleepFor(m_options.sealSettle, stop);
     const double deadline = unixNow() + m_options.fetchTimeout;
     while (!stop.load()) {
-        auto records = readRecords(key);
-        if (!mine.seal.empty()) { // its own seal counts even where the DHT answered an older copy
-            std::erase_if(records, [&](const GroupRecord &r) { return r.peerId == mine.peerId; });
-            records.push_back(mine);
-        }
+        const auto records = absorb(awaited.book, readRecords(key));
         const auto views = groupViews(records, mine.epoch, m_options.maxGroupWeight);
         const bool last = unixNow() >= deadline;
         for (const auto *seal : rankedSeals(records, mine.epoch)) {

@@ -51,6 +51,7 @@
 #include <atomic>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -157,6 +158,7 @@ private:
         std::vector<GroupView> views;
         bool others = false; // another group seen, or more peers expected than one group holds
         bool sealed = false; // a seal this peer can check was seen
+        std::map<std::string, GroupRecord> book; // by peer id: the most informed record read
     };
     [[nodiscard]] std::vector<GroupRecord> readRecords(const std::string &key) const;
     [[nodiscard]] Awaited awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
