@@ -1,6 +1,7 @@
 // The swarm at scale, simulated (sim/SimSwarm.h): N light peers in this process, with the real
 // control plane, matchmaking, butterfly all-reduce and group merging on a synthetic model, for
-// each N asked. Per N: steps and the share of them averaged and merged, epochs that ended with
+// each N asked. Per N: steps and the share of them averaged, merged, and taken from the epoch's
+// merge by peers without a complete round (GroupMerger::adopt), epochs that ended with
 // one model, the time from a step's first trigger to the last peer holding its parameters, DHT
 // record bytes per peer and second, open sockets and resident memory per peer. A benchmark
 // measures; it asserts nothing.
@@ -127,7 +128,7 @@ void runOne(const Options &o, std::size_t n)
     swarm.run(o.seconds / 2);
     swarm.stop();
     const auto r = swarm.report();
-    std::size_t stepped = 0, alone = 0, merged = 0, oneModel = 0, full = 0;
+    std::size_t stepped = 0, alone = 0, merged = 0, adopted = 0, oneModel = 0, full = 0;
     std::vector<double> latency;
     const long last = r.epochs.empty() ? -1 : r.epochs.rbegin()->first;
     for (const auto &[epoch, e] : r.epochs) {
@@ -136,29 +137,31 @@ void runOne(const Options &o, std::size_t n)
         stepped += e.stepped;
         alone += e.alone;
         merged += e.merged;
+        adopted += e.adopted;
         oneModel += e.digests == 1 ? 1 : 0;
         if (e.stepped * 10 >= n * 9) {
             ++full;
             latency.push_back(e.triggerToAll);
         }
     }
-    std::printf("| %zu | %.0f | %zu | %zu (%zu by >= 90%%) | %.3f | %.3f | %zu/%zu | %.2f | %.0f | %.1f | %.1f | %zu/%zu | %ld |\n",
+    std::printf("| %zu | %.0f | %zu | %zu (%zu by >= 90%%) | %.3f | %.3f | %.3f | %zu/%zu | %.2f | %.0f | %.1f | %.1f | %zu/%zu | %ld |\n",
                 n, startSeconds, c.peers <= o.groupSize ? std::size_t{1} : (n + o.groupSize - 1) / o.groupSize,
                 r.epochs.size() - (last >= 0 ? 1 : 0), full, stepped ? 1.0 - double(alone) / double(stepped) : 0.0,
-                stepped ? double(merged) / double(stepped) : 0.0, oneModel, r.epochs.size() - (last >= 0 ? 1 : 0), median(latency),
+                stepped ? double(merged) / double(stepped) : 0.0, stepped ? double(adopted) / double(stepped) : 0.0,
+                oneModel, r.epochs.size() - (last >= 0 ? 1 : 0), median(latency),
                 r.recordBytesPerPeerSecond, sockets / double(n), kib / 1024.0 / double(n), r.joins - n, r.leaves - n,
                 r.stateDownloads);
     std::string detail;
     for (const auto &[epoch, e] : r.epochs) {
         detail += ' '; // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on " " + ...
         detail += std::to_string(epoch);
-        const std::size_t fields[] = {e.stepped, e.merged, e.alone, e.starts, e.digests};
+        const std::size_t fields[] = {e.stepped, e.merged, e.adopted, e.alone, e.starts, e.digests};
         for (std::size_t k = 0; k < std::size(fields); ++k) {
             detail += k == 0 ? ':' : '/';
             detail += std::to_string(fields[k]);
         }
     }
-    std::fprintf(stderr, "N=%zu epochs (epoch:stepped/merged/alone/models before/after):%s\n", n, detail.c_str());
+    std::fprintf(stderr, "N=%zu epochs (epoch:stepped/merged/took the merge/alone/models before/after):%s\n", n, detail.c_str());
     std::fflush(stdout);
 }
 
@@ -172,9 +175,9 @@ int main(int argc, char **argv)
         std::printf("group size %zu, %zu elements (fp16), %.0f samples/s a peer (log-normal, sigma 0.5), "
                     "a step of about %.0f s, churn %.0f%% a minute, %.0f s a run\n\n",
                     o.groupSize, o.elements, o.speed, o.stepSeconds, o.churn * 100, o.seconds);
-        std::printf("| peers | start s | groups (at least) | epochs | averaged | merged | one model | median trigger-to-all s "
+        std::printf("| peers | start s | groups (at least) | epochs | averaged | merged | took the merge | one model | median trigger-to-all s "
                     "| DHT record B/s per peer | sockets per peer | RSS MiB per peer | joins/leaves (churn) | state downloads |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (const auto n : o.peers)
             runOne(o, n);
     } catch (const std::exception &e) {

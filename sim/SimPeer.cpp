@@ -75,6 +75,7 @@ struct SimPeer::Impl {
     void checkAgreement();
     void step(std::future<std::optional<FormedGroup>> &search, std::atomic<bool> &cancel, double decidedAt);
     void apply(std::vector<float> gradient, SimStep s);
+    void adoptMerge(long at, std::vector<float> &gradient, SimStep &s);
 };
 
 std::size_t SimPeer::Impl::expectedPeers(long atEpoch)
@@ -231,6 +232,21 @@ void SimPeer::Impl::apply(std::vector<float> gradient, SimStep s)
     service->setState(std::make_shared<StateSnapshot>(StateSnapshot{epoch, params}));
 }
 
+// Without a complete round (no group, or a part of the round lost): the merge the members of
+// the epoch's groups apply, as a trainer takes it (GroupMerger::adopt), instead of its own gradient.
+void SimPeer::Impl::adoptMerge(long at, std::vector<float> &gradient, SimStep &s)
+{
+    auto m = merger->adopt(at, config.elements, [this, at] { return expectedPeers(at); }, stopFlag);
+    if (!m.note.empty())
+        log::warning("sim", identity.peerId().substr(0, 8) + ": " + m.note);
+    if (m.average.size() != gradient.size())
+        return;
+    gradient = std::move(m.average);
+    s.mergedGroups = m.groups;
+    s.mergedPeers = m.peers;
+    s.adopted = true;
+}
+
 void SimPeer::Impl::step(std::future<std::optional<FormedGroup>> &search, std::atomic<bool> &cancel, double decidedAt)
 {
     long at, weight;
@@ -287,6 +303,8 @@ void SimPeer::Impl::step(std::future<std::optional<FormedGroup>> &search, std::a
                 }
             }
     }
+    if (!s.complete)
+        adoptMerge(at, gradient, s);
     apply(std::move(gradient), std::move(s));
 }
 

@@ -53,6 +53,7 @@ struct SimStep {
     std::size_t mergedGroups = 1;
     std::size_t mergedPeers = 0;
     bool complete = false;       // every shard's average arrived
+    bool adopted = false;        // without a complete round, it took the epoch's merge (GroupMerger::adopt)
     std::string startDigest;     // SHA-256 of the parameters the step started from
     std::string paramsDigest;    // SHA-256 of the parameters after the step
 };

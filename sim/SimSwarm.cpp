@@ -22,8 +22,10 @@ SimSwarm::Member SimSwarm::make()
     if (!m_live.empty())
         c.bootstrap = "127.0.0.1:" + std::to_string(m_live.front().peer->dhtPort());
     ++m_joins;
-    // Its DHT node's sockets take low descriptors however many the other peers hold open.
-    m_low.release(static_cast<std::size_t>(m_perNode));
+    // Its DHT node's sockets take low descriptors however many the other peers hold open. While
+    // peers run (a joiner), their threads open sockets at the same time and may take some of the
+    // freed ones first: a joiner frees more.
+    m_low.release(static_cast<std::size_t>(m_running ? 6 * m_perNode : m_perNode));
     const long before = LowDescriptors::openNow();
     auto peer = std::make_unique<SimPeer>(c);
     if (m_joins == 1 && before >= 0)
@@ -55,6 +57,7 @@ void SimSwarm::start(double stagger)
     // Every DHT node first (low file descriptors: SimPeer.h), then the peers' other sockets.
     while (m_live.size() < m_config.peers)
         m_live.push_back(make());
+    m_running = true;
     for (auto &m : m_live) {
         m.peer->start();
         m.joinedAt = unixNow();
@@ -107,7 +110,8 @@ SimReport SimSwarm::report() const
             for (const auto &s : m.peer->steps()) {
                 auto &e = r.epochs[s.epoch];
                 ++e.stepped;
-                e.alone += s.groupSize <= 1 ? 1 : 0;
+                e.alone += s.groupSize <= 1 && !s.adopted ? 1 : 0;
+                e.adopted += s.adopted ? 1 : 0;
                 e.merged += s.mergedGroups > 1 ? 1 : 0;
                 digests[s.epoch].insert(s.paramsDigest);
                 ++starts[s.epoch][s.startDigest];

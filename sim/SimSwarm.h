@@ -24,7 +24,8 @@ struct SimSwarmConfig {
 // One epoch as the peers that stepped at it saw it.
 struct SimEpoch {
     std::size_t stepped = 0;       // peers that applied a step at this epoch
-    std::size_t alone = 0;         // ... without a group
+    std::size_t alone = 0;         // ... on its own gradient (no group, and no merge to take)
+    std::size_t adopted = 0;       // ... without a complete round, taking the epoch's merge
     std::size_t merged = 0;        // ... merging several groups
     std::size_t digests = 0;       // distinct parameters after it (1: one model)
     std::size_t starts = 0;        // distinct parameters it started from (1: every stray repaired)
@@ -64,6 +65,7 @@ private:
     SimSwarmConfig m_config;
     LowDescriptors m_low{900};     // for the DHT nodes of joiners (LowDescriptors.h)
     long m_perNode = 8;            // descriptors a DHT node opens (measured on the first)
+    bool m_running = false;        // peers started: a joiner's node races their sockets
     std::mt19937_64 m_random;
     std::vector<Member> m_live, m_departed;
     std::uint64_t m_nextSeed = 1;

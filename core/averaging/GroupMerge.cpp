@@ -215,7 +215,7 @@ std::vector<const GroupRecord *> rankedSeals(const std::vector<GroupRecord> &rec
 // The views of the groups `seal` names, in group id order, when each is complete in `views`
 // with the weight and digest sealed (this peer's own group also when it holds that average).
 std::optional<std::vector<GroupView>> sealedViews(const GroupRecord &seal, const std::vector<GroupView> &views,
-                                                  const GroupRecord &mine)
+                                                  const GroupRecord &mine, std::string *why = nullptr)
 {
     std::vector<GroupView> chosen;
     for (const auto &e : seal.seal) {
@@ -226,8 +226,17 @@ std::optional<std::vector<GroupView>> sealedViews(const GroupRecord &seal, const
         const auto v = std::find_if(views.begin(), views.end(), [&](const GroupView &x) {
             return x.groupId == e.groupId && !x.forming && x.weight == e.weight && x.digest == e.digest;
         });
-        if (v == views.end())
+        if (v == views.end()) {
+            if (why) {
+                const auto seen = std::find_if(views.begin(), views.end(), [&](const GroupView &x) { return x.groupId == e.groupId; });
+                *why = "the best of " + seal.peerId.substr(0, 8) + "'s seal names group " + e.groupId + " ("
+                       + std::to_string(e.weight) + " samples, " + e.digest.substr(0, 8) + "), which this peer's records "
+                       + (seen == views.end() ? std::string("do not show")
+                          : seen->forming ? std::string("show still forming")
+                                          : "show as " + std::to_string(seen->weight) + " samples, " + seen->digest.substr(0, 8));
+            }
             return std::nullopt;
+        }
         chosen.push_back(*v);
     }
     std::sort(chosen.begin(), chosen.end(), [](const GroupView &a, const GroupView &b) { return a.groupId < b.groupId; });
@@ -277,7 +286,7 @@ std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupR
 {
     if (!awaited.others && !awaited.sealed)
         return std::move(awaited.views);
-    if (!awaited.sealed) {
+    if (!awaited.sealed && !mine.groupId.empty()) { // a peer without a group only takes seals
         for (const auto &v : awaited.views)
             if (!v.forming && v.groupId != mine.groupId && mine.seal.size() + 1 < MaxSealGroups)
                 mine.seal.push_back({v.groupId, v.weight, v.digest});
@@ -289,12 +298,16 @@ std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupR
     }
     sleepFor(m_options.sealSettle, stop);
     const double deadline = unixNow() + m_options.fetchTimeout;
+    std::string why = "none seen";
     while (!stop.load()) {
         const auto records = absorb(awaited.book, readRecords(key));
         const auto views = groupViews(records, mine.epoch, m_options.maxGroupWeight);
         const bool last = unixNow() >= deadline;
-        for (const auto *seal : rankedSeals(records, mine.epoch)) {
-            if (auto chosen = sealedViews(*seal, views, mine)) {
+        const auto seals = rankedSeals(records, mine.epoch);
+        if (seals.empty() && !awaited.sealed && mine.seal.empty() && !awaited.others)
+            return std::move(awaited.views); // a swarm of one group: nobody seals
+        for (const auto *seal : seals) {
+            if (auto chosen = sealedViews(*seal, views, mine, seal == seals.front() ? &why : nullptr)) {
                 result.sealed = true;
                 for (const auto &v : awaited.views) {
                     const auto in = [&](const GroupView &c) { return c.groupId == v.groupId; };
@@ -311,7 +324,7 @@ std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupR
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    result.note += "; no seal of this epoch could be checked: merged the groups this peer saw";
+    result.note += "; no seal of this epoch could be checked (" + why + "): merged the groups this peer saw";
     return std::move(awaited.views);
 }
 
@@ -342,15 +355,28 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
         views.push_back({group.groupId, false, own->batchSamples, group.members.size(), digest, 1, {}});
         std::sort(views.begin(), views.end(), [](const GroupView &a, const GroupView &b) { return a.groupId < b.groupId; });
     }
-    mergeViews(views, group, own, digest, stop, result);
+    mergeViews(views, group, {own.get(), digest, epoch, own->elements}, stop, result);
     if (!result.note.empty())
         result.note.erase(0, 2);
     return result;
 }
 
-// Fetches and merges `views` (GroupMerge.h) into `result`; this peer's own group from `own`.
-void GroupMerger::mergeViews(const std::vector<GroupView> &views, const GroupInfo &group,
-                             const std::shared_ptr<const AveragedUpdate> &own, const std::string &digest,
+MergeResult GroupMerger::adopt(long epoch, std::uint64_t elements, const std::function<std::size_t()> &expectedPeers,
+                               const std::atomic<bool> &stop)
+{
+    MergeResult result;
+    const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
+    const GroupInfo none{{}, epoch, {}};
+    const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}};
+    auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, none, expectedPeers, 0.0, stop), stop, result);
+    mergeViews(views, none, {nullptr, {}, epoch, elements}, stop, result);
+    if (!result.note.empty())
+        result.note.erase(0, 2);
+    return result;
+}
+
+// Fetches and merges `views` (GroupMerge.h) into `result`; this peer's own group from `own.update`.
+void GroupMerger::mergeViews(const std::vector<GroupView> &views, const GroupInfo &group, const OwnAverage &own,
                              const std::atomic<bool> &stop, MergeResult &result) const
 {
     std::vector<std::vector<float>> averages;
@@ -358,13 +384,13 @@ void GroupMerger::mergeViews(const std::vector<GroupView> &views, const GroupInf
     result.ownMerged = false;
     result.groups = 0;
     for (const auto &v : views) {
-        const bool mine = v.groupId == group.groupId;
-        if (mine && (v.forming || v.digest == digest || !result.sealed)) {
-            if (!v.forming && v.digest != digest)
+        const bool mine = own.update && v.groupId == group.groupId;
+        if (mine && (v.forming || v.digest == own.digest || !result.sealed)) {
+            if (!v.forming && v.digest != own.digest)
                 result.note += "; most records of this peer's own group claim another average";
-            averages.push_back(decodeUpdate(*own));
-            weights.push_back(own->batchSamples);
-            result.weight += own->batchSamples;
+            averages.push_back(decodeUpdate(*own.update));
+            weights.push_back(own.update->batchSamples);
+            result.weight += own.update->batchSamples;
             result.peers += group.members.size();
             result.ownMerged = true;
             ++result.groups;
@@ -375,7 +401,7 @@ void GroupMerger::mergeViews(const std::vector<GroupView> &views, const GroupInf
             continue;
         }
         std::string why;
-        auto u = fetchAverage(v, own->epoch, own->elements, stop, &why);
+        auto u = fetchAverage(v, own.epoch, own.elements, stop, &why);
         std::vector<float> values;
         if (u) {
             try {
@@ -399,11 +425,18 @@ void GroupMerger::mergeViews(const std::vector<GroupView> &views, const GroupInf
         result.average = mergeAverages(averages, weights);
         return;
     }
+    result.average.clear();
+    if (!own.update) { // a peer without a group: nothing to take
+        result.note += "; no group of this epoch could be merged";
+        result.groups = 0;
+        result.weight = 0;
+        result.peers = 0;
+        return;
+    }
     if (result.sealed && !result.ownMerged)
         result.note += "; none of the sealed groups could be fetched: this step is the group's own average";
-    result.average.clear();
     result.groups = 1;
-    result.weight = own->batchSamples;
+    result.weight = own.update->batchSamples;
     result.peers = group.members.size();
     result.ownMerged = true;
 }

@@ -153,6 +153,14 @@ public:
                                     const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                     const std::atomic<bool> &stop);
 
+    // For a peer of `epoch` without a complete round (its search found no group, or its round
+    // lost a part): waits as merge() does, publishes nothing, and takes the best seal it can
+    // check (else the complete groups it sees): the merge every member of those groups applies,
+    // `elements` values, with ownMerged false. An empty average (groups 0) when no group of the
+    // epoch could be fetched: the peer then steps on its own gradient as before.
+    [[nodiscard]] MergeResult adopt(long epoch, std::uint64_t elements, const std::function<std::size_t()> &expectedPeers,
+                                    const std::atomic<bool> &stop);
+
 private:
     struct Awaited {
         std::vector<GroupView> views;
@@ -166,8 +174,13 @@ private:
                                       const std::atomic<bool> &stop) const;
     [[nodiscard]] std::vector<GroupView> agreeOnGroups(const std::string &key, GroupRecord mine, Awaited awaited,
                                                        const std::atomic<bool> &stop, MergeResult &result);
-    void mergeViews(const std::vector<GroupView> &views, const GroupInfo &group,
-                    const std::shared_ptr<const AveragedUpdate> &own, const std::string &digest,
+    struct OwnAverage {
+        const AveragedUpdate *update = nullptr; // null: this peer has no complete round
+        std::string digest;
+        long epoch = 0;
+        std::uint64_t elements = 0;
+    };
+    void mergeViews(const std::vector<GroupView> &views, const GroupInfo &group, const OwnAverage &own,
                     const std::atomic<bool> &stop, MergeResult &result) const;
     [[nodiscard]] std::optional<AveragedUpdate> fetchAverage(const GroupView &view, long epoch, std::uint64_t elements,
                                                              const std::atomic<bool> &stop, std::string *why) const;
