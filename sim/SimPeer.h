@@ -4,8 +4,9 @@
 //   real:      signed progress records on the peer's own OpenDHT node and a ProgressTracker
 //              (the step trigger), Matchmaker and PeerService (groups of
 //              MatchmakingOptions::targetGroupSize), the butterfly all-reduce, GroupMerger (the
-//              epoch's groups merged into one step), state download from a donor (a joiner, or
-//              a peer the swarm stepped past);
+//              epoch's groups merged into one sealed set; a peer without a complete round takes
+//              that merge), state download from a donor (a joiner, or a peer the swarm stepped
+//              past);
 //   synthetic: the model is `elements` floats; a peer's gradient at an epoch is drawn from its
 //              seed and the epoch; computing a micro-batch is sleeping microBatch /
 //              samplesPerSecond seconds; the step is params -= learningRate x averaged gradient.

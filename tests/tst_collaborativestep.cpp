@@ -1,9 +1,9 @@
 // The collaborative step (core/peer/CollaborativeStep.h) with real trainers on the tiny preset and
 // real all-reduce endpoints on loopback: the averaged step applies exactly the samples-weighted
 // mean of the members' gradients, a member with a non-finite gradient contributes nothing and
-// does not fail, a peer without a group steps on its own gradient, delayed parameter updates
-// apply exactly the same step while the next one is computed, and a group search gives up when
-// told.
+// does not fail, a peer without a group takes the epoch's merge or else steps on its own gradient,
+// delayed parameter updates apply exactly the same step while the next one is computed, and a
+// group search gives up when told.
 #include "TestSupport.h"
 
 #include "averaging/ButterflyAllReduce.h"
@@ -198,6 +198,52 @@ private Q_SLOTS:
         finishDetachedStep(*a, da, *r);
         (void)replay->applyStep();
         QCOMPARE(a->parametersFlat(), replay->parametersFlat());
+    }
+
+    // Without a group but with the epoch's merge to take (GroupMergeHook::adopt): the peer
+    // applies that merge for its weight, not its own gradient, in both the direct and the delayed
+    // step; with nothing to take it falls back to its own gradient.
+    void aStepWithoutAGroupTakesTheEpochsMerge()
+    {
+        auto a = trainer(1), b = trainer(1), replay = trainer(1), merged = trainer(2);
+        Pair pair;
+        (void)merged->accumulateMicroBatch(16);
+        const auto swarm = merged->meanGradientFlat(); // another peer's gradient: the swarm's merge
+        GroupMergeHook hook;
+        long askedEpoch = -1;
+        hook.adopt = [&](long epoch, std::size_t elements) {
+            askedEpoch = epoch;
+            MergeResult m;
+            m.average = elements == swarm.size() ? swarm : std::vector<float>{};
+            m.weight = 96;
+            m.groups = 3;
+            m.peers = 9;
+            m.ownMerged = false;
+            return m;
+        };
+        (void)a->accumulateMicroBatch(16);
+        (void)b->accumulateMicroBatch(16);
+        auto r = applyCollaborativeStep(*a, pair.a, std::nullopt, "no group", options(Compression::Fp16), true, {}, hook);
+        QVERIFY(r && r->averaged);
+        QCOMPARE(askedEpoch, 0L);
+        QCOMPARE(r->batchSamples, 96L);
+        QCOMPARE(r->mergedGroups, std::size_t{3});
+        QVERIFY2(r->status.find("took the merge of 3 group(s), 9 peers") != std::string::npos, r->status.c_str());
+        (void)replay->applyAveragedStep(swarm, 96);
+        QCOMPARE(a->parametersFlat(), replay->parametersFlat());
+        auto db = b->detachGradient();
+        auto rd = averageDetachedGradient(pair.b, std::nullopt, "no group", db, options(Compression::Fp16), {}, hook);
+        QVERIFY(rd && rd->averaged);
+        finishDetachedStep(*b, db, *rd);
+        QCOMPARE(b->parametersFlat(), replay->parametersFlat());
+        hook.adopt = [](long, std::size_t) { return MergeResult{}; }; // nothing to take
+        auto c = trainer(1), alone = trainer(1);
+        (void)c->accumulateMicroBatch(16);
+        (void)alone->accumulateMicroBatch(16);
+        r = applyCollaborativeStep(*c, pair.a, std::nullopt, "no group", options(Compression::Fp16), true, {}, hook);
+        QVERIFY(r && !r->averaged);
+        (void)alone->applyStep();
+        QCOMPARE(c->parametersFlat(), alone->parametersFlat());
     }
 
     // A member whose gradient is not finite sends weight 0 (no values): the other's average is its

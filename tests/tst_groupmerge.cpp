@@ -297,6 +297,36 @@ private Q_SLOTS:
         }
     }
 
+    // A peer whose search found no group takes the merge the two groups apply, bit for bit,
+    // without a round of its own (its own samples are not in it).
+    void aPeerWithoutAGroupTakesTheEpochsMerge()
+    {
+        auto peers = makePeers(5);
+        const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
+        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
+        std::atomic<bool> stop{false};
+        const auto five = [] { return std::size_t{5}; };
+        std::vector<std::future<MergeResult>> results;
+        for (std::size_t i = 0; i < 4; ++i)
+            results.push_back(std::async(std::launch::async, [&, i] {
+                return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, five, 0.1, stop);
+            }));
+        auto lone = std::async(std::launch::async, [&] { return peers[4]->merger->adopt(Epoch, Elements, five, stop); });
+        const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
+        for (auto &f : results)
+            QVERIFY(f.get().average == expected);
+        const auto r = lone.get();
+        QVERIFY2(r.sealed && !r.ownMerged, r.note.c_str());
+        QCOMPARE(r.groups, std::size_t{2});
+        QCOMPARE(r.weight, 40L);
+        QCOMPARE(r.peers, std::size_t{4});
+        QVERIFY(r.average == expected);
+        // Nobody else at its epoch: nothing to take.
+        const auto none = peers[4]->merger->adopt(Epoch + 1, Elements, [] { return std::size_t{1}; }, stop);
+        QVERIFY(none.average.empty());
+        QCOMPARE(none.groups, std::size_t{0});
+    }
+
     // Of two seals, the heavier one that names groups nobody recorded is passed over (after
     // waiting for its records); the one every group's records confirm is merged by all.
     void aSealNamingUnrecordedGroupsIsPassedOver()

@@ -76,9 +76,9 @@ void mergeGroups(const GroupMergeHook &merge, const FormedGroup &group, double r
                  std::vector<float> &gradient, StepOutcome &out)
 {
     out.mergedPeers = group.info.members.size();
-    if (!merge || !out.update)
+    if (!merge.merge || !out.update)
         return;
-    auto merged = merge(group, out.update, roundSeconds);
+    auto merged = merge.merge(group, out.update, roundSeconds);
     if (!merged.note.empty())
         log::warning("swarm", "merging the epoch's groups: " + merged.note);
     if (merged.average.size() != gradient.size())
@@ -94,6 +94,31 @@ void mergeGroups(const GroupMergeHook &merge, const FormedGroup &group, double r
     else
         out.status += "; took the merge of " + std::to_string(merged.groups) + " group(s), "
                       + std::to_string(merged.peers) + " peers, sealed without this peer's group";
+}
+
+// Without a round of its own: the epoch's merge in `gradient` (GroupMerger::adopt), when the
+// hook gives one; `why` says why this peer had no round.
+bool adoptMerge(const GroupMergeHook &merge, long epoch, const std::string &why, std::vector<float> &gradient,
+                StepOutcome &out)
+{
+    if (!merge.adopt)
+        return false;
+    auto m = merge.adopt(epoch, gradient.size());
+    if (!m.note.empty())
+        log::warning("swarm", "taking the epoch's merge: " + m.note);
+    if (m.average.size() != gradient.size())
+        return false;
+    gradient = std::move(m.average);
+    out.averaged = true;
+    out.complete = true;
+    out.batchSamples = m.weight;
+    out.mergedGroups = m.groups;
+    out.mergedPeers = m.peers;
+    out.report = {};
+    out.update.reset();
+    out.status = "took the merge of " + std::to_string(m.groups) + " group(s), " + std::to_string(m.peers)
+                 + " peers, without a round of its own (" + why + ")";
+    return true;
 }
 
 bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std::vector<float> &gradient, long epoch,
@@ -162,6 +187,13 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
         }
         out.localSamples = trainer.accumulatedSamples();
     }
+    if (contribute) {
+        std::vector<float> merged(static_cast<std::size_t>(trainer.parameterCount()));
+        if (adoptMerge(merge, trainer.step(), why, merged, out)) {
+            out.result = trainer.applyAveragedStep(merged, out.batchSamples);
+            return out;
+        }
+    }
     if (out.localSamples == 0)
         return std::nullopt; // (a non-finite local gradient is skipped by applyStep itself)
     out.result = trainer.applyStep();
@@ -186,6 +218,8 @@ std::optional<StepOutcome> averageDetachedGradient(AllReduceEndpoint &allReduce,
         detached.meanGradient = own;
         out.localSamples = detached.samples;
     }
+    if (adoptMerge(merge, detached.epoch, why, detached.meanGradient, out))
+        return out;
     if (out.localSamples == 0)
         return std::nullopt;
     out.batchSamples = out.localSamples;

@@ -92,13 +92,21 @@ struct StepOutcome {
 };
 
 using GradientTamper = std::function<void(std::span<float>)>;
-// The second averaging level: given the group and its complete round's average (and the round's
-// seconds), the merge of every group of the epoch (GroupMerger::merge); unset: none.
-using GroupMergeHook = std::function<MergeResult(const FormedGroup &group,
-                                                 const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds)>;
+// The second averaging level (averaging/GroupMerge.h); unset members: none.
+struct GroupMergeHook {
+    // Given the group and its complete round's average (and the round's seconds), the merge of
+    // every group of the epoch (GroupMerger::merge).
+    std::function<MergeResult(const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own,
+                              double roundSeconds)>
+        merge;
+    // For a step without a round of its own (no group formed for it, or its round could not
+    // run): the merge the epoch's groups apply, of `elements` values (GroupMerger::adopt).
+    std::function<MergeResult(long epoch, std::size_t elements)> adopt;
+};
 
-// Averages this peer's gradient in `group` and applies the step; without a group applies the
-// local gradient (`whyAlone` goes into the status). Returns nothing, and changes nothing, when
+// Averages this peer's gradient in `group` and applies the step; without a group (or a round)
+// takes the epoch's merge when `merge.adopt` gives one, else applies the local gradient
+// (`whyAlone` goes into the status). Returns nothing, and changes nothing, when
 // there is neither a group nor a local sample (a peer that just downloaded the state).
 // `contribute` false (a peer pausing in a group it has joined): it takes part with weight 0, no
 // values on the wire (its own samples are dropped), so the others need not wait for it, and applies the

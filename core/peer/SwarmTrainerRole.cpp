@@ -316,10 +316,17 @@ SwarmPeer::Impl::GroupWait SwarmPeer::Impl::waitForGroup(GroupSearch &search, lo
 
 GroupMergeHook SwarmPeer::Impl::mergeHook()
 {
-    return [this](const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds) {
+    GroupMergeHook hook;
+    hook.merge = [this](const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds) {
         const long epoch = own->epoch;
         return merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag);
     };
+    hook.adopt = [this](long epoch, std::size_t elements) {
+        if (expectedPeers(epoch) <= 1)
+            return MergeResult{{}, 0, 0, 0, false, false, {}}; // alone in the swarm: its own step is the swarm's
+        return merger->adopt(epoch, elements, [this, epoch] { return expectedPeers(epoch); }, stopFlag);
+    };
+    return hook;
 }
 
 void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
