@@ -137,13 +137,22 @@ std::optional<AveragedUpdate> GroupMerger::fetchAverage(const GroupView &view, l
     return std::nullopt;
 }
 
+void GroupMerger::publishRecord(const std::string &key, const std::string &payload) const
+{
+    // A put the DHT did not confirm (a loaded node answers late) is tried again: a record that
+    // never lands leaves its group unconfirmed for everyone.
+    for (int attempt = 0; attempt < 3; ++attempt)
+        if (m_dht.publish(key, payload, 120.0, 1.0))
+            return;
+}
+
 void GroupMerger::announce(const GroupInfo &group)
 {
     if (m_announcing.valid())
         m_announcing.wait();
     const GroupRecord r{m_self.peerId, {}, group.epoch, group.groupId, 0, group.members.size(), {}, {}, {}};
     m_announcing = std::async(std::launch::async, [this, r] {
-        (void)m_dht.publish(runKey(m_self.runId, "groups/" + std::to_string(r.epoch)), encodeGroupRecord(r), 120.0, 1.0);
+        publishRecord(runKey(m_self.runId, "groups/" + std::to_string(r.epoch)), encodeGroupRecord(r));
     });
 }
 
@@ -263,15 +272,17 @@ GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const Grou
         a.sealed = std::any_of(seals.begin(), seals.end(),
                                [&](const GroupRecord *r) { return sealedViews(*r, a.views, mine).has_value(); });
         std::size_t seen = group.members.size();
-        bool forming = false;
+        bool forming = false, ownConfirmed = group.groupId.empty();
         for (const auto &v : a.views)
             if (v.groupId != group.groupId) {
                 seen += v.members;
                 forming = forming || v.forming;
+            } else {
+                ownConfirmed = !v.forming; // two of its members' records agree: others can check it
             }
         a.others = seen > group.members.size() || expected > m_options.targetGroupSize;
         const double wait = forming ? std::max(fullWait, m_options.formingWait) : a.others ? fullWait : m_options.splitWait;
-        if (a.sealed || (seen >= expected && !forming) || unixNow() >= started + wait)
+        if (a.sealed || (seen >= expected && !forming && (ownConfirmed || !a.others)) || unixNow() >= started + wait)
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -287,14 +298,17 @@ std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupR
     if (!awaited.others && !awaited.sealed)
         return std::move(awaited.views);
     if (!awaited.sealed && !mine.groupId.empty()) { // a peer without a group only takes seals
+        // Only groups that two members' records confirm, its own included: what every reader
+        // can check (a group whose partner's record never arrived is left out, also by its members).
         for (const auto &v : awaited.views)
-            if (!v.forming && v.groupId != mine.groupId && mine.seal.size() + 1 < MaxSealGroups)
+            if (!v.forming && mine.seal.size() < MaxSealGroups)
                 mine.seal.push_back({v.groupId, v.weight, v.digest});
-        mine.seal.push_back({mine.groupId, mine.weight, mine.digest});
         if (m_announcing.valid())
             m_announcing.wait(); // the plain record must not land after (and over) the seal
-        (void)m_dht.publish(key, encodeGroupRecord(mine), 120.0, 1.0);
-        awaited.book[mine.peerId] = mine; // its own seal counts even where the DHT answers an older copy
+        if (!mine.seal.empty()) {
+            publishRecord(key, encodeGroupRecord(mine));
+            awaited.book[mine.peerId] = mine; // its own seal counts even where the DHT answers an older copy
+        }
     }
     sleepFor(m_options.sealSettle, stop);
     const double deadline = unixNow() + m_options.fetchTimeout;
@@ -345,7 +359,7 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     // Published beside the wait (it does not need its own record): the step is not delayed by a
     // DHT put, also where one group holds the swarm. The next announcement waits for it.
     m_announcing = std::async(std::launch::async, [this, key, payload = encodeGroupRecord(mine)] {
-        (void)m_dht.publish(key, payload, 120.0, 1.0);
+        publishRecord(key, payload);
     });
     auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, group, expectedPeers, roundSeconds, stop), stop, result);
     // Unsealed, this peer's own group is merged whatever the records say (its members may not

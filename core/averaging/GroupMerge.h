@@ -25,8 +25,9 @@
 // Sealing the merge: which groups make up the epoch's step must be the same set for every peer,
 // though each reads the records at another moment. A peer whose wait ends (and that has seen
 // another group, or expects more peers than its group holds) without having seen a seal
-// publishes one: its record again, now listing the complete groups it saw (GroupRecord::seal,
-// its own included). Every peer that saw or made a seal reads again `sealSettle` seconds later
+// publishes one: its record again, now listing the groups it saw complete, confirmed by two
+// members' records each (GroupRecord::seal; its own group too only when so confirmed: it waits
+// for that, within its wait). Every peer that saw or made a seal reads again `sealSettle` seconds later
 // and merges exactly the groups of the best seal it then sees: the largest sealed weight, then
 // the most groups, then the smallest sealer id. Seals are only made by peers that saw none, so
 // they are all published within one DHT propagation delay P of the first one, and every final
@@ -129,12 +130,12 @@ public:
     GroupMerger(DhtNode &dht, PeerService *service, MergeSelf self, MergeOptions options,
                 std::shared_ptr<const DataPlaneSecurity> security = nullptr,
                 std::shared_ptr<const BanList> bans = nullptr);
-    ~GroupMerger(); // waits for a publication in flight (at most 1 s)
+    ~GroupMerger(); // waits for a publication in flight (at most 3 s)
     GroupMerger(const GroupMerger &) = delete;
     GroupMerger &operator=(const GroupMerger &) = delete;
 
     // Announces `group` as formed, its round about to run: published on a background thread
-    // (at most 1 s), which merge() waits for; merge() publishes its record the same way, and
+    // (at most 3 tries of 1 s), which merge() waits for; merge() publishes its record the same way, and
     // the next announcement (and the destructor) wait for that. Best effort.
     void announce(const GroupInfo &group);
 
@@ -169,6 +170,7 @@ private:
         std::map<std::string, GroupRecord> book; // by peer id: the most informed record read
     };
     [[nodiscard]] std::vector<GroupRecord> readRecords(const std::string &key) const;
+    void publishRecord(const std::string &key, const std::string &payload) const;
     [[nodiscard]] Awaited awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
                                       const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                       const std::atomic<bool> &stop) const;
