@@ -88,6 +88,21 @@ GroupInfo groupOf(const std::string &id, const std::vector<std::unique_ptr<Merge
     return g;
 }
 
+// Peers 0..count-1 merge at once: 0 and 1 as group `ga` with average `a`, the others as `gb`
+// with `b`, each expecting `expected` peers at the epoch.
+std::vector<std::future<MergeResult>> mergeAtOnce(const std::vector<std::unique_ptr<MergePeer>> &peers, std::size_t count,
+                                                  const GroupInfo &ga, const std::shared_ptr<const AveragedUpdate> &a,
+                                                  const GroupInfo &gb, const std::shared_ptr<const AveragedUpdate> &b,
+                                                  std::size_t expected, const std::atomic<bool> &stop)
+{
+    std::vector<std::future<MergeResult>> results;
+    for (std::size_t i = 0; i < count; ++i)
+        results.push_back(std::async(std::launch::async, [&, i, expected] {
+            return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, [expected] { return expected; }, 0.1, stop);
+        }));
+    return results;
+}
+
 } // namespace
 
 class TestGroupMerge final : public QObject {
@@ -197,11 +212,7 @@ private Q_SLOTS:
         const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
         const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
         std::atomic<bool> stop{false};
-        std::vector<std::future<MergeResult>> results;
-        for (std::size_t i = 0; i < 4; ++i)
-            results.push_back(std::async(std::launch::async, [&, i] {
-                return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, [] { return std::size_t{4}; }, 0.1, stop);
-            }));
+        auto results = mergeAtOnce(peers, 4, ga, a, gb, b, 4, stop);
         const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
         for (auto &f : results) {
             const auto r = f.get();
@@ -230,11 +241,7 @@ private Q_SLOTS:
                                                                 peers[3]->service->endpoint())),
                                        60.0));
         std::atomic<bool> stop{false};
-        std::vector<std::future<MergeResult>> results;
-        for (std::size_t i = 0; i < 3; ++i)
-            results.push_back(std::async(std::launch::async, [&, i] {
-                return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, [] { return std::size_t{4}; }, 0.1, stop);
-            }));
+        auto results = mergeAtOnce(peers, 3, ga, a, gb, b, 4, stop);
         const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {20, 20});
         for (auto &f : results) {
             const auto r = f.get();
@@ -306,11 +313,7 @@ private Q_SLOTS:
         const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
         std::atomic<bool> stop{false};
         const auto five = [] { return std::size_t{5}; };
-        std::vector<std::future<MergeResult>> results;
-        for (std::size_t i = 0; i < 4; ++i)
-            results.push_back(std::async(std::launch::async, [&, i] {
-                return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, five, 0.1, stop);
-            }));
+        auto results = mergeAtOnce(peers, 4, ga, a, gb, b, 5, stop);
         auto lone = std::async(std::launch::async, [&] { return peers[4]->merger->adopt(Epoch, Elements, five, stop); });
         const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
         for (auto &f : results)
@@ -338,11 +341,7 @@ private Q_SLOTS:
         forged.seal = {{"e5-zzzz", 50, std::string(64, 'f')}, {ga.groupId, 10, updateDigest(*a)}};
         QVERIFY(peers[4]->dht->publish(runKey(Run, "groups/" + std::to_string(Epoch)), encodeGroupRecord(forged), 60.0));
         std::atomic<bool> stop{false};
-        std::vector<std::future<MergeResult>> results;
-        for (std::size_t i = 0; i < 4; ++i)
-            results.push_back(std::async(std::launch::async, [&, i] {
-                return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, [] { return std::size_t{4}; }, 0.1, stop);
-            }));
+        auto results = mergeAtOnce(peers, 4, ga, a, gb, b, 4, stop);
         const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
         for (auto &f : results) {
             const auto r = f.get();
