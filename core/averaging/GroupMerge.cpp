@@ -289,7 +289,6 @@ GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const Grou
     return a;
 }
 
-
 // The groups this peer merges: those it awaited where no seal is needed (one group seen, as
 // many peers as one group holds), else those of the best seal it can check (GroupMerge.h).
 std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupRecord mine, Awaited awaited,
@@ -318,8 +317,6 @@ std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupR
         const auto views = groupViews(records, mine.epoch, m_options.maxGroupWeight);
         const bool last = unixNow() >= deadline;
         const auto seals = rankedSeals(records, mine.epoch);
-        if (seals.empty() && !awaited.sealed && mine.seal.empty() && !awaited.others)
-            return std::move(awaited.views); // a swarm of one group: nobody seals
         for (const auto *seal : seals) {
             if (auto chosen = sealedViews(*seal, views, mine, seal == seals.front() ? &why : nullptr)) {
                 result.sealed = true;
