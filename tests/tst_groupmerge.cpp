@@ -6,6 +6,7 @@
 #include "compress/Compression.h"
 #include "net/PeerIdentity.h"
 #include "net/WireMessage.h"
+#include "util/Clock.h"
 #include "util/Error.h"
 
 #include <QTest>
@@ -49,7 +50,7 @@ std::shared_ptr<const AveragedUpdate> fp16Update(const std::vector<float> &value
 GroupRecord record(const std::string &peer, const std::string &group, long weight, std::size_t members,
                    const std::string &digest, const std::string &endpoint = "tcp://127.0.0.1:9")
 {
-    return {peer, {}, Epoch, group, weight, members, digest, endpoint, {}};
+    return {peer, {}, Epoch, group, weight, members, digest, endpoint, {}, {}};
 }
 
 struct MergePeer {
@@ -328,6 +329,48 @@ private Q_SLOTS:
         const auto none = peers[4]->merger->adopt(Epoch + 1, Elements, [] { return std::size_t{1}; }, stop);
         QVERIFY(none.average.empty());
         QCOMPARE(none.groups, std::size_t{0});
+    }
+
+    // A peer whose DHT reads show the groups' records but no seal (here its DHT is another
+    // network, holding copies of A's and B's plain records and a third group C that no seal
+    // names) asks a member for the seal it merged: it takes exactly the sealed A and B, bit for
+    // bit as their members, not the three groups it saw.
+    void aPeerThatReadsNoSealAsksAMemberForIt()
+    {
+        auto peers = makePeers(4);
+        auto aside = makePeers(2); // aside[0] reads there; aside[1] serves group C
+        const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
+        const auto c = fp16Update(ramp(5.0F, -1.0F), 20);
+        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
+        std::atomic<bool> stop{false};
+        auto results = mergeAtOnce(peers, 4, ga, a, gb, b, 4, stop);
+        const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
+        for (auto &f : results)
+            QVERIFY(f.get().average == expected);
+        const auto key = runKey(Run, "groups/" + std::to_string(Epoch));
+        const double now = unixNow();
+        std::uint64_t valueId = 100;
+        const auto copy = [&](const DhtNode &signer, const GroupRecord &r) {
+            return aside[1]->dht->publishRaw(key, signer.encodeRecord(key, encodeGroupRecord(r), 1, now, now + 60.0),
+                                             ++valueId);
+        };
+        for (std::size_t i = 0; i < 4; ++i)
+            QVERIFY(copy(*peers[i]->dht, record("", i < 2 ? ga.groupId : gb.groupId, i < 2 ? 10 : 30, 2,
+                                                updateDigest(i < 2 ? *a : *b), peers[i]->service->endpoint())));
+        aside[1]->service->addGroupUpdate("e5-cccc", c);
+        const DhtNode other(PeerIdentity::generate());
+        for (const DhtNode *signer : {static_cast<const DhtNode *>(aside[1]->dht.get()), &other})
+            QVERIFY(copy(*signer, record("", "e5-cccc", 20, 2, updateDigest(*c), aside[1]->service->endpoint())));
+        const auto r = aside[0]->merger->adopt(Epoch, Elements, [] { return std::size_t{6}; }, stop);
+        QVERIFY2(r.sealed, r.note.c_str());
+        QCOMPARE(r.groups, std::size_t{2});
+        QCOMPARE(r.weight, 40L);
+        QVERIFY(r.average == expected);
+        QVERIFY2(r.note.find("e5-cccc not merged: the epoch's seal leaves it out") != std::string::npos, r.note.c_str());
+        long long asked = 0;
+        for (const auto &p : peers)
+            asked += p->service->served("seal?");
+        QVERIFY(asked >= 1);
     }
 
     // Of two seals, the heavier one that names groups nobody recorded is passed over (after

@@ -11,9 +11,7 @@
 #include "util/Log.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
-#include <thread>
 #include <tuple>
 
 namespace dedloc {
@@ -99,9 +97,15 @@ GroupMerger::~GroupMerger()
 
 std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
 {
+    return admitted(m_dht.fetch(key, 1.0));
+}
+
+// The group records of `signed_` from peers neither banned nor (closed runs) refused admission.
+std::vector<GroupRecord> GroupMerger::admitted(const std::vector<SignedRecord> &signed_) const
+{
     std::vector<GroupRecord> records;
     const double now = unixNow();
-    for (const auto &record : m_dht.fetch(key, 1.0)) {
+    for (const auto &record : signed_) {
         if (m_bans && m_bans->isBanned(record.peerId, now))
             continue;
         if (m_security && !m_security->admission(record.publicKey).empty())
@@ -142,7 +146,7 @@ void GroupMerger::publishRecord(const std::string &key, const std::string &paylo
     // A put the DHT did not confirm (a loaded node answers late) is tried again: a record that
     // never lands leaves its group unconfirmed for everyone.
     for (int attempt = 0; attempt < 3; ++attempt)
-        if (m_dht.publish(key, payload, 120.0, 1.0))
+        if (m_dht.publish(key, payload, RecordSeconds, 1.0))
             return;
 }
 
@@ -150,7 +154,7 @@ void GroupMerger::announce(const GroupInfo &group)
 {
     if (m_announcing.valid())
         m_announcing.wait();
-    const GroupRecord r{m_self.peerId, {}, group.epoch, group.groupId, 0, group.members.size(), {}, {}, {}};
+    const GroupRecord r{m_self.peerId, {}, group.epoch, group.groupId, 0, group.members.size(), {}, {}, {}, {}};
     m_announcing = std::async(std::launch::async, [this, r] {
         publishRecord(runKey(m_self.runId, "groups/" + std::to_string(r.epoch)), encodeGroupRecord(r));
     });
@@ -170,175 +174,6 @@ bool GroupMerger::groupsStillRunning(long epoch)
     return m_running;
 }
 
-namespace {
-
-// A member's records of one epoch only gain information (announcement, then its group's
-// average, then maybe a seal), so the most informed one seen so far is kept: a DHT read that
-// answers an older copy, or times out on part of the nodes, does not take back what an earlier
-// read showed.
-int informed(const GroupRecord &r) { return !r.seal.empty() ? 2 : r.digest.empty() ? 0 : 1; }
-
-std::vector<GroupRecord> absorb(std::map<std::string, GroupRecord> &book, std::vector<GroupRecord> records)
-{
-    for (auto &r : records) {
-        auto [it, fresh] = book.try_emplace(r.peerId, r);
-        if (!fresh && informed(r) >= informed(it->second))
-            it->second = std::move(r);
-    }
-    std::vector<GroupRecord> all;
-    all.reserve(book.size());
-    for (const auto &[peer, r] : book)
-        all.push_back(r);
-    return all;
-}
-
-void sleepFor(double seconds, const std::atomic<bool> &stop)
-{
-    const double until = unixNow() + seconds;
-    while (!stop.load() && unixNow() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-}
-
-// The epoch's seals, best first: the largest sealed weight, then the most groups, then the
-// smallest sealer id.
-std::vector<const GroupRecord *> rankedSeals(const std::vector<GroupRecord> &records, long epoch)
-{
-    std::vector<std::pair<double, const GroupRecord *>> seals;
-    for (const auto &r : records)
-        if (r.epoch == epoch && !r.seal.empty()) {
-            double weight = 0.0;
-            for (const auto &e : r.seal)
-                weight += static_cast<double>(e.weight);
-            seals.emplace_back(weight, &r);
-        }
-    std::sort(seals.begin(), seals.end(), [](const auto &a, const auto &b) {
-        return std::tuple(-a.first, -static_cast<long>(a.second->seal.size()), a.second->peerId)
-               < std::tuple(-b.first, -static_cast<long>(b.second->seal.size()), b.second->peerId);
-    });
-    std::vector<const GroupRecord *> ranked;
-    for (const auto &[weight, r] : seals)
-        ranked.push_back(r);
-    return ranked;
-}
-
-// The views of the groups `seal` names, in group id order, when each is complete in `views`
-// with the weight and digest sealed (this peer's own group also when it holds that average).
-std::optional<std::vector<GroupView>> sealedViews(const GroupRecord &seal, const std::vector<GroupView> &views,
-                                                  const GroupRecord &mine, std::string *why = nullptr)
-{
-    std::vector<GroupView> chosen;
-    for (const auto &e : seal.seal) {
-        if (e.groupId == mine.groupId && e.digest == mine.digest && e.weight == mine.weight) {
-            chosen.push_back({e.groupId, false, e.weight, mine.members, e.digest, 1, {}});
-            continue;
-        }
-        const auto v = std::find_if(views.begin(), views.end(), [&](const GroupView &x) {
-            return x.groupId == e.groupId && !x.forming && x.weight == e.weight && x.digest == e.digest;
-        });
-        if (v == views.end()) {
-            if (why) {
-                const auto seen = std::find_if(views.begin(), views.end(), [&](const GroupView &x) { return x.groupId == e.groupId; });
-                *why = "the best of " + seal.peerId.substr(0, 8) + "'s seal names group " + e.groupId + " ("
-                       + std::to_string(e.weight) + " samples, " + e.digest.substr(0, 8) + "), which this peer's records "
-                       + (seen == views.end() ? std::string("do not show")
-                          : seen->forming ? std::string("show still forming")
-                                          : "show as " + std::to_string(seen->weight) + " samples, " + seen->digest.substr(0, 8));
-            }
-            return std::nullopt;
-        }
-        chosen.push_back(*v);
-    }
-    std::sort(chosen.begin(), chosen.end(), [](const GroupView &a, const GroupView &b) { return a.groupId < b.groupId; });
-    return chosen;
-}
-
-} // namespace
-
-// The epoch's groups as the records show them once the groups seen hold every peer expected at
-// this epoch and none is forming, a seal it can check is seen, or the wait (GroupMerge.h,
-// MergeOptions) ends.
-GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
-                                              const std::function<std::size_t()> &expectedPeers, double roundSeconds,
-                                              const std::atomic<bool> &stop) const
-{
-    const double started = unixNow();
-    const double fullWait = std::max(m_options.minWait, m_options.roundShare * roundSeconds);
-    Awaited a;
-    while (!stop.load()) {
-        const std::size_t expected = expectedPeers ? expectedPeers() : 0;
-        const auto records = absorb(a.book, readRecords(key));
-        a.views = groupViews(records, group.epoch, m_options.maxGroupWeight);
-        const auto seals = rankedSeals(records, group.epoch);
-        a.sealed = std::any_of(seals.begin(), seals.end(),
-                               [&](const GroupRecord *r) { return sealedViews(*r, a.views, mine).has_value(); });
-        std::size_t seen = group.members.size();
-        bool forming = false, ownConfirmed = group.groupId.empty();
-        for (const auto &v : a.views)
-            if (v.groupId != group.groupId) {
-                seen += v.members;
-                forming = forming || v.forming;
-            } else {
-                ownConfirmed = !v.forming; // two of its members' records agree: others can check it
-            }
-        a.others = seen > group.members.size() || expected > m_options.targetGroupSize;
-        const double wait = forming ? std::max(fullWait, m_options.formingWait) : a.others ? fullWait : m_options.splitWait;
-        if (a.sealed || (seen >= expected && !forming && (ownConfirmed || !a.others)) || unixNow() >= started + wait)
-            break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return a;
-}
-
-// The groups this peer merges: those it awaited where no seal is needed (one group seen, as
-// many peers as one group holds), else those of the best seal it can check (GroupMerge.h).
-std::vector<GroupView> GroupMerger::agreeOnGroups(const std::string &key, GroupRecord mine, Awaited awaited,
-                                                  const std::atomic<bool> &stop, MergeResult &result)
-{
-    if (!awaited.others && !awaited.sealed)
-        return std::move(awaited.views);
-    if (!awaited.sealed && !mine.groupId.empty()) { // a peer without a group only takes seals
-        // Only groups that two members' records confirm, its own included: what every reader
-        // can check (a group whose partner's record never arrived is left out, also by its members).
-        for (const auto &v : awaited.views)
-            if (!v.forming && mine.seal.size() < MaxSealGroups)
-                mine.seal.push_back({v.groupId, v.weight, v.digest});
-        if (m_announcing.valid())
-            m_announcing.wait(); // the plain record must not land after (and over) the seal
-        if (!mine.seal.empty()) {
-            publishRecord(key, encodeGroupRecord(mine));
-            awaited.book[mine.peerId] = mine; // its own seal counts even where the DHT answers an older copy
-        }
-    }
-    sleepFor(m_options.sealSettle, stop);
-    const double deadline = unixNow() + m_options.fetchTimeout;
-    std::string why = "none seen";
-    while (!stop.load()) {
-        const auto records = absorb(awaited.book, readRecords(key));
-        const auto views = groupViews(records, mine.epoch, m_options.maxGroupWeight);
-        const bool last = unixNow() >= deadline;
-        const auto seals = rankedSeals(records, mine.epoch);
-        for (const auto *seal : seals) {
-            if (auto chosen = sealedViews(*seal, views, mine, seal == seals.front() ? &why : nullptr)) {
-                result.sealed = true;
-                for (const auto &v : awaited.views) {
-                    const auto in = [&](const GroupView &c) { return c.groupId == v.groupId; };
-                    if (std::none_of(chosen->begin(), chosen->end(), in))
-                        result.note += "; group " + v.groupId + " not merged: "
-                                       + (v.forming ? "its round did not end in time" : "the epoch's seal leaves it out");
-                }
-                return std::move(*chosen);
-            }
-            if (!last)
-                break; // the best seal's records may still be on their way
-        }
-        if (last)
-            break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    result.note += "; no seal of this epoch could be checked (" + why + "): merged the groups this peer saw";
-    return std::move(awaited.views);
-}
-
 MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                const std::atomic<bool> &stop)
@@ -351,13 +186,14 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     const auto digest = updateDigest(*own);
     if (m_service)
         m_service->addGroupUpdate(group.groupId, own);
-    const GroupRecord mine{m_self.peerId, {}, epoch, group.groupId, own->batchSamples, group.members.size(), digest,
-                           m_service ? m_service->endpoint() : std::string(), {}};
+    GroupRecord mine{m_self.peerId, {}, epoch, group.groupId, own->batchSamples, group.members.size(), digest,
+                     m_service ? m_service->endpoint() : std::string(), {}, {}};
+    const auto payload = encodeGroupRecord(mine);
+    const double now = unixNow();
+    mine.signedValue = m_dht.encodeRecord(key, payload, 0, now, now + RecordSeconds); // relayed with a seal
     // Published beside the wait (it does not need its own record): the step is not delayed by a
     // DHT put, also where one group holds the swarm. The next announcement waits for it.
-    m_announcing = std::async(std::launch::async, [this, key, payload = encodeGroupRecord(mine)] {
-        publishRecord(key, payload);
-    });
+    m_announcing = std::async(std::launch::async, [this, key, payload] { publishRecord(key, payload); });
     auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, group, expectedPeers, roundSeconds, stop), stop, result);
     // Unsealed, this peer's own group is merged whatever the records say (its members may not
     // have published yet), at its place in the order of group ids.
@@ -378,7 +214,7 @@ MergeResult GroupMerger::adopt(long epoch, std::uint64_t elements, const std::fu
     MergeResult result;
     const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
     const GroupInfo none{{}, epoch, {}};
-    const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}};
+    const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}, {}};
     auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, none, expectedPeers, 0.0, stop), stop, result);
     mergeViews(views, none, {nullptr, {}, epoch, elements}, stop, result);
     if (!result.note.empty())

@@ -42,6 +42,8 @@
 // has two members at least), with a weight of at most `maxGroupWeight` per member.
 // Cost: for k groups a peer downloads k - 1 averages (its downlink), and the members of a group
 // together serve each other member of the swarm once: about k - 1 averages each on their uplinks.
+// The agreement (record book, seals, asking members for a seal a peer's reads missed) is in
+// averaging/GroupSeal.h and averaging/SealRelay.h.
 // Threads: merge() on the averaging thread; the DHT and the service are thread-safe. Errors:
 // none thrown for the network or bad records (they are skipped, with the reason in the result).
 #include "averaging/AveragedUpdate.h"
@@ -64,6 +66,7 @@ namespace dedloc {
 class BanList;
 class DataPlaneSecurity;
 class PeerService;
+struct SealChoice;
 
 // SHA-256 (64 hex digits) of an update's header and bytes: equal digests, equal updates.
 [[nodiscard]] std::string updateDigest(const AveragedUpdate &update);
@@ -169,13 +172,23 @@ private:
         bool sealed = false; // a seal this peer can check was seen
         std::map<std::string, GroupRecord> book; // by peer id: the most informed record read
     };
+    static constexpr double RecordSeconds = 120.0; // a group record's lifetime on the DHT
+    static constexpr std::size_t MaxSealAsks = 3;  // members asked for their seal (SealRelay.h)
     [[nodiscard]] std::vector<GroupRecord> readRecords(const std::string &key) const;
+    [[nodiscard]] std::vector<GroupRecord> admitted(const std::vector<SignedRecord> &signed_) const;
     void publishRecord(const std::string &key, const std::string &payload) const;
     [[nodiscard]] Awaited awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
                                       const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                       const std::atomic<bool> &stop) const;
     [[nodiscard]] std::vector<GroupView> agreeOnGroups(const std::string &key, GroupRecord mine, Awaited awaited,
                                                        const std::atomic<bool> &stop, MergeResult &result);
+    void publishSeal(const std::string &key, GroupRecord &mine, Awaited &awaited);
+    [[nodiscard]] std::optional<SealChoice> pickSeal(const std::string &key, const GroupRecord &mine,
+                                                     std::map<std::string, GroupRecord> &book, double deadline,
+                                                     const std::atomic<bool> &stop, std::string *why) const;
+    [[nodiscard]] std::optional<SealChoice> askMembers(const std::string &key, const GroupRecord &mine,
+                                                       std::map<std::string, GroupRecord> &book,
+                                                       const std::atomic<bool> &stop, std::string *why) const;
     struct OwnAverage {
         const AveragedUpdate *update = nullptr; // null: this peer has no complete round
         std::string digest;

@@ -2,6 +2,7 @@
 
 #include "net/DataPlaneSecurity.h"
 #include "averaging/Reachability.h"
+#include "averaging/SealRelay.h"
 #include "util/Error.h"
 #include "util/Hash.h"
 #include "util/Log.h"
@@ -58,6 +59,7 @@ struct PeerService::Impl {
     std::map<std::shared_ptr<const StateSnapshot>, std::string> snapshotIds;
     std::map<std::shared_ptr<const StateSnapshot>, std::string> digests;
     UpdateArchive updates;
+    std::map<long, std::vector<std::uint8_t>> sealRelays; // epoch -> relay frame, the newest few
 
     std::atomic<bool> stop{false};
     std::thread thread;
@@ -164,6 +166,14 @@ struct PeerService::Impl {
                 const auto a = updates.answer(type, m);
                 zmq::message_t data(a.data.data(), a.data.size());
                 return reply(routingId, a.type, a.fields, a.type == "upart" ? &data : nullptr);
+            }
+            if (type == "seal?") {
+                const long epoch = integerOr(m, "e", -1);
+                const auto relay = sealRelays.find(epoch);
+                if (m.value("run", std::string()) != runId || relay == sealRelays.end())
+                    return reply(routingId, "refuse", {{"why", "no seal taken at that epoch"}});
+                zmq::message_t data(relay->second.data(), relay->second.size());
+                return reply(routingId, "seal", {{"e", epoch}}, &data);
             }
             if (type == "ping")
                 return reply(routingId, "pong", nlohmann::json::object());
@@ -407,6 +417,15 @@ void PeerService::addUpdate(std::shared_ptr<const AveragedUpdate> update)
 {
     std::lock_guard lock(d->mutex);
     d->updates.add(std::move(update));
+}
+
+void PeerService::addSealRelay(long epoch, const std::vector<std::string> &values)
+{
+    auto frame = encodeRelayedRecords(values);
+    std::lock_guard lock(d->mutex);
+    d->sealRelays[epoch] = std::move(frame);
+    while (d->sealRelays.size() > 4)
+        d->sealRelays.erase(d->sealRelays.begin());
 }
 
 void PeerService::addGroupUpdate(const std::string &groupId, std::shared_ptr<const AveragedUpdate> update)

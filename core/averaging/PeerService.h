@@ -89,6 +89,9 @@ public:
     // Serves a round's own group average by group id to the other groups of its epoch
     // (averaging/GroupMerge.h; UpdateArchive::addGroupUpdate).
     void addGroupUpdate(const std::string &groupId, std::shared_ptr<const AveragedUpdate> update);
+    // Answers `seal?` for `epoch` with these signed records (averaging/SealRelay.h): the seal this
+    // peer merged and the records of its groups. The four newest epochs are kept.
+    void addSealRelay(long epoch, const std::vector<std::string> &values);
 
     [[nodiscard]] BanList &bans();
     // Messages answered so far, by type (for tests and the status panel).

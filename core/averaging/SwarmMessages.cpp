@@ -285,6 +285,7 @@ GroupRecord parseGroupRecord(const SignedRecord &record)
     r.serviceEndpoint = endpoint(j, "a");
     if (j.contains("s"))
         r.seal = parseSeal(j.at("s"));
+    r.signedValue = record.value;
     return r;
 }
 
@@ -308,7 +309,7 @@ json parseServiceMessage(std::span<const std::uint8_t> bytes)
         throw ProtocolError("service protocol version " + std::to_string(j.at("v").get<long>()) + " is not "
                             + std::to_string(ServiceProtocolVersion));
     static const char *known[] = {"join",   "accept", "refuse",  "begin", "disband", "state?", "state", "part?", "part",
-                                  "update?", "update", "upart?", "upart", "reach?",  "reach",  "ping",  "pong"};
+                                  "update?", "update", "upart?", "upart", "reach?",  "reach",  "ping",  "pong",  "seal?",   "seal"};
     const auto type = text(j, "t", 16);
     bool ok = false;
     for (const char *k : known)

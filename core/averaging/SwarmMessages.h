@@ -26,6 +26,8 @@
 //   part?  {i, k: part} -> part {i, k} + frame of q (last: the rest) fp32 little-endian values
 //   reach? {p, k, a: service endpoint} -> reach {ok, sure, at, why}   (averaging/Reachability.h)
 //   ping {} -> pong {}                                            (the dial-back's probe)
+//   seal? {run, e: epoch} -> seal {e, n: values} + frame: the signed DHT records of the seal this
+//           peer merged at e and of the groups it names (averaging/SealRelay.h)
 // Every parser checks presence, types and ranges before anything is allocated and throws
 // ProtocolError (net/WireMessage.h) with the reason. Pure functions; thread-safe.
 // The format depends on no algorithm: the tracker, the matchmaker and the all-reduce include it.
@@ -129,6 +131,8 @@ struct GroupRecord {
         bool operator==(const SealEntry &) const = default;
     };
     std::vector<SealEntry> seal;
+    std::string signedValue;     // the signed DHT value it was read from (SignedRecord::value);
+                                 // "" for one built here and not yet signed
 };
 inline constexpr std::size_t MaxSealGroups = 256;
 [[nodiscard]] std::string encodeGroupRecord(const GroupRecord &record);

@@ -68,6 +68,7 @@ std::optional<SignedRecord> verifySignedRecord(const std::string &key, std::span
             return std::nullopt;
         r.peerId = PeerIdentity::peerIdOf(publicKey);
         r.publicKey = publicKey;
+        r.value.assign(reinterpret_cast<const char *>(bytes.data()), bytes.size());
         return r;
     } catch (const std::exception &) {
         return std::nullopt;

@@ -36,6 +36,8 @@ struct SignedRecord {
     double time = 0.0;        // Unix seconds, publisher's clock
     double expiresAt = 0.0;
     std::string payload;
+    std::string value;        // the DHT value as stored: verifySignedRecord() checks it again
+                              // wherever it is relayed
 };
 
 // A DHT value's bytes as fetch() decodes them: a CBOR map {k, p, q, t, e, d, s} stored under
@@ -86,7 +88,8 @@ public:
     };
     [[nodiscard]] RecordTraffic recordTraffic() const;
 
-    // The encoded bytes publish() would store (exposed for tests).
+    // The encoded bytes publish() would store: for tests, and for a record relayed beside the DHT
+    // (averaging/SealRelay.h).
     [[nodiscard]] std::string encodeRecord(const std::string &key, const std::string &payload, std::uint64_t sequence,
                                            double time, double expiresAt) const;
 
