@@ -6,30 +6,36 @@
 set -euo pipefail
 dedloc=$1
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'wait; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # No window (wantsWindow() would open one with a display), the bundled run, a fresh data directory.
 unset DISPLAY WAYLAND_DISPLAY QT_QPA_PLATFORM DEDLOC_RUN_DIR XDG_DATA_HOME
 export DEDLOC_DATA_DIR=$tmp/data
 
 # run ARGS...: sets rc, out (stdout) and err (stderr); a run that starts would train on past the
-# timeout (exit 124).
+# timeout (exit 124). Each run has its own files: refusals run side by side (below).
 run() {
   rc=0
-  timeout 20 "$dedloc" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  out=$(cat "$tmp/out") err=$(cat "$tmp/err")
+  files=$(mktemp -d -p "$tmp")
+  timeout 20 "$dedloc" "$@" >"$files/out" 2>"$files/err" || rc=$?
+  out=$(cat "$files/out") err=$(cat "$files/err")
 }
 # refused TEXT ARGS...: exit 2, stdout empty, stderr one line with TEXT, and the data directory
-# still empty.
-refused() {
+# still empty. Two run at once (each is mostly libtorch's start-up, a second of one core); a
+# failure is reported at once and counted in $tmp/failed, which the end checks.
+refusedNow() {
   local text=$1; shift
   run "$@"
   [ "$rc" = 2 ] || fail "dedloc $* exited $rc, expected 2: $err"
   [ -z "$out" ] || fail "dedloc $* printed on stdout: $out"
-  [ "$(wc -l <"$tmp/err")" = 1 ] || fail "dedloc $* said more than one line (did it start?): $err"
+  [ "$(wc -l <"$files/err")" = 1 ] || fail "dedloc $* said more than one line (did it start?): $err"
   [[ $err == "dedloc: "*" (see --help)" ]] || fail "dedloc $* did not refuse in the usual form: $err"
   grep -qF -- "$text" <<<"$err" || fail "dedloc $* did not say '$text': $err"
   [ -z "$(ls -A "$DEDLOC_DATA_DIR" 2>/dev/null)" ] || fail "dedloc $* wrote into the data directory: $(ls -A "$DEDLOC_DATA_DIR")"
+}
+refused() {
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done
+  (refusedNow "$@") || echo "$*" >>"$tmp/failed" &
 }
 
 run --help
@@ -138,4 +144,6 @@ DEDLOC_DATA_DIR=$tmp/pinned timeout 20 "$dedloc" --headless --lead-key "$source/
 [ "$rc" = 2 ] || fail "a --lead-key other than the pinned one exited $rc, expected 2: $(cat "$tmp/err")"
 grep -qF "is not the key pinned for this run" "$tmp/err" || fail "a --lead-key other than the pinned one: $(cat "$tmp/err")"
 
+wait
+[ ! -s "$tmp/failed" ] || fail "$(wc -l <"$tmp/failed") refusal(s) went wrong (above)"
 echo "PASS: dedloc --help/--version, and its refusals of bad options before anything starts"
