@@ -30,7 +30,7 @@ ProgressRecord holder(const std::string &peer, long epoch, const std::string &st
     return r;
 }
 
-SignedRecord signedBy(const std::string &payload) { return {"p", {}, 1, 1000.0, 1060.0, payload}; }
+SignedRecord signedBy(const std::string &payload) { return {"p", {}, 1, 1000.0, 1060.0, payload, {}}; }
 
 } // namespace
 

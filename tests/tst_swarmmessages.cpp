@@ -58,7 +58,7 @@ std::string hexKey(const PeerIdentity &who)
 
 SignedRecord record(const std::string &payload, const PeerIdentity &signer = alice())
 {
-    return {signer.peerId(), signer.publicKey(), 1, 1000.5, 1060.5, payload};
+    return {signer.peerId(), signer.publicKey(), 1, 1000.5, 1060.5, payload, {}};
 }
 
 JoinRequest validJoin(const PeerIdentity &who = alice())
