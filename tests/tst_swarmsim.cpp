@@ -28,7 +28,7 @@ private Q_SLOTS:
         c.seed = 7;
         SimSwarm swarm(c);
         swarm.start();
-        swarm.run(50.0);
+        swarm.run(60.0); // three full epochs, also when a late group costs one a state download
         swarm.stop();
         const auto r = swarm.report();
         QString epochs;

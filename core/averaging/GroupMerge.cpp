@@ -126,6 +126,7 @@ std::optional<AveragedUpdate> GroupMerger::fetchAverage(const GroupView &view, l
         *why = "no member serves it";
         return std::nullopt;
     }
+    *why = "stopped";
     // Start at a member this peer's id picks: the group's downloads spread over its members.
     const std::size_t first = std::hash<std::string>{}(m_self.peerId) % view.servers.size();
     for (std::size_t k = 0; k < view.servers.size() && !stop.load(); ++k) {
