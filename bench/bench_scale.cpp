@@ -162,6 +162,9 @@ void runOne(const Options &o, std::size_t n)
         }
     }
     std::fprintf(stderr, "N=%zu epochs (epoch:stepped/merged/took the merge/alone/models before/after):%s\n", n, detail.c_str());
+    for (const auto &[epoch, e] : r.epochs)
+        for (const auto &stray : e.strays)
+            std::fprintf(stderr, "N=%zu epoch %ld stray: %s\n", n, epoch, stray.c_str());
     std::fflush(stdout);
 }
 

@@ -128,7 +128,42 @@ SimReport SimSwarm::report() const
         e.triggerToAll = times[epoch].second - times[epoch].first;
     }
     r.recordBytesPerPeerSecond = peerSeconds > 0 ? bytes / peerSeconds : 0.0;
+    describeStrays(r);
     return r;
+}
+
+// SimEpoch::strays of every epoch in `r`.
+void SimSwarm::describeStrays(SimReport &r) const
+{
+    std::map<long, std::map<std::string, std::size_t>> after, before;
+    std::vector<std::pair<std::string, SimStep>> steps;
+    for (const auto *list : {&m_live, &m_departed})
+        for (const auto &m : *list)
+            for (const auto &s : m.peer->steps()) {
+                ++after[s.epoch][s.paramsDigest];
+                ++before[s.epoch][s.startDigest];
+                steps.emplace_back(m.peer->peerId(), s);
+            }
+    const auto commonest = [](const std::map<std::string, std::size_t> &counts) {
+        return std::max_element(counts.begin(), counts.end(), [](const auto &a, const auto &b) { return a.second < b.second; })
+            ->first;
+    };
+    for (const auto &[peer, s] : steps) {
+        if (s.paramsDigest == commonest(after[s.epoch]))
+            continue;
+        std::string d = peer.substr(0, 8);
+        d += " group ";
+        d += std::to_string(s.groupSize);
+        d += " merged ";
+        d += std::to_string(s.mergedGroups);
+        if (s.adopted)
+            d += " took the merge";
+        if (!s.complete)
+            d += " incomplete";
+        if (s.startDigest != commonest(before[s.epoch]))
+            d += " other start";
+        r.epochs[s.epoch].strays.push_back(std::move(d));
+    }
 }
 
 } // namespace dedloc::sim

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace dedloc::sim {
@@ -31,6 +32,10 @@ struct SimEpoch {
     std::size_t starts = 0;        // distinct parameters it started from (1: every stray repaired)
     std::size_t fromCommonStart = 0; // steps that started from the parameters most of them started from
     double triggerToAll = 0.0;     // seconds from the first Step decision to the last applied step
+    // The steps that did not end on the parameters most peers hold after it, as
+    // "<peer id, 8> group <n> merged <groups> [took the merge] [incomplete] [other start]": which
+    // kind of step strayed (bench_scale prints it).
+    std::vector<std::string> strays;
 };
 
 struct SimReport {
@@ -56,6 +61,7 @@ public:
 private:
     struct Member;
     Member make();
+    void describeStrays(SimReport &r) const;
     void join();
     void leaveOne();
     struct Member {

@@ -36,6 +36,9 @@ private Q_SLOTS:
             epochs += QStringLiteral("epoch %1: %2 stepped (%3 from the common start), %4 alone, %5 merged, %6 model(s) "
                                      "after; ")
                           .arg(epoch).arg(e.stepped).arg(e.fromCommonStart).arg(e.alone).arg(e.merged).arg(e.digests);
+        for (const auto &[epoch, e] : r.epochs)
+            for (const auto &stray : e.strays)
+                epochs += QStringLiteral("epoch %1 stray: %2; ").arg(epoch).arg(QString::fromStdString(stray));
         std::size_t full = 0, oneModel = 0, steps = 0, common = 0, alone = 0;
         for (const auto &[epoch, e] : r.epochs) {
             if (e.stepped * 10 < c.peers * 9)
