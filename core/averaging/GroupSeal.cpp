@@ -115,9 +115,7 @@ GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const Grou
         const std::size_t expected = expectedPeers ? expectedPeers() : 0;
         const auto records = absorb(a.book, readRecords(key));
         a.views = groupViews(records, group.epoch, m_options.maxGroupWeight);
-        const auto seals = rankedSeals(records, group.epoch);
-        a.sealed = std::any_of(seals.begin(), seals.end(),
-                               [&](const GroupRecord *r) { return sealedViews(*r, a.views, mine).has_value(); });
+        a.sealed = bestSeal(records, a.views, mine, false, nullptr).has_value();
         std::size_t seen = group.members.size();
         bool forming = false, ownConfirmed = group.groupId.empty();
         for (const auto &v : a.views)
