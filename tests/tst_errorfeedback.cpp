@@ -6,7 +6,9 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace dedloc;
 
@@ -77,6 +79,42 @@ private Q_SLOTS:
         // Each element was given 2.0 in all; each got most of it through 64-of-4096 rounds.
         for (std::size_t i = 0; i < n; ++i)
             QVERIFY2(sent[i] > 1.0 && sent[i] < 3.0, qPrintable(QString::number(sent[i])));
+    }
+
+    // A residual taken back (as after a restart from a checkpoint) continues exactly where the
+    // first peer would have: the next round sends the same bits and keeps the same residual.
+    void restoredResidualContinuesTheSameRounds()
+    {
+        const std::size_t n = 2 * BlockwiseBlockElements + 77;
+        ErrorFeedback original;
+        for (unsigned round = 0; round < 3; ++round) {
+            auto x = gaussian(n, 40 + round);
+            original.compress(Compression::TopK4Bit, x);
+        }
+        ErrorFeedback restarted;
+        restarted.restore(std::vector<float>(original.residual().begin(), original.residual().end()));
+        auto a = gaussian(n, 50);
+        auto b = a;
+        original.compress(Compression::TopK4Bit, a);
+        restarted.compress(Compression::TopK4Bit, b);
+        QVERIFY(a == b);
+        QVERIFY(std::equal(original.residual().begin(), original.residual().end(), restarted.residual().begin(),
+                           restarted.residual().end()));
+        // A fresh peer (no residual) sends something else: the restored residual mattered.
+        ErrorFeedback fresh;
+        auto c = gaussian(n, 51);
+        auto d = c;
+        fresh.compress(Compression::TopK4Bit, c);
+        original.compress(Compression::TopK4Bit, d);
+        QVERIFY(c != d);
+        // A residual with a non-finite value is refused and changes nothing; an empty one resets.
+        const std::vector<float> kept(original.residual().begin(), original.residual().end());
+        auto bad = kept;
+        bad[5] = std::numeric_limits<float>::quiet_NaN();
+        QVERIFY_THROWS_EXCEPTION(Error, original.restore(bad));
+        QVERIFY(std::vector<float>(original.residual().begin(), original.residual().end()) == kept);
+        original.restore({});
+        QVERIFY(original.residual().empty());
     }
 
     void badInputChangesNothing()

@@ -2,10 +2,12 @@
 // inner step per outer step, learning rate 1 and no momentum it is gradients mode; inner steps
 // move the local parameters and the pseudo-gradient is what they moved; the outer step lands
 // where the Nesterov formula says; the state and checkpoints carry the anchor and the momentum,
-// and a joiner that loads them continues from the same point; what does not fit is refused.
+// and a joiner that loads them continues from the same point; checkpoints keep the error-feedback
+// residual; what does not fit is refused.
 #include "TestSupport.h"
 
 #include "model/Tokenizer.h"
+#include "train/Checkpoint.h"
 #include "train/Trainer.h"
 #include "util/Error.h"
 
@@ -145,6 +147,49 @@ private Q_SLOTS:
         QCOMPARE(joiner.step(), 2L);
         Trainer gradients(m_run, *m_tokenizer, TrainerConfig{1, false, 0, {}});
         QVERIFY(!gradients.restoreCheckpoint(ckpt).has_value());
+    }
+
+    // The error-feedback residual travels in the checkpoint: a restarted peer gets it back bit for
+    // bit, once; a residual of another size is refused when saving and when reading (the store
+    // falls back to the checkpoint before it).
+    void checkpointsKeepTheFeedbackResidual()
+    {
+        Trainer t(localRun(8), *m_tokenizer, TrainerConfig{21, false, 0, {}});
+        QVERIFY(t.trainStep().applied);
+        const auto p = static_cast<std::size_t>(t.parameterCount());
+        std::vector<float> first(p), second(p);
+        for (std::size_t i = 0; i < p; ++i) {
+            first[i] = static_cast<float>(i % 97) * 1e-4F;
+            second[i] = -static_cast<float>(i % 89) * 1e-3F;
+        }
+        const auto ckpt = std::filesystem::path(m_dir.path().toStdString()) / "residual";
+        t.saveCheckpoint(ckpt, first);
+        std::vector<float> wrong(p - 1);
+        QVERIFY_THROWS_EXCEPTION(Error, t.saveCheckpoint(ckpt, wrong));
+        {
+            Trainer resumed(localRun(8), *m_tokenizer, TrainerConfig{21, false, 0, {}});
+            QCOMPARE(resumed.restoreCheckpoint(ckpt).value_or(-1), 1L);
+            QVERIFY(sameBits(resumed.takeRestoredFeedbackResidual(), first));
+            QVERIFY(resumed.takeRestoredFeedbackResidual().empty()); // taken once
+            QVERIFY(sameBits(resumed.stateFlat(), t.stateFlat()));
+        }
+        // The newest checkpoint's residual, rewritten one element short, is refused.
+        t.saveCheckpoint(ckpt, second);
+        const CheckpointStore store(ckpt);
+        auto newest = readCheckpointFile(store.newestPath());
+        QCOMPARE(newest.tensors.back().name, std::string("feedback.residual"));
+        newest.tensors.back().tensor = newest.tensors.back().tensor.slice(0, 1).clone();
+        writeCheckpointFile(store.newestPath(), newest);
+        {
+            Trainer resumed(localRun(8), *m_tokenizer, TrainerConfig{21, false, 0, {}});
+            QCOMPARE(resumed.restoreCheckpoint(ckpt).value_or(-1), 1L);
+            QVERIFY(sameBits(resumed.takeRestoredFeedbackResidual(), first)); // the previous one's
+        }
+        // A checkpoint without a residual gives none.
+        t.saveCheckpoint(ckpt);
+        Trainer plain(localRun(8), *m_tokenizer, TrainerConfig{21, false, 0, {}});
+        QCOMPARE(plain.restoreCheckpoint(ckpt).value_or(-1), 1L);
+        QVERIFY(plain.takeRestoredFeedbackResidual().empty());
     }
 
     void nonFinitePseudoGradientSkipsAndReturnsToTheAnchor()

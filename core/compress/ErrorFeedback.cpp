@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace dedloc {
 
@@ -29,6 +30,14 @@ void ErrorFeedback::compress(Compression codec, std::span<float> values)
         m_residual[i] = u[i] - m_sent[i];
         values[i] = m_sent[i];
     }
+}
+
+void ErrorFeedback::restore(std::vector<float> residual)
+{
+    for (std::size_t i = 0; i < residual.size(); ++i)
+        if (!std::isfinite(residual[i]))
+            throw Error("error feedback: a residual with a non-finite value at element " + std::to_string(i));
+    m_residual = std::move(residual);
 }
 
 } // namespace dedloc

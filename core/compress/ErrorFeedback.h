@@ -31,6 +31,9 @@ class ErrorFeedback final {
     [[nodiscard]] std::span<const float> residual() const { return m_residual; }
     // Forgets the residual (the peer's state was replaced: the old contribution no longer applies).
     void reset() { m_residual.clear(); }
+    // Takes a residual kept from before (a checkpoint's): the next compress() adds it. Throws
+    // dedloc::Error for a non-finite value (nothing changes then); an empty one is reset().
+    void restore(std::vector<float> residual);
 
   private:
     std::vector<float> m_residual;

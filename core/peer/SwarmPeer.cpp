@@ -69,6 +69,7 @@ void SwarmPeer::Impl::setUp()
     loadBans();
     trainer = startTrainer(*manifest, *tokenizer, *identity, config, checkpointDir,
                            opt.resume && opt.role != PeerRole::Auxiliary, "swarm");
+    restoreFeedbackResidual();
     const auto c = trainer->contribution();
     sessionSamplesStart = c.samples;
     sessionComputeStart = c.computeSeconds;
@@ -163,6 +164,31 @@ void SwarmPeer::Impl::setUp()
     // Give the first progress read a moment, so that a joiner sees the swarm's epoch.
     for (int i = 0; i < 50 && !firstFetchDone.load() && !stopFlag.load(); ++i)
         sleepFor(0.1);
+}
+
+// What the codec held back before the restart is sent with the next contributions, as if the peer
+// had not stopped; only with a codec that uses error feedback.
+void SwarmPeer::Impl::restoreFeedbackResidual()
+{
+    auto residual = trainer->takeRestoredFeedbackResidual();
+    if (residual.empty())
+        return;
+    if (!ErrorFeedback::supports(manifest->compression)) {
+        log::info("ckpt", "the checkpoint's error-feedback residual is dropped: the run's codec does not use one");
+        return;
+    }
+    try {
+        errorFeedback.restore(std::move(residual));
+        log::info("ckpt", "error-feedback residual restored (" + std::to_string(errorFeedback.residual().size())
+                              + " elements)");
+    } catch (const Error &e) {
+        log::warning("ckpt", std::string("the checkpoint's error-feedback residual is dropped: ") + e.what());
+    }
+}
+
+bool SwarmPeer::Impl::trySave()
+{
+    return saveCheckpointOrWarn(*trainer, checkpointDir, errorFeedback.residual());
 }
 
 void SwarmPeer::Impl::mapRouterPorts()

@@ -347,7 +347,9 @@ struct SwarmPeer::Impl {
     bool validationDue(long step, std::size_t indexInGroup, std::size_t groupSize) const;
     // Validation loss on the held-out split; also a "validation" event and a status line.
     double validate();
+    // Saves a checkpoint with the error-feedback residual; restoreFeedbackResidual() takes it back.
     bool trySave();
+    void restoreFeedbackResidual();
     void applyCaps();
     // Moves the trainer to the chosen GPUs (ResourceCaps::gpus), or the CPU; logs what it skips.
     void applyDevices(const std::vector<int> &gpus);

@@ -492,6 +492,4 @@ double SwarmPeer::Impl::validate()
     return v;
 }
 
-bool SwarmPeer::Impl::trySave() { return saveCheckpointOrWarn(*trainer, checkpointDir); }
-
 } // namespace dedloc

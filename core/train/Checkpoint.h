@@ -33,7 +33,9 @@ struct Checkpoint {
 
 // The name a trainer's checkpoint gives model parameter `parameter` (a key of the model's
 // named_parameters()): "param.<parameter>". The parameters come first, in registration order,
-// then the optimizer's statistics as "optim.<name>" (train/Lamb.h).
+// then the optimizer's statistics as "optim.<name>" (train/Lamb.h), in local-update mode the outer
+// momentum as "outer.momentum.<i>", and last, when the peer keeps one, the 1-D error-feedback
+// residual "feedback.residual" (train/Trainer.h).
 [[nodiscard]] inline std::string checkpointParameterName(const std::string &parameter) { return "param." + parameter; }
 
 // Throws dedloc::Error (naming the file and the reason) on I/O failure.

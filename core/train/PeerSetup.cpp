@@ -33,10 +33,11 @@ std::unique_ptr<Trainer> startTrainer(const RunManifest &manifest, const Tokeniz
     return trainer;
 }
 
-bool saveCheckpointOrWarn(Trainer &trainer, const std::filesystem::path &checkpointDir)
+bool saveCheckpointOrWarn(Trainer &trainer, const std::filesystem::path &checkpointDir,
+                          std::span<const float> feedbackResidual)
 {
     try {
-        trainer.saveCheckpoint(checkpointDir);
+        trainer.saveCheckpoint(checkpointDir, feedbackResidual);
         log::info("ckpt", "checkpoint at step " + std::to_string(trainer.step()) + " saved in " + checkpointDir.string());
         return true;
     } catch (const Error &e) {

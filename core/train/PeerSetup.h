@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace dedloc {
@@ -40,7 +41,9 @@ struct LoadedRun {
                                                     const char *logTag);
 
 // Saves a checkpoint and logs where; a failure (full disk) is logged as an error and training goes
-// on (the previous checkpoint stays intact). Returns whether it was saved.
-bool saveCheckpointOrWarn(Trainer &trainer, const std::filesystem::path &checkpointDir);
+// on (the previous checkpoint stays intact). Returns whether it was saved. `feedbackResidual`: as
+// Trainer::saveCheckpoint.
+bool saveCheckpointOrWarn(Trainer &trainer, const std::filesystem::path &checkpointDir,
+                          std::span<const float> feedbackResidual = {});
 
 } // namespace dedloc

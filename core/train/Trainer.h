@@ -154,8 +154,15 @@ public:
     // I/O failure and leaves earlier checkpoints intact. restore() loads the newest good one
     // (falling back to the previous one, with a log line) and returns its step, or nothing if
     // there is none; a checkpoint of another run or model shape is refused.
-    void saveCheckpoint(const std::filesystem::path &directory);
+    // `feedbackResidual`: the error-feedback residual of this peer's pseudo-gradients
+    // (compress/ErrorFeedback.h; empty, or parameterCount() elements), kept as the 1-D tensor
+    // "feedback.residual" after the others, so that a restarted peer still sends what its codec
+    // held back. restore() keeps the one it read (if its size fits; a checkpoint with a residual
+    // of another size is refused) for takeRestoredFeedbackResidual().
+    void saveCheckpoint(const std::filesystem::path &directory, std::span<const float> feedbackResidual = {});
     std::optional<long> restoreCheckpoint(const std::filesystem::path &directory);
+    // The residual the last restoreCheckpoint() read, once (empty if it held none).
+    [[nodiscard]] std::vector<float> takeRestoredFeedbackResidual();
 
     // Flattened parameters (fp32, CPU) for tests and state comparison.
     [[nodiscard]] std::vector<float> parametersFlat() const;

@@ -73,6 +73,7 @@ struct Trainer::Impl {
     // resumed run redoes an interrupted accumulation exactly.
     DataPosition boundaryPosition;
     std::string boundaryMaskerState;
+    std::vector<float> restoredFeedbackResidual; // read by restoreCheckpoint, taken once
     ContributionTotals contribution;
     // Where the data stood when a gradient was detached (delayed parameter updates): the
     // boundary of its step, which a checkpoint records once the step is applied.

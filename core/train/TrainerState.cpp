@@ -1,5 +1,6 @@
 // Trainer's checkpoints and shareable state (train/Trainer.h): the parameters (in local-update
-// mode the outer step's anchor), the LAMB statistics, in local-update mode the outer momentum.
+// mode the outer step's anchor), the LAMB statistics, in local-update mode the outer momentum, and
+// the error-feedback residual a peer hands in.
 #include "train/Checkpoint.h"
 #include "train/TrainerImpl.h"
 
@@ -10,10 +11,11 @@ using trainer_detail::shapeJson;
 namespace {
 
 constexpr const char *OuterMomentumPrefix = "outer.momentum.";
+constexpr const char *FeedbackResidualName = "feedback.residual";
 
 } // namespace
 
-void Trainer::saveCheckpoint(const std::filesystem::path &directory)
+void Trainer::saveCheckpoint(const std::filesystem::path &directory, std::span<const float> feedbackResidual)
 {
     Checkpoint c;
     c.meta = {{"format", 1},
@@ -38,6 +40,13 @@ void Trainer::saveCheckpoint(const std::filesystem::path &directory)
         for (std::size_t i = 0; i < named.size(); ++i)
             c.tensors.push_back({OuterMomentumPrefix + std::to_string(i), d->outer->momentum()[i]});
     }
+    if (!feedbackResidual.empty()) {
+        if (static_cast<long long>(feedbackResidual.size()) != parameterCount())
+            throw Error("an error-feedback residual of " + std::to_string(feedbackResidual.size())
+                        + " elements for a model of " + std::to_string(parameterCount()) + " parameters");
+        c.tensors.push_back({FeedbackResidualName,
+                             torch::tensor(at::ArrayRef<float>(feedbackResidual.data(), feedbackResidual.size()))});
+    }
     CheckpointStore(directory).save(c);
 }
 
@@ -50,7 +59,13 @@ std::optional<long> Trainer::restoreCheckpoint(const std::filesystem::path &dire
                         + d->manifest.runId + "\"");
         if (c.meta.value("model", nlohmann::json()) != shapeJson(d->manifest.model))
             throw Error("its model shape differs from the manifest's");
-        const std::size_t expected = named.size() * (d->outer ? 4 : 3);
+        std::size_t expected = named.size() * (d->outer ? 4 : 3);
+        if (c.tensors.size() == expected + 1 && c.tensors.back().name == FeedbackResidualName) {
+            if (c.tensors.back().tensor.numel() != parameterCount())
+                throw Error("its error-feedback residual has " + std::to_string(c.tensors.back().tensor.numel())
+                            + " elements, the model " + std::to_string(parameterCount()) + " parameters");
+            ++expected;
+        }
         if (c.tensors.size() != expected)
             throw Error("it holds " + std::to_string(c.tensors.size()) + " tensors, expected "
                         + std::to_string(expected) + (d->outer ? " (local-update mode)" : ""));
@@ -84,7 +99,7 @@ std::optional<long> Trainer::restoreCheckpoint(const std::filesystem::path &dire
         d->optimizer->loadState(optimState, d->outer ? meta.at("inner_steps").get<long>() : epoch);
         if (d->outer) {
             std::vector<torch::Tensor> momentum;
-            for (std::size_t i = 3 * named.size(); i < loaded->tensors.size(); ++i)
+            for (std::size_t i = 3 * named.size(); i < 4 * named.size(); ++i)
                 momentum.push_back(loaded->tensors[i].tensor);
             d->outer->rebase(flatten(momentum));
             d->outerSteps = epoch;
@@ -100,10 +115,17 @@ std::optional<long> Trainer::restoreCheckpoint(const std::filesystem::path &dire
     } catch (const nlohmann::json::exception &e) {
         throw Error(std::string("checkpoint metadata is incomplete: ") + e.what());
     }
+    d->restoredFeedbackResidual.clear();
+    if (loaded->tensors.back().name == FeedbackResidualName) {
+        const auto r = loaded->tensors.back().tensor.contiguous();
+        d->restoredFeedbackResidual.assign(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
+    }
     d->resetAccumulation();
     log::info("ckpt", "resumed at step " + std::to_string(step()) + " from " + directory.string());
     return step();
 }
+
+std::vector<float> Trainer::takeRestoredFeedbackResidual() { return std::exchange(d->restoredFeedbackResidual, {}); }
 
 std::vector<float> Trainer::parametersFlat() const { return flatten(d->model->parameters()); }
 
