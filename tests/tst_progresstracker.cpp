@@ -308,6 +308,16 @@ private Q_SLOTS:
         QFETCH(double, expected);
         QCOMPARE(adaptiveProgressPeriod(1.0, max, eta, 5.0, settled), expected);
     }
+
+    // A record outlives three of its publisher's turns: 10 s near a step (turns of 1 s), 30 s
+    // between steps (turns of 10 s), and never fewer than 5 base periods.
+    void recordsOutliveThreeTurns()
+    {
+        QCOMPARE(progressRecordTtl(1.0, 1.0), 10.0);
+        QCOMPARE(progressRecordTtl(1.0, 10.0), 30.0);
+        QCOMPARE(progressRecordTtl(1.0, 4.0), 12.0);
+        QCOMPARE(progressRecordTtl(3.0, 3.0), 15.0);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestProgressTracker)

@@ -85,7 +85,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto microBatch = option("micro-batch", "Samples per micro-batch (at most the manifest's).", "n", "0");
     const auto dataSeed = option("data-seed", "Data order seed (default: from the peer key).", "n", "0");
     const auto progressPeriod = option("progress-period", "Seconds between progress records near a step.", "seconds", "1");
-    const auto maxProgressPeriod = option("max-progress-period", "Longest seconds between progress records while the next step is far: 0 (the default) is 5 x --progress-period; at most 60; equal to --progress-period: a fixed period.", "seconds", "0");
+    const auto maxProgressPeriod = option("max-progress-period", "Longest seconds between progress records while the next step is far: 0 (the default) is 10 x --progress-period; at most 60; equal to --progress-period: a fixed period.", "seconds", "0");
     const auto matchmakingTime = option("matchmaking-time", "Seconds a group leader gathers at most.", "seconds", "5");
     const auto averageStateEvery = option("average-state-every", "Average parameters and optimizer state every N steps (0: never).", "n", "10");
     const auto reduce = option("reduce", "Monitor: also reduce shards in averaging rounds (weight 0) and lead groups, as an auxiliary peer does: what trainers in client mode need.");
@@ -263,7 +263,7 @@ int CommandLine::parse(const QStringList &arguments)
     w.progressPeriod = number(progressPeriod);
     w.maxProgressPeriod = number(maxProgressPeriod);
     if (ok && w.maxProgressPeriod != 0 && !(w.maxProgressPeriod >= w.progressPeriod && w.maxProgressPeriod <= 60))
-        return bad("--max-progress-period takes 0 (5 x --progress-period) or seconds from --progress-period to 60");
+        return bad("--max-progress-period takes 0 (10 x --progress-period) or seconds from --progress-period to 60");
     w.matchmaking.window = number(matchmakingTime);
     w.averageStateEvery = static_cast<long>(number(averageStateEvery));
     w.evaluateEvery = static_cast<long>(number(evaluateEvery));

@@ -156,4 +156,9 @@ double adaptiveProgressPeriod(double base, double max, double eta, double matchm
     return std::clamp((eta - matchmaking) / 4.0, base, max);
 }
 
+double progressRecordTtl(double base, double wait)
+{
+    return std::max({10.0, 5.0 * base, 3.0 * wait});
+}
+
 } // namespace dedloc

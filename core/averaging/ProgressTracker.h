@@ -83,6 +83,10 @@ enum class StepDecision { Accumulate, Resync, Step };
 // so each wait ends before a quarter of the time left to matchmaking, and the period has shrunk
 // back to `base` once the ETA is within matchmaking + 4 base. `max` <= `base`: always `base`.
 [[nodiscard]] double adaptiveProgressPeriod(double base, double max, double eta, double matchmaking, double settled);
+// How long a progress record lives (seconds) when its publisher's next turn comes after `wait`
+// seconds (from adaptiveProgressPeriod) with base period `base`: three such turns, never under
+// 10 s or 5 base periods, so a reader forgets a vanished peer after about three of its turns.
+[[nodiscard]] double progressRecordTtl(double base, double wait);
 
 class ProgressTracker final {
 public:

@@ -45,8 +45,9 @@ void SwarmPeer::Impl::saveBansIfChanged()
 
 void SwarmPeer::Impl::controlLoop()
 {
-    long round = 0;
     long advertisedEpoch = -1;
+    double advertisedAt = -1e9;             // Unix seconds
+    double creditReadAt = unixNow() - 12.0; // the first read ~3 s after the start
     // Credit reads and publications run beside the loop: a slow DHT answer must not delay the
     // progress records that groups are formed from.
     std::future<void> creditRead, creditPublish;
@@ -63,17 +64,19 @@ void SwarmPeer::Impl::controlLoop()
             metricsPayload.swap(pendingMetrics);
             advert = donorAdvert;
         }
-        const double ttl = progressTtl();
+        // The record outlives three turns of the period chosen now (the wait below is at most that).
+        const double ttl = progressTtl(nextProgressPeriod());
         if (service && advert && !advert->mayDiffer) // the state served vouches for itself
             std::tie(mine.stateEpoch, mine.stateDigest) = service->stateDigest();
         if (!mine.peerId.empty())
             dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), ttl, 2.0);
         if (metricsPayload)
             dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, 2.0);
-        // A new advert (first one, new epoch) goes out at once, then every third round.
-        if (advert && (round % 3 == 0 || advert->epoch != advertisedEpoch)) {
+        // A new advert (first one, new epoch) goes out at once, then every 10 s or so (it lives 30 s).
+        if (advert && (unixNow() - advertisedAt >= 9.0 || advert->epoch != advertisedEpoch)) {
             dht->publish(runKey(manifest->runId, "donors"), encodeDonorAdvert(*advert), 30.0, 2.0);
             advertisedEpoch = advert->epoch;
+            advertisedAt = unixNow();
         }
         readProgress();
         if (recorder) {
@@ -87,13 +90,13 @@ void SwarmPeer::Impl::controlLoop()
                 creditPublish = std::async(std::launch::async, [this] { publishCredit(); });
         }
         // A trainer asks what the monitors recorded of it every ~15 s.
-        const long creditEvery = std::max(1L, long(15.0 / std::max(0.1, opt.progressPeriod)));
-        if (opt.role == PeerRole::Trainer && round >= 3 && (round - 3) % creditEvery == 0 && idle(creditRead))
+        if (opt.role == PeerRole::Trainer && unixNow() - creditReadAt >= 15.0 && idle(creditRead)) {
+            creditReadAt = unixNow();
             creditRead = std::async(std::launch::async, [this] { readCredit(); });
+        }
         firstFetchDone = true;
         saveBansIfChanged();
-        ++round;
-        waitForNextRecord();
+        waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
     for (auto *f : {&creditRead, &creditPublish})
         if (f->valid())
@@ -159,15 +162,16 @@ void SwarmPeer::Impl::readProgress()
     refreshSwarmView(now);
 }
 
-void SwarmPeer::Impl::waitForNextRecord()
+double SwarmPeer::Impl::nextProgressPeriod()
 {
-    double period;
-    {
-        std::lock_guard lock(mutex);
-        const double eta = snap.etaSeconds; // < 0: unknown
-        period = adaptiveProgressPeriod(opt.progressPeriod, maxProgressPeriod(), eta < 0.0 ? -1.0 : eta,
-                                        opt.matchmaking.window, unixNow() - lastEpochChange);
-    }
+    std::lock_guard lock(mutex);
+    const double eta = snap.etaSeconds; // < 0: unknown
+    return adaptiveProgressPeriod(opt.progressPeriod, maxProgressPeriod(), eta < 0.0 ? -1.0 : eta,
+                                  opt.matchmaking.window, unixNow() - lastEpochChange);
+}
+
+void SwarmPeer::Impl::waitForNextRecord(double period)
+{
     std::unique_lock lock(wakeMutex);
     wake.wait_for(lock, std::chrono::duration<double>(period), [&] { return stopFlag.load() || publishSoon.load(); });
     publishSoon = false;

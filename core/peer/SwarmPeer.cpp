@@ -290,7 +290,7 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
     r.samplesAccumulated = pausedFlag ? 0 : samples;
     r.samplesPerSecond = pausedFlag ? 0.0 : samplesPerSecond;
     r.time = unixNow();
-    r.expiresAt = r.time + progressTtl();
+    r.expiresAt = r.time + progressTtl(maxProgressPeriod()); // own record: refreshed at every micro-batch
     r.clientMode = opt.clientMode;
     r.role = opt.role;
     r.paused = pausedFlag;

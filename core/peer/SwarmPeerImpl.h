@@ -179,10 +179,10 @@ struct SwarmPeer::Impl {
     // The longest period between progress records (SwarmPeer::Options::maxProgressPeriod).
     double maxProgressPeriod() const
     {
-        return opt.maxProgressPeriod > 0.0 ? opt.maxProgressPeriod : 5.0 * opt.progressPeriod;
+        return opt.maxProgressPeriod > 0.0 ? opt.maxProgressPeriod : 10.0 * opt.progressPeriod;
     }
-    // How long a progress record lives: several of the longest periods, never under 10 s.
-    double progressTtl() const { return std::max({10.0, 5.0 * opt.progressPeriod, 3.0 * maxProgressPeriod()}); }
+    // How long a progress record lives when the next turn comes after `period` seconds.
+    double progressTtl(double period) const { return progressRecordTtl(opt.progressPeriod, period); }
 
     void sleepFor(double seconds)
     {
@@ -222,9 +222,10 @@ struct SwarmPeer::Impl {
     std::uint64_t bansSaved = 0;
     // Under `mutex`.
     void refreshSwarmView(double now);
-    // Sleeps until the next progress record is due (adaptiveProgressPeriod), a record changed
-    // (publishSoon) or the peer stops.
-    void waitForNextRecord();
+    // The wait before the next progress record (adaptiveProgressPeriod of the swarm's ETA).
+    double nextProgressPeriod();
+    // Sleeps `period` seconds, until a record changed (publishSoon) or the peer stops.
+    void waitForNextRecord(double period);
     // Peers (this one included, banned ones not) that will average at `epoch`
     // (ProgressTracker::expectedPeers, trainers up to ExpectedLag behind). A leader forms its
     // group early once all of them joined (averaging/Matchmaker.h), so counting one too few drops
