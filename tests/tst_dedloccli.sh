@@ -100,7 +100,7 @@ refused "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout
 refused "--bandwidth, --progress-period, --matchmaking-time and --sender-timeout above 0" --headless --bandwidth 0
 refused "$swarmBad: numbers are wanted" --headless --matchmaking-time 0
 refused "--reducer-timeout at least --sender-timeout" --headless --sender-timeout 20 --reducer-timeout 10
-maxBad="--max-progress-period takes 0 (5 x --progress-period) or seconds from --progress-period to 60"
+maxBad="--max-progress-period takes 0 (10 x --progress-period) or seconds from --progress-period to 60"
 refused "$maxBad" --headless --max-progress-period 0.5
 refused "$maxBad" --headless --progress-period 2 --max-progress-period 1.5
 refused "$maxBad" --headless --max-progress-period 1e9
