@@ -4,6 +4,7 @@
 // mode, one mode after the other on the same machine:
 //   gradients  the mode of DeDLOC: the step's round runs, then the next micro-batch;
 //   delayed    delayed parameter updates: the round runs beside the next step's micro-batches;
+//   gradients8bit, delayed8bit  the same two with the gradients in 8 bits (blockwise8bit);
 //   local      local updates (DiLoCo): inner LAMB steps of INNER samples, an outer step (the
 //              round, of pseudo-gradients) every LOCAL_TARGET samples of the swarm, fp16;
 //   local8bit  the same with the pseudo-gradients in 8 bits (uniform8bit);
@@ -24,7 +25,8 @@
 // reached at.
 //
 //   bench_communication [--mbit 10] [--trainers 4] [--seconds 180] [--target-batch-size N]
-//                       [--modes gradients,delayed,local,local8bit,overlapped,sparse,overlappedsparse]
+//                       [--modes gradients,delayed,gradients8bit,delayed8bit,local,local8bit,
+//                                overlapped,sparse,overlappedsparse]
 //                       [--inner-batch-size 32]
 //                       [--local-target-batch-size 2048] [--outer-learning-rate 0.7]
 //                       [--outer-momentum 0.9] [--max-progress-period S (default: the product's, 5)]
@@ -129,8 +131,10 @@ fs::path writeRun(const fs::path &dir, const std::string &mode, const Options &o
     m.tokenizer.path = m.resolve(m.tokenizer.path).string();
     for (auto &f : m.corpus.files)
         f.path = m.resolve(f.path).string();
-    if (mode == "delayed")
+    if (mode == "delayed" || mode == "delayed8bit")
         m.averagingField = AveragingSpec{true};
+    if (mode == "gradients8bit" || mode == "delayed8bit")
+        m.compression = Compression::Blockwise8Bit;
     if (o.targetBatchSize > 0)
         m.training.targetBatchSize = o.targetBatchSize;
     if (isLocal(mode)) {
@@ -322,9 +326,11 @@ int main(int argc, char **argv)
         std::printf("%-16s %6s %9s %8s %10s %7s %13s %12s %10s %9s %s\n", "mode", "steps", "averaged", "round_s",
                     "samples/s", "util", "sent/step MB", "sent/sample", "sent kB/s", "val_loss", "(at samples)");
         for (const auto &mode : o.modes) {
-            if (mode != "gradients" && mode != "delayed" && !isLocal(mode))
+            if (mode != "gradients" && mode != "delayed" && mode != "gradients8bit" && mode != "delayed8bit"
+                && !isLocal(mode))
                 throw std::runtime_error("unknown mode " + mode
-                                         + " (gradients, delayed, local, local8bit, overlapped, sparse, overlappedsparse)");
+                                         + " (gradients, delayed, gradients8bit, delayed8bit, local, local8bit, overlapped, sparse,"
+                                           " overlappedsparse)");
             const auto r = runMode(o, mode, work);
             std::printf("%-16s %6ld %9ld %8.2f %10.1f %7.2f %13.2f %9.1f kB %10.1f %9.3f (%ld)\n", mode.c_str(),
                         r.steps, r.averaged, r.medianRound, r.samplesPerSecond, r.utilisation, r.bytesPerStep / 1e6,

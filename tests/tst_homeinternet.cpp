@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <unistd.h>
 
 using namespace dedloc::test;
@@ -109,7 +110,9 @@ private Q_SLOTS:
             // joiner: every step from its first on.
             SWARM_VERIFY(!steps[i].empty(), all);
             const long first = i == 2 ? steps[i].begin()->first : 3;
-            SWARM_VERIFY(steps[i].size() == static_cast<std::size_t>(i == 2 ? Steps - first + 1 : Steps), all);
+            checkEveryStepTakenOrReplayed(*trainers[i], steps[i], i == 2 ? first : 1, all);
+            if (QTest::currentTestFailed())
+                return;
             long averaged = 0, due = 0;
             for (const auto &[step, e] : steps[i]) {
                 due += step >= first ? 1 : 0;
@@ -142,7 +145,36 @@ private Q_SLOTS:
     }
 
   private:
-    static constexpr long Steps = 18;
+    static constexpr long Steps = 22;
+
+    // Every step from `from` to the last was recorded, or the peer fell behind for it and
+    // replayed that epoch's averaged update from its group (a peer that found no group while the
+    // others stepped: "the swarm stepped past epoch e", then "replayed ... epochs a-b"), which
+    // leaves its parameters those of the swarm without a step record. At most 3 such steps:
+    // more means the peer did not take part.
+    static void checkEveryStepTakenOrReplayed(SwarmPeerProcess &peer, const std::map<long, nlohmann::json> &steps,
+                                              long from, std::initializer_list<SwarmPeerProcess *> all)
+    {
+        std::set<long> replayedSteps; // epoch e replayed: the step to e + 1
+        const QRegularExpression replayed(QStringLiteral("replayed the averaged steps of epochs (\\d+)-(\\d+)"));
+        for (auto it = replayed.globalMatch(peer.logText()); it.hasNext();) {
+            const auto m = it.next();
+            for (long e = m.captured(1).toLong(); e <= m.captured(2).toLong(); ++e)
+                replayedSteps.insert(e + 1);
+        }
+        long missing = 0;
+        for (long step = from; step <= Steps; ++step) {
+            if (steps.count(step))
+                continue;
+            ++missing;
+            if (!replayedSteps.count(step))
+                qWarning("%s has no record of step %ld and did not replay it", qPrintable(peer.name), step);
+            SWARM_VERIFY(replayedSteps.count(step) == 1, all);
+        }
+        if (missing > 0)
+            qInfo("%s replayed %ld step(s) instead of taking them", qPrintable(peer.name), missing);
+        SWARM_VERIFY(missing <= 3, all);
+    }
 
     // Reachability found out, not configured: the public trainer is reachable, home-b through
     // router b's UPnP mapping, the two behind router a in client mode by themselves.

@@ -73,8 +73,9 @@ void SwarmPeer::Impl::controlLoop()
         if (metricsPayload)
             dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, 2.0);
         // A new advert (first one, new epoch) goes out at once, then every 10 s or so (it lives 30 s).
-        if (advert && (unixNow() - advertisedAt >= 9.0 || advert->epoch != advertisedEpoch)) {
-            dht->publish(runKey(manifest->runId, "donors"), encodeDonorAdvert(*advert), 30.0, 2.0);
+        // One the DHT did not confirm (a first peer without neighbours yet) goes out again next turn.
+        if (advert && (unixNow() - advertisedAt >= 9.0 || advert->epoch != advertisedEpoch)
+            && dht->publish(runKey(manifest->runId, "donors"), encodeDonorAdvert(*advert), 30.0, 2.0)) {
             advertisedEpoch = advert->epoch;
             advertisedAt = unixNow();
         }

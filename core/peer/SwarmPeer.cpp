@@ -301,8 +301,11 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
         std::lock_guard lock(mutex);
         if (opt.role == PeerRole::Auxiliary)
             r.epoch = snap.globalEpoch;
+        // Starting or stopping to compute counts too: the others' ETA (and with it their
+        // progress period) changes from unknown to seconds or back.
         const bool changed = myRecord.peerId.empty() || r.epoch != myRecord.epoch || r.paused != myRecord.paused
-                             || r.syncing != myRecord.syncing;
+                             || r.syncing != myRecord.syncing
+                             || (r.samplesPerSecond > 0.0) != (myRecord.samplesPerSecond > 0.0);
         if (r.epoch != myRecord.epoch)
             lastEpochChange = r.time;
         myRecord = r;
