@@ -69,6 +69,18 @@ Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, Match
         m_service = nullptr;
 }
 
+void Matchmaker::setStateDigest(std::string digest)
+{
+    std::lock_guard lock(m_digestMutex);
+    m_stateDigest = std::move(digest);
+}
+
+std::string Matchmaker::stateDigest() const
+{
+    std::lock_guard lock(m_digestMutex);
+    return m_stateDigest;
+}
+
 std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRequest> &followers)
 {
     FormedGroup g;
@@ -76,10 +88,11 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
     g.info.groupId = randomGroupId(epoch);
     g.info.epoch = epoch;
     g.info.members.push_back({m_self.peerId, m_self.allReduceEndpoint, m_bandwidth.load(), m_self.sender ? 1.0 : 0.0,
-                              m_self.publicKey, 0, m_repair.load()});
+                              m_self.publicKey, 0, m_repair.load(), stateDigest()});
     for (const auto &f : followers)
         g.info.members.push_back({f.peerId, f.clientMode ? std::string() : f.allReduceEndpoint,
-                                  f.clientMode ? 0.0 : f.bandwidth, f.sender ? 1.0 : 0.0, f.publicKey, 0, f.repair});
+                                  f.clientMode ? 0.0 : f.bandwidth, f.sender ? 1.0 : 0.0, f.publicKey, 0, f.repair,
+                                  f.stateDigest});
     std::sort(g.info.members.begin(), g.info.members.end(),
               [](const GroupMember &a, const GroupMember &b) { return a.peerId < b.peerId; });
     for (std::size_t i = 0; i < g.info.members.size(); ++i)
@@ -103,7 +116,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
                         m_bandwidth.load(), m_self.clientMode, m_self.sender, m_self.publicKey, m_repair.load(),
-                        expected};
+                        expected,           stateDigest()};
     client.send("join", joinToJson(request));
     auto reply = client.receive(m_options.requestTimeout);
     if (!reply && client.refusedAtHandshake()) {
@@ -170,7 +183,9 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
             // This peer as it joined: a leader must not turn it into an auxiliary or a reducer,
             // nor ask for a repair it did not ask for (a repairing trainer takes others' state).
             const auto &me = g.info.members[g.myIndex];
+            // (A leader may drop its digest, which only keeps the state round; never change it.)
             if (me.repair != request.repair || (me.weight > 0.0) != request.sender
+                || (!me.stateDigest.empty() && me.stateDigest != request.stateDigest)
                 || me.endpoint != (request.clientMode ? std::string() : request.allReduceEndpoint))
                 throw ProtocolError("BEGIN lists this peer otherwise than it joined");
             if (std::none_of(g.info.members.begin(), g.info.members.end(),

@@ -38,6 +38,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -86,6 +87,9 @@ public:
     // Ask the groups this peer joins or leads from now on for a state round (its parameters may
     // differ from the swarm's: JoinRequest::repair). Thread-safe.
     void setRepair(bool repair) { m_repair = repair; }
+    // The state digest this peer's joins and groups carry from now on (JoinRequest::stateDigest;
+    // "" for none). Thread-safe.
+    void setStateDigest(std::string digest);
     // The upload bandwidth (MatchSelf::bandwidth's unit) this peer's joins and groups carry
     // from now on: a rate it measured replaces the declared one. Thread-safe.
     void setBandwidth(double bandwidth) { m_bandwidth = bandwidth; }
@@ -118,6 +122,9 @@ private:
     std::shared_ptr<const DataPlaneSecurity> m_security;
     std::shared_ptr<const BanList> m_bans;
     std::atomic<bool> m_repair{false};
+    mutable std::mutex m_digestMutex;
+    std::string m_stateDigest; // guarded by m_digestMutex
+    [[nodiscard]] std::string stateDigest() const;
     std::atomic<double> m_bandwidth; // starts as MatchSelf::bandwidth
 };
 

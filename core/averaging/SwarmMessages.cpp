@@ -67,6 +67,15 @@ std::string text(const json &j, const char *key, std::size_t maxBytes)
     return s;
 }
 
+// A state digest (SHA-256, 64 lowercase hex digits) under `key`; "" when absent.
+std::string stateDigestField(const json &j, const char *key)
+{
+    const auto d = j.contains(key) ? text(j, key, 64) : std::string();
+    if (j.contains(key) && (d.size() != 64 || d.find_first_not_of("0123456789abcdef") != std::string::npos))
+        throw ProtocolError("state digest is not 64 lowercase hex digits");
+    return d;
+}
+
 bool flag(const json &j, const char *key)
 {
     const auto &v = field(j, key);
@@ -148,10 +157,7 @@ ProgressRecord parseProgress(const SignedRecord &record)
     if (j.contains("k"))
         r.accessToken = text(j, "k", MaxTokenBytes);
     if (j.contains("sh")) {
-        r.stateDigest = text(j, "sh", 64);
-        if (r.stateDigest.size() != 64
-            || r.stateDigest.find_first_not_of("0123456789abcdef") != std::string::npos)
-            throw ProtocolError("state digest is not 64 lowercase hex digits");
+        r.stateDigest = stateDigestField(j, "sh");
         r.stateEpoch = nonNegative(j, "se");
     }
     return r;
@@ -337,10 +343,13 @@ ReachRequest reachRequestFromJson(const json &j)
 
 json joinToJson(const JoinRequest &r)
 {
-    return json{{"run", r.runId}, {"e", r.epoch}, {"s", r.schema}, {"p", r.peerId},
-                {"k", toHex(r.publicKey.data(), r.publicKey.size())}, {"a", r.allReduceEndpoint},
-                {"b", r.bandwidth}, {"c", r.clientMode}, {"x", r.sender}, {"r", r.repair},
-                {"n", r.expected}};
+    json j{{"run", r.runId}, {"e", r.epoch}, {"s", r.schema}, {"p", r.peerId},
+           {"k", toHex(r.publicKey.data(), r.publicKey.size())}, {"a", r.allReduceEndpoint},
+           {"b", r.bandwidth}, {"c", r.clientMode}, {"x", r.sender}, {"r", r.repair},
+           {"n", r.expected}};
+    if (!r.stateDigest.empty())
+        j["d"] = r.stateDigest;
+    return j;
 }
 
 JoinRequest joinFromJson(const json &j)
@@ -359,6 +368,7 @@ JoinRequest joinFromJson(const json &j)
     r.sender = flag(j, "x");
     r.repair = flag(j, "r");
     r.expected = j.contains("n") ? static_cast<std::size_t>(nonNegative(j, "n", static_cast<long>(MaxGroupMembers))) : 0;
+    r.stateDigest = stateDigestField(j, "d");
     if (!r.clientMode && r.allReduceEndpoint.empty())
         throw ProtocolError("a reachable peer asked to join without an all-reduce endpoint");
     if (r.clientMode && !r.sender)
@@ -371,12 +381,22 @@ bool GroupInfo::stateRound() const
     return std::any_of(members.begin(), members.end(), [](const GroupMember &m) { return m.repair; });
 }
 
+bool GroupInfo::statesAgree() const
+{
+    return !members.empty() && std::all_of(members.begin(), members.end(), [&](const GroupMember &m) {
+        return !m.repair && !m.stateDigest.empty() && m.stateDigest == members.front().stateDigest;
+    });
+}
+
 json groupToJson(const GroupInfo &g)
 {
     json members = json::array();
-    for (const auto &m : g.members)
+    for (const auto &m : g.members) {
         members.push_back(json{{"p", m.peerId}, {"k", toHex(m.publicKey.data(), m.publicKey.size())},
                                {"a", m.endpoint}, {"b", m.bandwidth}, {"x", m.weight > 0.0}, {"z", m.share}, {"r", m.repair}});
+        if (!m.stateDigest.empty())
+            members.back()["d"] = m.stateDigest;
+    }
     return json{{"g", g.groupId}, {"e", g.epoch}, {"m", members}};
 }
 
@@ -402,6 +422,7 @@ GroupInfo groupFromJson(const json &j)
         member.weight = flag(e, "x") ? 1.0 : 0.0;
         member.share = nonNegative(e, "z", ShardShareTotal);
         member.repair = flag(e, "r");
+        member.stateDigest = stateDigestField(e, "d");
         if (member.endpoint.empty() && member.weight == 0.0)
             throw ProtocolError("a member with neither a shard nor gradients");
         if (member.endpoint.empty() && member.share != 0)
@@ -463,9 +484,7 @@ std::string textOr(const json &message, const char *key, const std::string &fall
 double numberOr(const json &message, const char *key, double fallback)
 {
     const auto it = message.find(key);
-    if (it == message.end() || !it->is_number())
-        return fallback;
-    const double x = it->get<double>();
+    const double x = it != message.end() && it->is_number() ? it->get<double>() : fallback;
     return std::isfinite(x) ? x : fallback;
 }
 

@@ -157,6 +157,10 @@ struct JoinRequest {
     // Peers it expects at this epoch, itself included ("n"; absent: 0, unknown): a leader whose
     // view of the DHT misses some (behind NAT) waits for the larger count until its deadline.
     std::size_t expected = 0;
+    // The SHA-256 of its training state at this epoch (Trainer::stateFlat, 64 hex digits; "d"),
+    // sent when the group's step is one of the periodic state rounds and its state is of this
+    // epoch ("" otherwise): GroupInfo::statesAgree.
+    std::string stateDigest{};
 };
 
 // One member of an averaging group, as the leader's BEGIN lists it and the butterfly all-reduce
@@ -176,6 +180,7 @@ struct GroupMember {
     // It asked for repair (JoinRequest::repair): its parameters may differ from the swarm's. In
     // the state round it then sends with weight 0, taking the others' state ("r").
     bool repair = false;
+    std::string stateDigest{}; // as it joined (JoinRequest::stateDigest; "d")
 };
 
 struct GroupInfo {
@@ -185,6 +190,12 @@ struct GroupInfo {
     // Whether the group averages parameters and optimizer state after the gradients: some
     // member asked for repair (GroupMember::repair).
     [[nodiscard]] bool stateRound() const;
+    // Whether every member joined with the same state digest (none empty, none asking for
+    // repair): after a complete round of the same average their states are still equal, and a
+    // periodic state round would move the whole state to change nothing. A member without a
+    // digest (a monitor or an auxiliary that does not hold the state) keeps the round: it takes
+    // the state from it.
+    [[nodiscard]] bool statesAgree() const;
 };
 
 struct StateInfo {

@@ -261,6 +261,15 @@ struct SwarmPeer::Impl {
     void afterRound(const FormedGroup &group, const AllReduceReport &report);
     AllReduceOptions roundOptions() const;
     bool averageStateNow(long epoch) const;
+    // Whether `group` holds a state round after the gradients of `epoch`: a member asked for
+    // repair, or the periodic round is due and the members did not all join with the same state
+    // digest (GroupInfo::statesAgree; logged when that skips it).
+    bool stateRoundDue(const FormedGroup &group, long epoch) const;
+    // Before a search for a group of `epoch`: the joins carry the digest of this peer's state
+    // when the periodic state round falls at that epoch and its state is of that epoch (a
+    // trainer's always is; a monitor's when it replayed up to it), nothing otherwise (hashing
+    // the state costs ~40 ms per 23 MB).
+    void offerStateDigest(long epoch);
     // Averages parameters and optimizer state over `group` right after the gradient round of
     // `epoch`. Every member is a sender in this round: a peer that does not train sends weight
     // 0 and receives the trainers' average, which it keeps (as the state after that step) when

@@ -10,6 +10,7 @@
 #include "averaging/UpdateDownload.h"
 #include "net/WireMessage.h"
 #include "util/Error.h"
+#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <algorithm>
@@ -235,6 +236,30 @@ bool SwarmPeer::Impl::averageStateNow(long epoch) const
     if (manifest->averaging().mode == AveragingMode::LocalUpdates)
         return false;
     return opt.averageStateEvery > 0 && (epoch + 1) % opt.averageStateEvery == 0;
+}
+
+bool SwarmPeer::Impl::stateRoundDue(const FormedGroup &group, long epoch) const
+{
+    if (group.info.stateRound())
+        return true;
+    if (!averageStateNow(epoch))
+        return false;
+    if (!group.info.statesAgree())
+        return true;
+    log::info("swarm", "the " + std::to_string(group.info.members.size()) + " members of group " + group.info.groupId
+                           + " joined with the same state (" + group.info.members.front().stateDigest.substr(0, 8)
+                           + "...): no state round needed");
+    return false;
+}
+
+void SwarmPeer::Impl::offerStateDigest(long epoch)
+{
+    std::string digest;
+    if (averageStateNow(epoch) && trainer->step() == epoch) {
+        const auto state = trainer->stateFlat();
+        digest = sha256Hex(state.data(), state.size() * sizeof(float));
+    }
+    matchmaker->setStateDigest(std::move(digest));
 }
 
 bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)

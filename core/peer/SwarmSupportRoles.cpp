@@ -48,6 +48,7 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
     // Looking for a group of an epoch the swarm has already left is pointless: stop
     // as soon as the global epoch moves on, and look for the current one instead.
     GroupSearch search(*matchmaker, gradientSchema);
+    offerStateDigest(global); // a monitor that holds the group's state needs no state round
     search.start(global, [this, global] { return expectedPeers(global); });
     const auto group = search.wait([&] {
         std::lock_guard lock(mutex);
@@ -59,7 +60,7 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
         o.myWeight = 0.0;
         const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
         afterRound(*group, report);
-        if (averageStateNow(global) || group->info.stateRound())
+        if (stateRoundDue(*group, global))
             (void)averageState(*group, global);
         nlohmann::json round{{"step", global + 1}, {"group_size", group->info.members.size()},
                              {"shard_elements", report.shardSizes[group->myIndex]},

@@ -174,8 +174,10 @@ void SwarmPeer::Impl::runTrainer()
             restartUtilisation();
         }
         const bool alone = expected <= 1;
-        if (!alone && !search.active() && (matchSoon || decision == StepDecision::Step))
+        if (!alone && !search.active() && (matchSoon || decision == StepDecision::Step)) {
+            offerStateDigest(trainer->step());
             search.start(trainer->step(), [this, epoch = trainer->step()] { return expectedPeers(epoch); });
+        }
         if (faultPauseEpoch >= 0 && trainer->step() >= faultPauseEpoch && search.ended()) {
             log::warning("swarm", "FAULT: pausing with the group search ended (DEDLOC_FAULT_PAUSE_IN_GROUP)");
             faultPauseEpoch = -1;
@@ -355,7 +357,7 @@ void SwarmPeer::Impl::afterStep(const std::optional<FormedGroup> &group, const s
         // Nothing computed here and nobody to average with (e.g. just after a state
         // download): no step; the tracker says Resync once the others have stepped. A group
         // that expects a state round still gets this member's part of it.
-        if (group && (averageStateNow(epoch) || group->info.stateRound()))
+        if (group && stateRoundDue(*group, epoch))
             (void)averageState(*group, epoch);
         setState(PeerState::Training);
         sleepFor(0.1);
@@ -373,7 +375,7 @@ void SwarmPeer::Impl::afterStep(const std::optional<FormedGroup> &group, const s
     stateRoundChanged = false;
     if (group) {
         afterRound(*group, outcome->report);
-        stateRound = averageStateNow(epoch) || group->info.stateRound();
+        stateRound = stateRoundDue(*group, epoch);
         if (stateRound)
             diverged = !averageState(*group, epoch);
     } else if (!alone) {
