@@ -170,6 +170,68 @@ private Q_SLOTS:
         QCOMPARE(alone.global(1.0, 0).globalEpoch, 57L); // a joiner and the only other peer
     }
 
+    // A monitor's own epoch is that of its last state and lags; with one trainer left it used to
+    // outvote that trainer (2 is more than one above the monitor's 0), so a joiner at 0 took
+    // epoch 0 for the swarm's and trained apart for good. The monitor follows the trainers one
+    // epoch at a time, a stranger's jump excepted, and its record vouches for the followed epoch.
+    void aMonitorFollowsTheTrainersAndVouchesForTheirEpoch()
+    {
+        auto opts = options(1000);
+        opts.selfId = "monitor";
+        ProgressTracker m(opts);
+        QCOMPARE(m.followedEpoch(), -1L);
+        m.update(rec("monitor", 0, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
+        m.update(rec("a", 1, 10, 1.0, 0.0), 0.0);
+        m.update(rec("b", 1, 10, 1.0, 0.0), 0.0);
+        QCOMPARE(m.follow(0.5), 1L);
+        // b dies (its record expires at 60); a steps on alone, one epoch at a time; a stranger jumps.
+        double now = 61.0;
+        for (long epoch = 2; epoch <= 4; ++epoch, now += 1.0) {
+            m.update(rec("a", epoch, 0, 1.0, now), now);
+            QCOMPARE(m.follow(now), epoch);
+        }
+        m.update(rec("liar", 1'000'000'000'000L, 10, 1.0, now), now);
+        QCOMPARE(m.follow(now), 4L);
+        m.update(rec("joiner", 0, 0, 1.0, now), now);
+        QCOMPARE(m.global(now).globalEpoch, 4L); // its view does not fall back to the joiner's 0
+
+        // The joiner's view: the lone trainer at 4 and the monitor at 0.
+        opts.selfId = "joiner";
+        ProgressTracker j(opts), before(opts);
+        auto monitor = rec("monitor", 0, 0, 0.0, now, false, PeerRole::Monitor);
+        for (auto *t : {&j, &before}) {
+            t->update(rec("joiner", 0, 0, 1.0, now), now);
+            t->update(rec("a", 4, 10, 1.0, now), now);
+        }
+        before.update(monitor, now);
+        QCOMPARE(before.global(now, 0).globalEpoch, 0L); // without the followed epoch: apart
+        monitor.followedEpoch = m.followedEpoch();
+        j.update(monitor, now);
+        QCOMPARE(j.global(now, 0).globalEpoch, 4L);
+        QCOMPARE(int(j.decide(0, now)), int(StepDecision::Resync));
+        // A followed epoch backs the trainers' epoch, not a stranger's jump beyond it.
+        j.update(rec("liar", 1'000'000'000'000L, 10, 1.0, now), now);
+        QCOMPARE(j.global(now, 0).globalEpoch, 4L);
+
+        // Steps taken between two of the monitor's reads are followed, at most one a second since
+        // the followed epoch last advanced; a larger jump is not.
+        opts.selfId = "monitor";
+        ProgressTracker m2(opts);
+        m2.update(rec("monitor", 0, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
+        m2.update(rec("a", 0, 0, 1.0, 0.0), 0.0);
+        QCOMPARE(m2.follow(0.0), 0L);
+        m2.update(rec("a", 3, 0, 1.0, 2.0), 2.0); // 3 above 0 after 2 s: within 1 + 2
+        QCOMPARE(m2.follow(2.0), 3L);
+        m2.update(rec("a", 9, 0, 1.0, 3.0), 3.0); // 6 above 3 after 1 s: a jump
+        QCOMPARE(m2.follow(3.0), 3L);
+        QCOMPARE(m2.follow(6.0), 3L);             // ... still, 4 s after the last advance
+        QCOMPARE(m2.follow(7.0), 9L);             // 5 s: as many steps as seconds, and one
+        // Beside a second trainer, the first's jumps are no longer followed.
+        m2.update(rec("b", 9, 0, 1.0, 7.0), 7.0);
+        m2.update(rec("a", 30, 0, 1.0, 60.0), 60.0);
+        QCOMPARE(m2.follow(60.0), 9L);
+    }
+
     void newestRecordWinsAndStaleOrBadOnesAreRefused()
     {
         ProgressTracker t(options(1000));

@@ -98,6 +98,12 @@ private Q_SLOTS:
         QCOMPARE(back.stateDigest, digestOf("x"));
         ProgressRecord none;
         QVERIFY(!nlohmann::json::parse(encodeProgress(none)).contains("sh"));
+        // A monitor's followed epoch ("f"), sent only above its own epoch.
+        QVERIFY(!nlohmann::json::parse(encodeProgress(none)).contains("f"));
+        ProgressRecord monitor = holder("m", 3, "x");
+        monitor.followedEpoch = 7;
+        QCOMPARE(parseProgress(signedBy(encodeProgress(monitor))).followedEpoch, 7L);
+        QCOMPARE(parseProgress(signedBy(encodeProgress(none))).followedEpoch, 0L);
         QCOMPARE(parseProgress(signedBy(encodeProgress(none))).stateEpoch, -1L);
         for (const auto &[name, change] : std::vector<std::pair<const char *, std::function<void(nlohmann::json &)>>>{
                  {"short", [](nlohmann::json &j) { j["sh"] = j["sh"].get<std::string>().substr(1); }},

@@ -35,32 +35,71 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
 
 void ProgressTracker::remove(const std::string &peerId) { m_records.erase(peerId); }
 
-ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now) const
+namespace {
+
+// The epoch a record vouches for: its own, or the one its monitor follows.
+long supportOf(const ProgressRecord &r) { return std::max(r.epoch, r.followedEpoch); }
+
+} // namespace
+
+void ProgressTracker::EpochSupport::add(long epoch)
+{
+    if (epoch > top) {
+        second = top;
+        top = epoch;
+        topHolders = 1;
+    } else if (epoch == top) {
+        ++topHolders;
+    } else {
+        second = std::max(second, epoch);
+    }
+}
+
+ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now, bool vouched) const
 {
     EpochSupport e;
     for (const auto &[id, r] : m_records) {
-        if (r.expiresAt <= now)
+        if (r.expiresAt <= now || (!vouched && id == m_options.selfId))
             continue;
         ++e.live;
         e.selfLive = e.selfLive || id == m_options.selfId;
-        if (r.epoch > e.top) {
-            e.second = e.top;
-            e.top = r.epoch;
-            e.topHolders = 1;
-        } else if (r.epoch == e.top) {
-            ++e.topHolders;
-        } else {
-            e.second = std::max(e.second, r.epoch);
-        }
+        e.add(vouched ? supportOf(r) : r.epoch);
     }
     return e;
+}
+
+bool ProgressTracker::EpochSupport::withinOne(const ProgressRecord &c) const
+{
+    const long highestOfTheRest = supportOf(c) == top && topHolders == 1 ? second : top;
+    return c.epoch <= highestOfTheRest + 1;
 }
 
 bool ProgressTracker::EpochSupport::corroborates(const ProgressRecord &c, const std::string &selfId) const
 {
     const int others = live - 1 - (selfLive && c.peerId != selfId ? 1 : 0); // besides c and this peer
-    const long highestOfTheRest = c.epoch == top && topHolders == 1 ? second : top;
-    return others == 0 || c.epoch <= highestOfTheRest + 1;
+    return others == 0 || withinOne(c);
+}
+
+long ProgressTracker::follow(double now)
+{
+    // The others' own epochs only: followed epochs vouching for each other (this peer's included)
+    // would let a stranger climb them one read at a time.
+    const auto support = epochSupport(now, false);
+    int trainers = 0;
+    for (const auto &[id, r] : m_records)
+        trainers += r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer ? 1 : 0;
+    // Steps this tracker may have missed between two reads: one a second since the last advance.
+    const long budget = m_followed < 0 ? 0 : 1 + static_cast<long>(std::clamp(now - m_followedAt, 0.0, 1e6));
+    long followed = m_followed;
+    for (const auto &[id, r] : m_records)
+        if (r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer
+            && (support.withinOne(r) || (trainers == 1 && r.epoch <= m_followed + budget)))
+            followed = std::max(followed, r.epoch);
+    if (followed > m_followed) {
+        m_followed = followed;
+        m_followedAt = now;
+    }
+    return m_followed;
 }
 
 GlobalProgress ProgressTracker::global(double now, long localEpoch) const

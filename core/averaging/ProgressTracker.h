@@ -14,7 +14,8 @@
 //     than one above every other live record's epoch (this peer's own included) is ignored, so
 //     one stranger announcing epoch 10^12 cannot make every peer resync forever. The swarm steps
 //     one epoch at a time, so an honest claim is at most one above some other peer's (a monitor's
-//     epoch is that of its last state and may lag; the trainers' corroborate each other). A
+//     epoch is that of its last state and may lag, so a monitor's record supports the epoch it
+//     follows, followedEpoch, when that is higher; the trainers' corroborate each other). A
 //     claimant that is the only other live peer has nobody to be compared with and counts;
 //   - samples accumulated toward the target at the global epoch: each peer at the global epoch
 //     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
@@ -116,22 +117,40 @@ public:
     [[nodiscard]] std::vector<std::string> expectedPeers(const std::string &self, long epoch, long lag, double maxAge,
                                                          double now) const;
     [[nodiscard]] bool shouldStartMatchmaking(long localEpoch, double now) const;
+    // The highest epoch of a live trainer (other than this peer) that this tracker has seen
+    // corroborated: at most one above another live record's own epoch (this peer's left out);
+    // or, while that trainer is the only one live, at most one above the previous followed epoch
+    // plus one a second since it last advanced (steps between two reads), so that a swarm down
+    // to one trainer is still followed. A stranger beside honest trainers gets at most one epoch
+    // ahead of them, as in global(); a stranger that is the only trainer is followed, as the
+    // lone-claimant exception believes it. Never decreases; -1 before any. A monitor
+    // publishes it (ProgressRecord::followedEpoch), because its own epoch (that of its last state)
+    // lags: without it, a lagging monitor outvoted the one trainer left in a swarm, and a joiner
+    // took epoch 0 for the swarm's and trained apart. Call it after each read.
+    long follow(double now);
+    [[nodiscard]] long followedEpoch() const { return m_followed; }
 
 private:
     // The live records' epochs as far as corroboration needs them (see the global epoch above):
-    // one pass, so that global() stays linear in the number of peers.
+    // one pass, so that global() stays linear in the number of peers. `vouched`: a record
+    // supports max(epoch, followedEpoch); otherwise its epoch alone, this peer's record left out.
     struct EpochSupport {
-        long top = -1, second = -1; // the highest epoch and the highest below it
-        int topHolders = 0;         // records at `top`
+        long top = -1, second = -1; // the highest supported epoch and the highest below it
+        int topHolders = 0;         // supporters of `top`
         int live = 0;
         bool selfLive = false;      // this peer's own record is among them
-        // Whether a live record's epoch is at most one above another live record's (this peer's
-        // own included), or no peer other than it and this one is live.
+        void add(long epoch);
+        // Whether a live record's epoch is at most one above another supporter's (this peer's
+        // own included).
+        [[nodiscard]] bool withinOne(const ProgressRecord &r) const;
+        // withinOne, or no peer other than it and this one is live.
         [[nodiscard]] bool corroborates(const ProgressRecord &r, const std::string &selfId) const;
     };
-    [[nodiscard]] EpochSupport epochSupport(double now) const;
+    [[nodiscard]] EpochSupport epochSupport(double now, bool vouched = true) const;
 
     TrackerOptions m_options;
+    long m_followed = -1;     // see follow()
+    double m_followedAt = 0.0; // when m_followed last advanced (caller's clock)
     std::map<std::string, ProgressRecord> m_records;
     double m_lastPrune = -1e300;
 };

@@ -134,6 +134,8 @@ std::string encodeProgress(const ProgressRecord &r)
         j["se"] = r.stateEpoch;
         j["sh"] = r.stateDigest;
     }
+    if (r.followedEpoch > r.epoch)
+        j["f"] = r.followedEpoch;
     return j.dump();
 }
 
@@ -160,6 +162,7 @@ ProgressRecord parseProgress(const SignedRecord &record)
         r.stateDigest = stateDigestField(j, "sh");
         r.stateEpoch = nonNegative(j, "se");
     }
+    r.followedEpoch = j.contains("f") ? nonNegative(j, "f") : 0;
     return r;
 }
 

@@ -76,6 +76,10 @@ struct ProgressRecord {
     // vouches for that state to joiners (averaging/StateVouching.h).
     long stateEpoch = -1;
     std::string stateDigest;
+    // A monitor: the highest epoch it saw the trainers corroborate (payload "f", sent only when
+    // above `epoch`; absent: 0), which it vouches for although its own state lags
+    // (ProgressTracker::follow).
+    long followedEpoch = 0;
 };
 
 [[nodiscard]] std::string encodeProgress(const ProgressRecord &record);

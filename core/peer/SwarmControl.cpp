@@ -180,6 +180,9 @@ void SwarmPeer::Impl::waitForNextRecord(double period)
 
 void SwarmPeer::Impl::refreshSwarmView(double now)
 {
+    // A monitor vouches for the epoch the trainers step at, which its own state may lag behind.
+    if (opt.role == PeerRole::Monitor)
+        myRecord.followedEpoch = std::max(0L, tracker.follow(now));
     const auto g = tracker.global(now, opt.role == PeerRole::Trainer ? myRecord.epoch : ProgressTracker::NotTraining);
     if (g.globalEpoch != snap.globalEpoch)
         lastEpochChange = now;

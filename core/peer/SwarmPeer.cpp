@@ -301,6 +301,7 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
         std::lock_guard lock(mutex);
         if (opt.role == PeerRole::Auxiliary)
             r.epoch = snap.globalEpoch;
+        r.followedEpoch = myRecord.followedEpoch; // a monitor's, kept by refreshSwarmView()
         // Starting or stopping to compute counts too: the others' ETA (and with it their
         // progress period) changes from unknown to seconds or back.
         const bool changed = myRecord.peerId.empty() || r.epoch != myRecord.epoch || r.paused != myRecord.paused
