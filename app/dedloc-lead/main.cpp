@@ -207,8 +207,9 @@ int verifyRun(const QStringList &args)
     }
     const auto m = dedloc::loadRunManifest(p.positionalArguments().front().toStdString());
     dedloc::verifyRunFiles(m);
-    std::printf("run %s: manifest valid, tokenizer and %zu corpus file(s) match their SHA-256\n", m.runId.c_str(),
-                m.corpus.files.size());
+    std::printf("run %s: manifest valid, tokenizer and %zu corpus file(s) match their SHA-256 (the signature is "
+                "not checked here: dedloc-lead verify MANIFEST --public KEY does)\n",
+                m.runId.c_str(), m.corpus.files.size());
     return 0;
 }
 

@@ -63,6 +63,7 @@ int LocalSwarm::start(int firstTrainerNumber)
     if (!monitor)
         return 1;
     m_peers.push_back(std::move(monitor));
+    m_names.push_back(QStringLiteral("monitor"));
     std::printf("local swarm: monitor and DHT bootstrap node on udp %s; add a peer from another terminal with\n"
                 "  ./dedloc.sh join --bootstrap %s\n",
                 qPrintable(bootstrap()), qPrintable(bootstrap()));
@@ -84,6 +85,7 @@ int LocalSwarm::start(int firstTrainerNumber)
             return 1;
         }
         m_peers.push_back(std::move(p));
+        m_names.push_back(QStringLiteral("trainer-%1").arg(firstTrainerNumber + i));
     }
     return 0;
 }
@@ -91,21 +93,40 @@ int LocalSwarm::start(int firstTrainerNumber)
 int LocalSwarm::wait(const std::atomic<bool> &stop)
 {
     int code = 0;
+    m_reported.assign(m_peers.size(), false);
     while (!stop.load()) {
         bool trainersRunning = false;
         for (std::size_t i = 1; i < m_peers.size(); ++i) {
             m_peers[i]->waitForFinished(i == 1 ? 200 : 0);
-            if (m_peers[i]->state() != QProcess::NotRunning)
+            if (m_peers[i]->state() != QProcess::NotRunning) {
                 trainersRunning = true;
-            else if (m_peers[i]->exitCode() != 0 && code == 0)
+                continue;
+            }
+            reportEnd(i);
+            if (m_peers[i]->exitCode() != 0 && code == 0)
                 code = m_peers[i]->exitCode();
         }
         m_peers.front()->waitForFinished(0);
         if (!trainersRunning || m_peers.front()->state() == QProcess::NotRunning)
             break;
     }
+    if (!stop.load() && m_peers.front()->state() == QProcess::NotRunning)
+        reportEnd(0);
     stopAll();
     return code;
+}
+
+void LocalSwarm::reportEnd(std::size_t i)
+{
+    const auto &p = *m_peers[i];
+    if (m_reported[i] || (p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0))
+        return; // a peer that reached its --duration says so itself
+    m_reported[i] = true;
+    const QString how = p.exitStatus() == QProcess::CrashExit ? QStringLiteral("was killed or crashed")
+                                                              : QStringLiteral("exited with code %1").arg(p.exitCode());
+    std::fprintf(stderr, "local swarm: %s %s (see its log above); %s\n", qPrintable(m_names[i]), qPrintable(how),
+                 i == 0 ? "stopping the trainers" : "the other peers go on");
+    std::fflush(stderr);
 }
 
 void LocalSwarm::stopAll()
@@ -119,4 +140,5 @@ void LocalSwarm::stopAll()
         if (p && !p->waitForFinished(60000))
             p->kill();
     m_peers.clear();
+    m_names.clear();
 }

@@ -39,13 +39,17 @@ public:
     // "<host>:<dhtPort>"
     [[nodiscard]] QString bootstrap() const;
     // Blocks until the trainers end, the monitor dies or `stop` is set; returns the first
-    // non-zero trainer exit code.
+    // non-zero trainer exit code. A peer that ends before the others is reported at once on
+    // stderr (its name and exit code, or that it was killed), and the others go on.
     int wait(const std::atomic<bool> &stop);
     void stopAll();
 
 private:
     std::unique_ptr<QProcess> startPeer(const QString &name, QStringList arguments);
+    void reportEnd(std::size_t peer); // once per peer that failed or was killed
 
     LocalSwarmOptions m_options;
     std::vector<std::unique_ptr<QProcess>> m_peers; // [0] is the monitor
+    std::vector<QString> m_names;                   // of m_peers, same order
+    std::vector<bool> m_reported;                   // the peer's end was reported (wait())
 };

@@ -92,7 +92,8 @@ int verifyRun(CommandLine &cli, std::string &status)
             std::fprintf(stderr, "dedloc: %s\n", e.what());
             return 2;
         }
-        dedloc::log::warning("app", std::string("--allow-unsigned overrides this refusal, training anyway: ") + e.what());
+        dedloc::log::warning("app", std::string("the manifest did not verify (") + e.what()
+                                        + "); --allow-unsigned overrides that: training anyway");
         status = std::string("NOT verified (--allow-unsigned): ") + e.what();
     }
     return -1;
