@@ -1,8 +1,9 @@
 // Where the trainer computes (core/train/TrainerDevices.cpp, Trainer::setDevices): a micro-batch
 // split among several devices gives the gradient of one device; a change between micro-batches
 // keeps the accumulation; bad device lists are refused and change nothing; GPU indices map to
-// the devices CUDA sees (system/TorchRuntime.h trainingDevices). This machine has no GPU: the
-// split runs on CPU shares (one thread each), which is the same code as GPU replicas.
+// the devices CUDA sees (system/TorchRuntime.h trainingDevices). Without a GPU the split runs on
+// CPU shares (one thread each), which is the same code as GPU replicas; with a CUDA libtorch and
+// a GPU, training on cuda:0 (bf16 autocast) is checked against the CPU's fp32 step.
 #include "TestSupport.h"
 
 #include "model/Tokenizer.h"
@@ -126,6 +127,48 @@ class TestTrainerDevices final : public QObject {
         QCOMPARE(skipped, std::vector<int>{0});
         QCOMPARE(trainingDevices({0, 1}, true, 0), Names{}); // no CUDA: the CPU
         QCOMPARE(trainingDevices({}, true, 4), Names{});      // none chosen: the CPU
+    }
+    // Runs only where libtorch has CUDA and a GPU is present (CI has none: skipped there).
+    // The forward pass runs in bf16 on the GPU (8 significant bits): the gradient and the
+    // update match the CPU's fp32 ones to a few percent, not to float rounding.
+    void cudaStepMatchesTheCpuStep()
+    {
+        if (!torch::cuda::is_available())
+            QSKIP("no CUDA device in this process (a CPU libtorch, or no GPU)");
+        Trainer cpu(m_run, *m_tokenizer, TrainerConfig{9, false, 0, {}});
+        Trainer gpu(m_run, *m_tokenizer, TrainerConfig{9, true, 0, {}});
+        QCOMPARE(gpu.deviceName(), std::string("cuda:0"));
+        const auto before = cpu.parametersFlat();
+        QVERIFY(gpu.parametersFlat() == before); // built on the CPU from one seed, then moved
+        const auto c = cpu.accumulateMicroBatch(16), g = gpu.accumulateMicroBatch(16);
+        const double lossGap = std::abs(c.loss - g.loss) / c.loss;
+        const double gradientGap = relativeDifference(gpu.meanGradientFlat(), cpu.meanGradientFlat());
+        qInfo("loss cpu %.5f cuda %.5f (%.2g apart), gradient %.3g apart", c.loss, g.loss, lossGap, gradientGap);
+        QVERIFY(lossGap < 0.01);
+        QVERIFY(gradientGap < 0.05);
+        QVERIFY(cpu.applyStep().applied);
+        QVERIFY(gpu.applyStep().applied);
+        const auto afterCpu = cpu.parametersFlat(), afterGpu = gpu.parametersFlat();
+        std::vector<float> updateCpu(before.size()), updateGpu(before.size());
+        for (std::size_t i = 0; i < before.size(); ++i)
+            updateCpu[i] = afterCpu[i] - before[i], updateGpu[i] = afterGpu[i] - before[i];
+        const double updateGap = relativeDifference(updateGpu, updateCpu);
+        qInfo("update %.3g apart", updateGap);
+        QVERIFY(updateGap < 0.1);
+        // Half an accumulation on the GPU, half on the CPU: the move keeps what was accumulated.
+        cpu.accumulateMicroBatch(8);
+        cpu.accumulateMicroBatch(8);
+        gpu.accumulateMicroBatch(8);
+        gpu.setDevices({"cpu"});
+        QCOMPARE(gpu.deviceName(), std::string("cpu"));
+        gpu.accumulateMicroBatch(8);
+        QVERIFY(relativeDifference(gpu.meanGradientFlat(), cpu.meanGradientFlat()) < 0.05);
+        // The shareable state leaves the GPU as fp32 on the CPU and loads exactly elsewhere.
+        gpu.setDevices({"cuda:0"});
+        const auto state = gpu.stateFlat();
+        Trainer joiner(m_run, *m_tokenizer, TrainerConfig{10, false, 0, {}});
+        joiner.loadStateFlat(state, 1);
+        QVERIFY(joiner.parametersFlat() == gpu.parametersFlat());
     }
 };
 

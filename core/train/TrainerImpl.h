@@ -8,6 +8,7 @@
 #include "model/DataPipeline.h"
 #include "model/Masking.h"
 #include "model/Tokenizer.h"
+#include "train/CudaAutocast.h"
 #include "train/FlatTensors.h"
 #include "train/Lamb.h"
 #include "train/OuterOptimizer.h"
@@ -15,7 +16,6 @@
 #include "util/Error.h"
 #include "util/Log.h"
 
-#include <ATen/autocast_mode.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -140,16 +140,7 @@ struct Trainer::Impl {
     static torch::Tensor lossOf(AlbertMlm &m, const torch::Tensor &ids, const torch::Tensor &labels, bool perSample)
     {
         auto compute = [&] { return perSample ? m->mlmSampleLosses(ids, labels) : m->mlmLoss(ids, labels); };
-        if (ids.is_cuda()) {
-            // Mixed precision on the GPU: bf16 autocast needs no loss scaling. Thread-local, so
-            // a replica's thread sets its own.
-            at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-            at::autocast::set_enabled(true);
-            auto l = compute();
-            at::autocast::set_enabled(false);
-            at::autocast::clear_cache();
-            return l;
-        }
+        const CudaAutocast autocast(ids.is_cuda()); // bf16 on the GPU; per thread
         return compute();
     }
 

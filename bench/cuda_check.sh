@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# cuda_check.sh - build DeDLOC Desktop against an official CUDA libtorch and measure it on a GPU:
+#   1. configure and build (headless) with -DCMAKE_PREFIX_PATH=<libtorch>;
+#   2. the trainer's device tests, among them the GPU step against the CPU's (skipped without a GPU);
+#   3. bench_train_step on cuda:0 (bf16 autocast), then on the CPU of the same machine;
+#   4. the bundled run: one peer alone, then a local swarm of two trainers, on the GPU.
+# Every stage runs even when an earlier one failed, so that one pass shows all that is wrong.
+# Logs, metrics and a summary go to OUT_DIR. CI does not run this (it has no GPU).
+#
+# Usage: bench/cuda_check.sh OUT_DIR [SECONDS_PER_RUN]
+# Environment:
+#   LIBTORCH          libtorch's CMake prefix (default: that of python3's torch package)
+#   BUILD_DIR         default build-cuda
+#   JOBS              ninja -j (default: the number of cores)
+#   DEDLOC_CMAKE_ARGS more arguments for cmake (a word list)
+set -uo pipefail
+
+out=${1:?usage: bench/cuda_check.sh OUT_DIR [SECONDS_PER_RUN]}
+seconds=${2:-75}
+build=${BUILD_DIR:-build-cuda}
+jobs=${JOBS:-$(nproc)}
+mkdir -p "$out"
+summary="$out/summary.txt"
+: >"$summary"
+note() { echo "== $*" | tee -a "$summary"; }
+stage() { # stage NAME TIMEOUT COMMAND...: runs COMMAND into $out/NAME.log, notes its exit status
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  note "$name: exit $rc after $((SECONDS - start)) s"
+  return $rc
+}
+
+if [ -z "${LIBTORCH:-}" ]; then
+  LIBTORCH=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null) || true
+fi
+note "libtorch: ${LIBTORCH:-not found}"
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tee -a "$summary"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$summary"
+note "cores: $(nproc)"
+
+# shellcheck disable=SC2086 # DEDLOC_CMAKE_ARGS is a word list
+stage configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEDLOC_GUI=OFF \
+  -DCMAKE_PREFIX_PATH="$LIBTORCH${CMAKE_PREFIX_PATH:+;$CMAKE_PREFIX_PATH}" ${DEDLOC_CMAKE_ARGS:-}
+grep -i "torch\|cuda" "$out/configure.log" | head -20 >>"$summary"
+stage build 400 ninja -C "$build" -j "$jobs" -k 0 dedloc tst_trainerdevices bench_train_step
+grep -m 20 -B2 -A8 "error:" "$out/build.log" >>"$summary"
+
+export QT_QPA_PLATFORM=offscreen
+for t in tst_trainerdevices; do
+  [ -x "$build/tests/$t" ] && stage "$t" 300 "$build/tests/$t"
+  grep -h "PASS\|FAIL\|SKIP\|QINFO\|Totals" "$out/$t.log" 2>/dev/null | cut -c1-200 >>"$summary"
+done
+
+bench=$build/bench/bench_train_step
+if [ -x "$bench" ]; then
+  stage bench-gpu 300 "$bench" --seconds 5 --repeats 2 --presets tiny,default,large
+  stage bench-gpu-large-batch 300 "$bench" --seconds 5 --repeats 2 --presets default,large --micro-batch 128 --target 1024
+  stage bench-cpu 300 "$bench" --cpu --seconds 5 --repeats 1 --presets default,large
+  cat "$out"/bench-*.log >>"$summary"
+fi
+
+app=$build/app/dedloc
+if [ -x "$app" ]; then
+  rm -rf /tmp/cuda-check-solo /tmp/cuda-check-swarm
+  ( while sleep 5; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; done ) \
+    >"$out/gpu-samples.log" 2>&1 &
+  sampler=$!
+  stage solo $((seconds + 60)) "$app" --headless --data-dir /tmp/cuda-check-solo \
+    --metrics-out "$out/solo-metrics.jsonl" --duration "$seconds"
+  stage swarm $((seconds + 90)) "$app" --local-swarm 2 --headless --data-dir /tmp/cuda-check-swarm \
+    --metrics-dir "$out/swarm-metrics" --duration "$seconds"
+  kill "$sampler" 2>/dev/null
+  grep -h "on cuda\|training on\|parameters on" "$out/solo.log" "$out/swarm.log" | sort -u | head >>"$summary"
+  tail -n 3 "$out/solo.log" "$out/swarm.log" >>"$summary"
+  if [ -s "$out/solo-metrics.jsonl" ]; then
+    note "solo: $(wc -l <"$out/solo-metrics.jsonl") steps; first and last:"
+    sed -n '1p;$p' "$out/solo-metrics.jsonl" | cut -c1-400 >>"$summary"
+  fi
+fi
+note "done"
