@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# check-on-gpu-host.sh - on a GPU machine that is not Debian (see stage.sh): unpack the staged
+# Debian packages under PREFIX, point pkg-config, CMake and the linker at them (the programs find
+# them through their RPATH, so nothing else on the machine loads them), and run
+# bench/cuda_check.sh against python3's PyTorch libtorch. The results are packed into one file.
+#
+# Usage (in the repository root): bench/staged-deps/check-on-gpu-host.sh DEPS_TAR RESULT_DIR [SECONDS]
+#   PREFIX  where to unpack (default /opt/dedloc-deps)
+set -uo pipefail
+deps_tar=${1:?usage: check-on-gpu-host.sh DEPS_TAR RESULT_DIR [SECONDS]}
+result=${2:?usage: check-on-gpu-host.sh DEPS_TAR RESULT_DIR [SECONDS]}
+P=${PREFIX:-/opt/dedloc-deps}
+mkdir -p "$P" "$result" && tar -xJf "$deps_tar" -C "$P" || { echo "cannot unpack $deps_tar into $P"; exit 1; }
+L=$P/usr/lib/x86_64-linux-gnu
+export PKG_CONFIG=$P/usr/bin/pkgconf
+export PKG_CONFIG_LIBDIR=$L/pkgconfig:$P/usr/share/pkgconfig
+export PKG_CONFIG_SYSROOT_DIR=$P
+export CMAKE_PREFIX_PATH=$P/usr
+[ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
+# DT_RPATH (not RUNPATH): it also serves the staged libraries' own dependencies.
+lf="-Wl,--disable-new-dtags,-rpath,$L,-rpath-link,$L"
+export DEDLOC_CMAKE_ARGS="-DCMAKE_CXX_FLAGS=-idirafter$P/usr/include -DCMAKE_EXE_LINKER_FLAGS=$lf -DCMAKE_SHARED_LINKER_FLAGS=$lf -DCMAKE_MODULE_LINKER_FLAGS=$lf"
+{ head -3 /etc/os-release; gcc --version | head -1; cmake --version | head -1; nvcc --version | tail -2; } 2>&1
+work=$(mktemp -d)
+bench/cuda_check.sh "$work" "${3:-75}"
+cp "$work/summary.txt" "$result/summary.txt"
+tar -C "$work" -czf "$result/cuda-check.tgz" .
+if ! [ -x "${BUILD_DIR:-build-cuda}/bench/bench_train_step" ]; then # the headers, to fix the build elsewhere
+  T=$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')
+  tar -C "$T" -cf - include share/cmake | xz -T0 -3 >"$result/torch-headers.tar.xz"
+fi
+ls -la "$result"
