@@ -63,7 +63,7 @@ bool assignShardShares(std::vector<GroupMember> &members)
 Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
                        std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<const BanList> bans)
     : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security)),
-      m_bans(std::move(bans)), m_bandwidth(m_self.bandwidth)
+      m_bans(std::move(bans)), m_bandwidth(m_self.bandwidth), m_clientMode(m_self.clientMode)
 {
     if (m_self.clientMode)
         m_service = nullptr;
@@ -115,7 +115,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
 {
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
-                        m_bandwidth.load(), m_self.clientMode, m_self.sender, m_self.publicKey, m_repair.load(),
+                        m_bandwidth.load(), m_clientMode.load(), m_self.sender, m_self.publicKey, m_repair.load(),
                         expected,           stateDigest()};
     client.send("join", joinToJson(request));
     auto reply = client.receive(m_options.requestTimeout);
@@ -273,7 +273,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     const double giveUp = deadline + m_options.requestTimeout;
     SearchView view;
     view.key = runKey(m_self.runId, "mm/" + std::to_string(epoch) + "/" + schema);
-    const bool reachable = m_service != nullptr;
+    const bool reachable = m_service != nullptr && !m_clientMode.load(); // for the whole search
 
     if (reachable)
         m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});

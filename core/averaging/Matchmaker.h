@@ -94,6 +94,11 @@ public:
     // from now on: a rate it measured replaces the declared one. Thread-safe.
     void setBandwidth(double bandwidth) { m_bandwidth = bandwidth; }
     [[nodiscard]] double bandwidth() const { return m_bandwidth.load(); }
+    // Others cannot connect to this peer after all (a reachability check that answered late):
+    // from the next search on it joins as a client (no endpoint, no shard) and never gathers or
+    // leads; a search under way keeps its own gather to its end. One way only. Thread-safe.
+    void becomeClient() { m_clientMode = true; }
+    [[nodiscard]] bool clientMode() const { return m_clientMode.load(); }
 
 private:
     std::optional<FormedGroup> lead(long epoch, const std::vector<JoinRequest> &followers);
@@ -126,6 +131,7 @@ private:
     std::string m_stateDigest; // guarded by m_digestMutex
     [[nodiscard]] std::string stateDigest() const;
     std::atomic<double> m_bandwidth; // starts as MatchSelf::bandwidth
+    std::atomic<bool> m_clientMode;  // starts as MatchSelf::clientMode
 };
 
 } // namespace dedloc

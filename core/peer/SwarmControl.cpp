@@ -50,7 +50,8 @@ void SwarmPeer::Impl::controlLoop()
     double creditReadAt = unixNow() - 12.0; // the first read ~3 s after the start
     // Credit reads and publications run beside the loop: a slow DHT answer must not delay the
     // progress records that groups are formed from.
-    std::future<void> creditRead, creditPublish;
+    std::future<void> creditRead, creditPublish, reachabilityCheck;
+    double reachabilityCheckAt = unixNow() + ReachabilityRecheckPeriod;
     auto idle = [](const std::future<void> &f) {
         return !f.valid() || f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
     };
@@ -95,11 +96,17 @@ void SwarmPeer::Impl::controlLoop()
             creditReadAt = unixNow();
             creditRead = std::async(std::launch::async, [this] { readCredit(); });
         }
+        // A trainer whose reachability nobody could check at start asks again now and then
+        // (a donor to ask may have come meanwhile); the check can take seconds.
+        if (reachabilityUnsettled.load() && unixNow() >= reachabilityCheckAt && idle(reachabilityCheck)) {
+            reachabilityCheckAt = unixNow() + ReachabilityRecheckPeriod;
+            reachabilityCheck = std::async(std::launch::async, [this] { recheckReachability(); });
+        }
         firstFetchDone = true;
         saveBansIfChanged();
         waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
-    for (auto *f : {&creditRead, &creditPublish})
+    for (auto *f : {&creditRead, &creditPublish, &reachabilityCheck})
         if (f->valid())
             f->wait();
     saveBansIfChanged(); // a ban of the last period

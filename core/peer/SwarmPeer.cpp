@@ -268,17 +268,51 @@ void SwarmPeer::Impl::settleReachability()
                                       + "; it must be reachable to help: open or forward its ports");
             note = "unreachable: " + v.why;
         } else {
-            if (v.reachability == Reachability::Reachable && endpointHost(v.reachedAt) != endpointHost(service->endpoint()))
-                // A checker's word is no proof of an address (it may lie, or sit on this LAN):
-                // only the volunteer announces one.
-                log::warning("swarm", "reached at " + v.reachedAt + ", not at the advertised " + service->endpoint()
-                                          + ": if that is a port forward, pass --announce " + endpointHost(v.reachedAt));
-            log::info("swarm", std::string("reachability ") + reachabilityName(v.reachability) + ": " + v.why);
-            const std::string through = portMapping ? " through " + portMapping->result().describe() : "";
-            note = v.reachability == Reachability::Reachable ? "reachable" + through + ": " + v.why
-                                                             : "reachable" + through + ", not confirmed: " + v.why;
+            note = reachableNote(v);
+            // Nobody could tell yet (the first trainer of a run, say): ask again while training.
+            reachabilityUnsettled = v.reachability == Reachability::Unknown && opt.role == PeerRole::Trainer;
         }
     }
+    update([&](PeerSnapshot &s) { s.reachability = note; });
+}
+
+std::string SwarmPeer::Impl::reachableNote(const ReachabilityVerdict &v)
+{
+    if (v.reachability == Reachability::Reachable && endpointHost(v.reachedAt) != endpointHost(service->endpoint()))
+        // A checker's word is no proof of an address (it may lie, or sit on this LAN):
+        // only the volunteer announces one.
+        log::warning("swarm", "reached at " + v.reachedAt + ", not at the advertised " + service->endpoint()
+                                  + ": if that is a port forward, pass --announce " + endpointHost(v.reachedAt));
+    log::info("swarm", std::string("reachability ") + reachabilityName(v.reachability) + ": " + v.why);
+    const std::string through = portMapping ? " through " + portMapping->result().describe() : "";
+    return v.reachability == Reachability::Reachable ? "reachable" + through + ": " + v.why
+                                                     : "reachable" + through + ", not confirmed: " + v.why;
+}
+
+void SwarmPeer::Impl::recheckReachability()
+{
+    const ReachRequest self{identity->peerId(), identity->publicKey(), service->endpoint()};
+    const auto v = checkReachability(usableDonors(), self, access.security, stopFlag);
+    if (v.reachability == Reachability::Unknown || stopFlag.load())
+        return; // the control loop asks again later
+    reachabilityUnsettled = false;
+    if (v.reachability == Reachability::Reachable) {
+        const auto note = reachableNote(v);
+        update([&](PeerSnapshot &s) { s.reachability = note; });
+        return;
+    }
+    // It stays bound (whoever reaches it, on its LAN say, is still served) but reduces no
+    // shard, leads no group and advertises no state from its next search on.
+    log::warning("swarm", "other peers cannot connect to this one (" + v.why + "; the first peer able to check "
+                          "came only now): client mode from now on, connecting out only"
+                          + (opt.announce.empty() ? "" : "; check the router's port forward"));
+    becameClient = true;
+    matchmaker->becomeClient();
+    {
+        std::lock_guard lock(mutex);
+        donorAdvert.reset();
+    }
+    const std::string note = "client mode: other peers cannot connect to this machine (" + v.why + ")";
     update([&](PeerSnapshot &s) { s.reachability = note; });
 }
 
@@ -291,7 +325,7 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
     r.samplesPerSecond = pausedFlag ? 0.0 : samplesPerSecond;
     r.time = unixNow();
     r.expiresAt = r.time + progressTtl(maxProgressPeriod()); // own record: refreshed at every micro-batch
-    r.clientMode = opt.clientMode;
+    r.clientMode = inClientMode();
     r.role = opt.role;
     r.paused = pausedFlag;
     r.syncing = syncingFlag;

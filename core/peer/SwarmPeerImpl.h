@@ -17,6 +17,7 @@
 #include "averaging/ButterflyAllReduce.h"
 #include "averaging/PeerService.h"
 #include "averaging/ProgressTracker.h"
+#include "averaging/Reachability.h"
 #include "peer/CollaborativeStep.h"
 #include "peer/DownstreamMonitor.h"
 #include "peer/RunAccess.h"
@@ -149,6 +150,14 @@ struct SwarmPeer::Impl {
     explicit Impl(SwarmOptions o) : opt(std::move(o)) {}
 
     bool reachable() const { return !opt.clientMode; }
+    // Set once a late reachability check found that nobody can connect to this peer: it stays
+    // bound and serves what reaches it, but joins groups as a client and advertises no state.
+    std::atomic<bool> becameClient{false};
+    bool inClientMode() const { return opt.clientMode || becameClient.load(); }
+    // The first check found nobody to ask (or nobody answered surely): the control loop asks
+    // again every ReachabilityRecheckPeriod seconds until an answer is sure.
+    std::atomic<bool> reachabilityUnsettled{false};
+    static constexpr double ReachabilityRecheckPeriod = 10.0;
 
     template <typename F> void update(F &&f)
     {
@@ -195,6 +204,11 @@ struct SwarmPeer::Impl {
     // A reachable peer asks others to connect back (averaging/Reachability.h); a trainer that
     // nobody can reach switches to client mode. Sets the snapshot's reachability sentence.
     void settleReachability();
+    // The snapshot's sentence for a verdict other than unreachable (logs it too).
+    std::string reachableNote(const ReachabilityVerdict &v);
+    // While unsettled, beside the control loop: asks again; a sure "unreachable" makes this
+    // trainer a client from its next search on (becameClient), a sure "reachable" settles it.
+    void recheckReachability();
     // Asks the router for mappings of the two ports (SwarmOptions::mapPorts) and advertises them.
     void mapRouterPorts();
     // With the TCP ports mapped, asks the same router for the DHT node's UDP port (a node others

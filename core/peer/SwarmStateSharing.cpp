@@ -176,7 +176,8 @@ void SwarmPeer::Impl::afterStateChange()
     if (service) {
         service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
         std::lock_guard lock(mutex);
-        donorAdvert = DonorAdvert{identity->peerId(), service->endpoint(), trainer->step(), {}, repairWanted};
+        if (!becameClient.load()) // nobody could download it
+            donorAdvert = DonorAdvert{identity->peerId(), service->endpoint(), trainer->step(), {}, repairWanted};
     }
     update([&](PeerSnapshot &s) { s.localEpoch = trainer->step(); });
 }
