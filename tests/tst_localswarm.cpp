@@ -236,6 +236,11 @@ private Q_SLOTS:
         QCOMPARE(lastValue(trainer, QStringLiteral("--min-peers")), QStringLiteral("3"));
         QCOMPARE(lastValue(trainer, QStringLiteral("--threads")), QStringLiteral("2"));
         QCOMPARE(lastValue(trainer, QStringLiteral("--bandwidth")), QStringLiteral("42"));
+        // --metrics-dir: a step file for each trainer; the monitor takes no steps and has none.
+        QCOMPARE(lastValue(trainer, QStringLiteral("--metrics-out")),
+                 QString::fromStdString((metrics / "trainer-1.jsonl").string()));
+        QVERIFY(!monitor.contains(QStringLiteral("--metrics-out")));
+        QCOMPARE(lastValue(monitor, QStringLiteral("--swarm-metrics-out")), QString::fromStdString((metrics / "swarm.jsonl").string()));
         QVERIFY(steps(metrics / "trainer-1.jsonl").empty()); // nothing computed, no step taken
 
         QCOMPARE(::kill(-static_cast<pid_t>(swarm.processId()), SIGINT), 0); // Ctrl-C

@@ -67,7 +67,7 @@ int CommandLine::parse(const QStringList &arguments)
     const auto steps = option("steps", "Stop at this global step (default: the schedule's total).", "n", "0");
     const auto fresh = option("fresh", "Start from step 0; existing checkpoints are left on disk but not loaded.");
     const auto localSwarmOpt = option("local-swarm", "Run a local swarm: a monitor and N trainers, each its own process.", "n");
-    const auto metricsDir = option("metrics-dir", "With --local-swarm: every peer's metrics as <name>.jsonl here.", "dir");
+    const auto metricsDir = option("metrics-dir", "With --local-swarm: each trainer's step metrics as <name>.jsonl here, and the monitor's record of the swarm as swarm.jsonl.", "dir");
     const auto soloOpt = option("solo", "Train alone, without the swarm.");
     const auto joinOpt = option("join", "With the window: join at once instead of waiting for the Join button.");
     const auto inTrayOpt = option("in-tray", "With the window: start in the system tray, the window hidden (as at login), where the desktop has a tray.");

@@ -22,8 +22,6 @@ std::unique_ptr<QProcess> LocalSwarm::startPeer(const QString &name, QStringList
     QDir().mkpath(dir);
     arguments << QStringLiteral("--headless") << QStringLiteral("--name") << name << QStringLiteral("--data-dir") << dir
               << QStringLiteral("--threads") << QString::number(m_options.threads);
-    if (!m_options.metricsDir.isEmpty())
-        arguments << QStringLiteral("--metrics-out") << QDir(m_options.metricsDir).filePath(name + QStringLiteral(".jsonl"));
     arguments << m_options.peerArguments;
     auto p = std::make_unique<QProcess>();
     p->setProcessChannelMode(QProcess::ForwardedChannels);
@@ -79,13 +77,16 @@ int LocalSwarm::start(int firstTrainerNumber)
         QStringList trainerArgs{QStringLiteral("--role"), QStringLiteral("trainer"), QStringLiteral("--bootstrap"), bootstrap()};
         if (m_options.clientTrainers)
             trainerArgs << QStringLiteral("--client-mode");
-        auto p = startPeer(QStringLiteral("trainer-%1").arg(firstTrainerNumber + i), trainerArgs);
+        const QString name = QStringLiteral("trainer-%1").arg(firstTrainerNumber + i);
+        if (!m_options.metricsDir.isEmpty()) // step metrics: the monitor takes no steps (its record is swarm.jsonl)
+            trainerArgs << QStringLiteral("--metrics-out") << QDir(m_options.metricsDir).filePath(name + QStringLiteral(".jsonl"));
+        auto p = startPeer(name, trainerArgs);
         if (!p) {
             stopAll();
             return 1;
         }
         m_peers.push_back(std::move(p));
-        m_names.push_back(QStringLiteral("trainer-%1").arg(firstTrainerNumber + i));
+        m_names.push_back(name);
     }
     return 0;
 }
