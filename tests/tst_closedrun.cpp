@@ -5,12 +5,12 @@
 // refused at the handshake and never take part; a peer without a token that does not force its
 // way in stops at once with a clear message.
 #include "SwarmHarness.h"
+#include "SwarmTestCase.h"
 #include "net/PeerIdentity.h"
 #include "security/AccessToken.h"
 #include "util/AtomicFile.h"
 #include "util/Clock.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 #include <chrono>
@@ -25,19 +25,13 @@ namespace {
 
 } // namespace
 
-class TestClosedRun : public QObject {
+class TestClosedRun : public SwarmTestCase {
     Q_OBJECT
 
-  private:
-    QTemporaryDir m_tmp;
-    std::filesystem::path m_app = DEDLOC_APP;
-
   private Q_SLOTS:
-    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
-
     void onlyPeersWithValidTokensTakePart()
     {
-        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "closed";
+        const auto d = scratch() / "closed";
         std::filesystem::create_directories(d);
         const auto run = writeSignedClosedTinyRun(d, 64);
         const auto root = d / "peers";

@@ -4,26 +4,20 @@
 // peers computed samples of the next step while rounds ran; every step reports the share of
 // wall time spent computing.
 #include "SwarmHarness.h"
+#include "SwarmTestCase.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace dedloc;
 using namespace dedloc::test;
 
-class TestSwarmDelayedStep : public QObject {
+class TestSwarmDelayedStep : public SwarmTestCase {
     Q_OBJECT
 
-private:
-    QTemporaryDir m_tmp;
-    std::filesystem::path m_app = DEDLOC_APP;
-
 private Q_SLOTS:
-    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
-
     void threePeersOverlapAndStayIdentical()
     {
-        const auto d = std::filesystem::path(m_tmp.path().toStdString());
+        const auto d = scratch();
         const auto manifest = writeSignedTinyRun(d, 64, [](RunManifest &m) { m.averagingField = AveragingSpec{true}; });
         SwarmHarness h(m_app, manifest, d / "peers");
         auto &monitor = h.startMonitor();

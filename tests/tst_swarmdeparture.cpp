@@ -3,26 +3,20 @@
 // waiting, neither for a group nor, at every step, for a state donor (alone, its state is the
 // swarm's; before, each solo step waited three progress periods for a donor: 13 waits in 13 steps).
 #include "SwarmHarness.h"
+#include "SwarmTestCase.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace dedloc;
 using namespace dedloc::test;
 
-class TestSwarmDeparture : public QObject {
+class TestSwarmDeparture : public SwarmTestCase {
     Q_OBJECT
 
-private:
-    QTemporaryDir m_tmp;
-    std::filesystem::path m_app = DEDLOC_APP;
-
 private Q_SLOTS:
-    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
-
     void theOneLeftStepsAloneWithoutWaiting()
     {
-        const auto d = std::filesystem::path(m_tmp.path().toStdString());
+        const auto d = scratch();
         SwarmHarness h(m_app, writeSignedTinyRun(d, 32), d / "peers");
         auto &monitor = h.startMonitor();
         const long steps = 16;

@@ -3,26 +3,20 @@
 // averages in two groups at least, whose averages every peer merges: after every step all four
 // hold bitwise the same parameters, and the steps report the groups they merged.
 #include "SwarmHarness.h"
+#include "SwarmTestCase.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace dedloc;
 using namespace dedloc::test;
 
-class TestSwarmGroups : public QObject {
+class TestSwarmGroups : public SwarmTestCase {
     Q_OBJECT
 
-private:
-    QTemporaryDir m_tmp;
-    std::filesystem::path m_app = DEDLOC_APP;
-
 private Q_SLOTS:
-    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
-
     void fourPeersInGroupsOfTwoHoldOneModel()
     {
-        const auto d = std::filesystem::path(m_tmp.path().toStdString());
+        const auto d = scratch();
         const auto manifest = writeSignedTinyRun(d, 64, [](RunManifest &m) {
             AveragingSpec a;
             a.groupSize = 2;

@@ -6,26 +6,20 @@
 // on: both go on averaging with one model. Without the second check it stayed "reachable, not
 // confirmed" for good, and every round that counted on it as leader or reducer failed.
 #include "SwarmHarness.h"
+#include "SwarmTestCase.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace dedloc;
 using namespace dedloc::test;
 
-class TestSwarmLateReachability : public QObject {
+class TestSwarmLateReachability : public SwarmTestCase {
     Q_OBJECT
 
-private:
-    QTemporaryDir m_tmp;
-    std::filesystem::path m_app = DEDLOC_APP;
-
 private Q_SLOTS:
-    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
-
     void theFirstTrainerChecksAgainOnceSomeoneCanTell()
     {
-        const auto d = std::filesystem::path(m_tmp.path().toStdString());
+        const auto d = scratch();
         SwarmHarness h(m_app, writeSignedTinyRun(d, 64), d / "peers");
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("8"), QStringLiteral("--min-peers"),
                                QStringLiteral("2")};

@@ -6,26 +6,20 @@
 // With delayed parameter updates too, and sparse pseudo-gradients (topk4bit, error feedback),
 // the outer steps overlap the inner ones and the anchors still agree.
 #include "SwarmHarness.h"
+#include "SwarmTestCase.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace dedloc;
 using namespace dedloc::test;
 
-class TestSwarmLocalUpdates : public QObject {
+class TestSwarmLocalUpdates : public SwarmTestCase {
     Q_OBJECT
 
-private:
-    QTemporaryDir m_tmp;
-    std::filesystem::path m_app = DEDLOC_APP;
-
 private Q_SLOTS:
-    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
-
     void outerStepsKeepPeersIdenticalAndAJoinerCatchesUp()
     {
-        const auto d = std::filesystem::path(m_tmp.path().toStdString());
+        const auto d = scratch();
         // Outer steps of 512 samples (seconds each, inner steps of 16): the swarm must not
         // outrun the joiner's download, as real outer steps (many minutes) never do.
         const auto manifest = writeSignedTinyRun(d, 512, [](RunManifest &m) {
@@ -78,7 +72,7 @@ private Q_SLOTS:
         // run beside the next inner steps, each member sends its top-k and keeps the rest. The
         // anchors (params_sha in this mode) agree after every outer step, and each member
         // computed while its rounds ran.
-        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "overlapped";
+        const auto d = scratch() / "overlapped";
         std::filesystem::create_directories(d);
         const auto manifest = writeSignedTinyRun(d, 256, [](RunManifest &m) {
             AveragingSpec a;

@@ -4,26 +4,20 @@
 // lone trainer's epoch for the swarm's, download the state and step with it, not train apart
 // from epoch 0 (which it did while the lagging monitor outvoted the lone trainer).
 #include "SwarmHarness.h"
+#include "SwarmTestCase.h"
 
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace dedloc;
 using namespace dedloc::test;
 
-class TestSwarmLoneTrainer : public QObject {
+class TestSwarmLoneTrainer : public SwarmTestCase {
     Q_OBJECT
 
-private:
-    QTemporaryDir m_tmp;
-    std::filesystem::path m_app = DEDLOC_APP;
-
 private Q_SLOTS:
-    void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
-
     void aJoinerTakesTheLoneTrainersEpoch()
     {
-        const auto d = std::filesystem::path(m_tmp.path().toStdString());
+        const auto d = scratch();
         // Steps of 1024 samples (seconds each): the trainer must not outrun the joiner's download.
         SwarmHarness h(m_app, writeSignedTinyRun(d, 1024), d / "peers");
         auto &monitor = h.startMonitor();
