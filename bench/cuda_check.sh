@@ -13,6 +13,8 @@
 #   BUILD_DIR         default build-cuda
 #   JOBS              ninja -j (default: the number of cores)
 #   DEDLOC_CMAKE_ARGS more arguments for cmake (a word list)
+#   DEADLINE_S        stop every stage by this many seconds after the start (default: none), so a
+#                     caller with a hard limit still gets the logs of what ran
 set -uo pipefail
 
 out=${1:?usage: bench/cuda_check.sh OUT_DIR [SECONDS_PER_RUN]}
@@ -26,6 +28,14 @@ note() { echo "== $*" | tee -a "$summary"; }
 stage() { # stage NAME TIMEOUT COMMAND...: runs COMMAND into $out/NAME.log, notes its exit status
   local name=$1 limit=$2
   shift 2
+  if [ -n "${DEADLINE_S:-}" ]; then
+    local left=$((DEADLINE_S - SECONDS))
+    if [ "$left" -lt 15 ]; then
+      note "$name: skipped, the deadline is reached"
+      return 124
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
+  fi
   local start=$SECONDS
   timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$?
