@@ -12,10 +12,24 @@ result=${2:?usage: check-on-gpu-host.sh DEPS_TAR RESULT_DIR [SECONDS]}
 P=${PREFIX:-/opt/dedloc-deps}
 mkdir -p "$P" "$result" && tar -xJf "$deps_tar" -C "$P" || { echo "cannot unpack $deps_tar into $P"; exit 1; }
 L=$P/usr/lib/x86_64-linux-gnu
+# CMake's package files check that every file they import exists, also tools the build never
+# runs (qmake, androiddeployqt); put a stub that fails loudly where one was not staged.
+for f in "$L"/cmake/*/*Targets-*.cmake; do
+  sed -n 's/.*IMPORTED_LOCATION[A-Z_]* "${_IMPORT_PREFIX}\(\/[^"]*\)".*/\1/p' "$f"
+done | sort -u | while read -r rel; do
+  [ -e "$P/usr$rel" ] && continue
+  mkdir -p "$(dirname "$P/usr$rel")"
+  printf '#!/bin/sh\necho "%s: not staged for this build" >&2\nexit 1\n' "$rel" >"$P/usr$rel"
+  chmod +x "$P/usr$rel"
+done
 export PKG_CONFIG=$P/usr/bin/pkgconf
 export PKG_CONFIG_LIBDIR=$L/pkgconfig:$P/usr/share/pkgconfig
 export PKG_CONFIG_SYSROOT_DIR=$P
 export CMAKE_PREFIX_PATH=$P/usr
+# Likewise for include folders that .pc files name but that hold no header the build reads.
+for pc in "$L"/pkgconfig/*.pc "$P"/usr/share/pkgconfig/*.pc; do
+  [ -e "$pc" ] && "$PKG_CONFIG" --cflags-only-I "$(basename "$pc" .pc)" 2>/dev/null
+done | tr ' ' '\n' | sed -n 's/^-I//p' | sort -u | while read -r dir; do mkdir -p "$dir"; done
 [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
 # DT_RPATH (not RUNPATH): it also serves the staged libraries' own dependencies.
 lf="-Wl,--disable-new-dtags,-rpath,$L,-rpath-link,$L"
