@@ -53,9 +53,14 @@ const ShimApi &shim()
                 tried.append(" ").append(candidate.string());
                 continue;
             }
-            // RTLD_LOCAL | RTLD_DEEPBIND: keep libsentencepiece's private protobuf away from
-            // libtorch's (SentencePieceShim.h).
-            handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+            // A link-map namespace of its own keeps libsentencepiece's private protobuf away from
+            // libtorch's, unique (STB_GNU_UNIQUE) symbols included (SentencePieceShim.h). Where a
+            // new namespace cannot be had, RTLD_DEEPBIND still separates the ordinary symbols.
+            handle = ::dlmopen(LM_ID_NEWLM, candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+            if (!handle) {
+                tried.append(" ").append(candidate.string()).append(" (").append(::dlerror()).append(")");
+                handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+            }
             if (handle)
                 break;
             tried.append(" ").append(candidate.string()).append(" (").append(::dlerror()).append(")");
