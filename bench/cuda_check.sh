@@ -55,14 +55,25 @@ note "cores: $(nproc)"
 stage configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEDLOC_GUI=OFF \
   -DCMAKE_PREFIX_PATH="$LIBTORCH${CMAKE_PREFIX_PATH:+;$CMAKE_PREFIX_PATH}" ${DEDLOC_CMAKE_ARGS:-}
 grep -i "torch\|cuda" "$out/configure.log" | head -20 >>"$summary"
-stage build 400 ninja -C "$build" -j "$jobs" -k 0 dedloc tst_trainerdevices bench_train_step
+stage build 400 ninja -C "$build" -j "$jobs" -k 0 dedloc tst_tokenizer tst_trainerdevices bench_train_step
 grep -m 20 -B2 -A8 "error:" "$out/build.log" >>"$summary"
 
 export QT_QPA_PLATFORM=offscreen
-for t in tst_trainerdevices; do
+for t in tst_tokenizer tst_trainerdevices; do
   [ -x "$build/tests/$t" ] && stage "$t" 300 "$build/tests/$t"
   grep -h "PASS\|FAIL\|SKIP\|QINFO\|Totals" "$out/$t.log" 2>/dev/null | cut -c1-200 >>"$summary"
 done
+
+if [ -x "$build/tests/tst_tokenizer" ] && ! grep -q "^Totals: [0-9]* passed, 0 failed" "$out/tst_tokenizer.log"; then
+  # Where SentencePiece fails beside this libtorch: how the shim was loaded, what libtorch exports.
+  LD_DEBUG=files "$build/tests/tst_tokenizer" 2>&1 | grep -E "sentencepiece|\[1\]|error|cannot" | head -40 >"$out/ld-debug.log"
+  for lib in "$LIBTORCH"/../../lib/*.so*; do
+    echo "$(basename "$lib"): $(nm -D --defined-only "$lib" 2>/dev/null | grep -c protobuf) protobuf symbols"
+  done >"$out/torch-protobuf.log"
+  GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 "$build/tests/tst_tokenizer" >"$out/tst_tokenizer-tls.log" 2>&1
+  { head -40 "$out/ld-debug.log"; cat "$out/torch-protobuf.log"; grep -h "Totals\|FATAL\|tokenizer" "$out/tst_tokenizer-tls.log" | head; } |
+    cut -c1-240 >>"$summary"
+fi
 
 bench=$build/bench/bench_train_step
 if [ -x "$bench" ]; then

@@ -2,6 +2,7 @@
 
 #include "model/SentencePieceShim.h"
 #include "util/Error.h"
+#include "util/Log.h"
 
 #include <dlfcn.h>
 
@@ -58,7 +59,10 @@ const ShimApi &shim()
             // new namespace cannot be had, RTLD_DEEPBIND still separates the ordinary symbols.
             handle = ::dlmopen(LM_ID_NEWLM, candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
             if (!handle) {
-                tried.append(" ").append(candidate.string()).append(" (").append(::dlerror()).append(")");
+                const std::string why = ::dlerror();
+                log::warning("tokenizer", "no link-map namespace for " + candidate.string() + " (" + why +
+                                              "); loading it with RTLD_DEEPBIND");
+                tried.append(" ").append(candidate.string()).append(" (").append(why).append(")");
                 handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
             }
             if (handle)
