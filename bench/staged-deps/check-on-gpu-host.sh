@@ -35,6 +35,7 @@ done | tr ' ' '\n' | sed -n 's/^-I//p' | sort -u | while read -r dir; do mkdir -
 lf="-Wl,--disable-new-dtags,-rpath,$L,-rpath-link,$L"
 export DEDLOC_CMAKE_ARGS="-DCMAKE_CXX_FLAGS=-idirafter$P/usr/include -DCMAKE_EXE_LINKER_FLAGS=$lf -DCMAKE_SHARED_LINKER_FLAGS=$lf -DCMAKE_MODULE_LINKER_FLAGS=$lf"
 { head -3 /etc/os-release; gcc --version | head -1; cmake --version | head -1; nvcc --version | tail -2; } 2>&1
+[ -d "$P/usr/lib/debian-runtime" ] && export FALLBACK_LIBDIR=$P/usr/lib/debian-runtime
 work=$(mktemp -d)
 bench/cuda_check.sh "$work" "${3:-75}"
 cp "$work/summary.txt" "$result/summary.txt"

@@ -71,6 +71,10 @@ for t in $r/usr/lib/qt6/libexec/* $r/usr/lib/qt6/bin/*; do
   [ -f "$t" ] && [ ! -L "$t" ] && file "$t" | grep -q ELF && wrap "$t" ../../x86_64-linux-gnu || true
 done
 wrap $r/usr/bin/pkgconf ../lib/x86_64-linux-gnu
+# Debian's C++ runtime, apart: cuda_check.sh tries it (FALLBACK_LIBDIR) where a Debian-built
+# library misbehaves with the host's newer libstdc++.
+mkdir -p $r/usr/lib/debian-runtime
+cp -L /usr/lib/x86_64-linux-gnu/libstdc++.so.6 /usr/lib/x86_64-linux-gnu/libgcc_s.so.1 $r/usr/lib/debian-runtime/
 du -sh $r
 tar -C $r -cf - . | xz -T0 -6 > "$out_tar"
 ls -la "$out_tar"
