@@ -77,6 +77,11 @@ if [ -x "$build/tests/tst_tokenizer" ] && ! grep -q "^Totals: [0-9]* passed, 0 f
   for lib in "$LIBTORCH"/../../lib/*.so*; do
     echo "$(basename "$lib"): $(nm -D --defined-only "$lib" 2>/dev/null | grep -c protobuf) protobuf symbols"
   done >"$out/torch-protobuf.log"
+  shim=$build/lib/libdedloc_sentencepiece.so
+  { echo "compiler: $(grep -m1 '^CMAKE_CXX_COMPILER:' "$build/CMakeCache.txt"); which -a g++ c++ | tr '\n' ' '"
+    echo "shim needs: $(readelf -d "$shim" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
+    echo "shim exports $(nm -D --defined-only "$shim" | wc -l) symbols (8 where libstdc++ is linked as a shared library)"
+  } >>"$summary" 2>&1
   GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 "$build/tests/tst_tokenizer" >"$out/tst_tokenizer-tls.log" 2>&1
   { head -40 "$out/ld-debug.log"; cat "$out/torch-protobuf.log"; grep -h "Totals\|FATAL\|tokenizer" "$out/tst_tokenizer-tls.log" | head; } |
     cut -c1-240 >>"$summary"

@@ -4,16 +4,8 @@
 // Why a shim: Debian's libsentencepiece.so.0 carries its own copy of protobuf-lite and exports
 // those symbols, and libtorch loads the system libprotobuf.so.32. Linked into one process, the
 // two copies interpose each other and the process crashes during static initialisation. The
-// shim links libsentencepiece and is loaded with dlmopen(LM_ID_NEWLM) into a link-map namespace
-// of its own: its protobuf stays private to it and libtorch's stays global. RTLD_DEEPBIND alone
-// is not enough: protobuf's template constants (RepeatedField<T>::kRepHeaderSize) are
-// STB_GNU_UNIQUE symbols, bound once per namespace to the first definition loaded, which is
-// libtorch's where libtorch carries a protobuf of another version (PyTorch's own builds); then
-// SentencePiece reads the other version's constants and fails a CHECK on its first model.
-// dlopen(RTLD_DEEPBIND) remains the fallback where no new namespace can be had.
-// Memory crosses the boundary only as the caller's buffers and the malloc'ed buffers below,
-// which the shim frees itself: each namespace has its own C library and heap.
-// See docs/DECISIONS.md.
+// shim links libsentencepiece and is loaded with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): its
+// protobuf stays private to it and libtorch's stays global. See docs/DECISIONS.md.
 //
 // Every function returns 0 on success; on failure it writes a message into `error`
 // (NUL-terminated, at most errorBytes) and returns non-zero. Buffers handed out (*ids, *text)

@@ -2,7 +2,6 @@
 
 #include "model/SentencePieceShim.h"
 #include "util/Error.h"
-#include "util/Log.h"
 
 #include <dlfcn.h>
 
@@ -54,17 +53,9 @@ const ShimApi &shim()
                 tried.append(" ").append(candidate.string());
                 continue;
             }
-            // A link-map namespace of its own keeps libsentencepiece's private protobuf away from
-            // libtorch's, unique (STB_GNU_UNIQUE) symbols included (SentencePieceShim.h). Where a
-            // new namespace cannot be had, RTLD_DEEPBIND still separates the ordinary symbols.
-            handle = ::dlmopen(LM_ID_NEWLM, candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-            if (!handle) {
-                const std::string why = ::dlerror();
-                log::warning("tokenizer", "no link-map namespace for " + candidate.string() + " (" + why +
-                                              "); loading it with RTLD_DEEPBIND");
-                tried.append(" ").append(candidate.string()).append(" (").append(why).append(")");
-                handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-            }
+            // RTLD_LOCAL | RTLD_DEEPBIND: keep libsentencepiece's private protobuf away from
+            // libtorch's (SentencePieceShim.h).
+            handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
             if (handle)
                 break;
             tried.append(" ").append(candidate.string()).append(" (").append(::dlerror()).append(")");
