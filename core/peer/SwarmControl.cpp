@@ -51,7 +51,7 @@ void SwarmPeer::Impl::controlLoop()
     // Credit reads and publications run beside the loop: a slow DHT answer must not delay the
     // progress records that groups are formed from.
     std::future<void> creditRead, creditPublish, reachabilityCheck;
-    double reachabilityCheckAt = unixNow() + ReachabilityRecheckPeriod;
+    double reachabilityCheckStart = unixNow();
     auto idle = [](const std::future<void> &f) {
         return !f.valid() || f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
     };
@@ -98,8 +98,9 @@ void SwarmPeer::Impl::controlLoop()
         }
         // A trainer whose reachability nobody could check at start asks again now and then
         // (a donor to ask may have come meanwhile); the check can take seconds.
-        if (reachabilityUnsettled.load() && unixNow() >= reachabilityCheckAt && idle(reachabilityCheck)) {
-            reachabilityCheckAt = unixNow() + ReachabilityRecheckPeriod;
+        if (reachabilityUnsettled.load() && idle(reachabilityCheck)
+            && unixNow() >= reachabilityCheckStart + nextReachabilityCheckDelay()) {
+            reachabilityCheckStart = unixNow();
             reachabilityCheck = std::async(std::launch::async, [this] { recheckReachability(); });
         }
         firstFetchDone = true;

@@ -295,8 +295,13 @@ void SwarmPeer::Impl::recheckReachability()
     const auto v = checkReachability(usableDonors(), self, access.security, stopFlag);
     if (v.reachability == Reachability::Unknown || stopFlag.load())
         return; // the control loop asks again later
+    if (v.reachability == Reachability::Unreachable && ++lateUnreachableVerdicts < LateUnreachableConfirmations) {
+        log::info("swarm", "a peer could not connect to this one (" + v.why + "); asking again before acting as a client");
+        return;
+    }
     reachabilityUnsettled = false;
     if (v.reachability == Reachability::Reachable) {
+        lateUnreachableVerdicts = 0;
         const auto note = reachableNote(v);
         update([&](PeerSnapshot &s) { s.reachability = note; });
         return;

@@ -158,6 +158,16 @@ struct SwarmPeer::Impl {
     // again every ReachabilityRecheckPeriod seconds until an answer is sure.
     std::atomic<bool> reachabilityUnsettled{false};
     static constexpr double ReachabilityRecheckPeriod = 10.0;
+    // A late "nobody can connect" is acted on only when this many checks in a row say so (a
+    // reachable peer on a loaded machine may miss one dial-back), asked ReachabilityConfirmDelay
+    // seconds apart; a "reachable" in between settles it as reachable.
+    std::atomic<int> lateUnreachableVerdicts{0};
+    static constexpr int LateUnreachableConfirmations = 2;
+    static constexpr double ReachabilityConfirmDelay = 2.0;
+    double nextReachabilityCheckDelay() const
+    {
+        return lateUnreachableVerdicts.load() > 0 ? ReachabilityConfirmDelay : ReachabilityRecheckPeriod;
+    }
 
     template <typename F> void update(F &&f)
     {
