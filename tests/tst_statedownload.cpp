@@ -7,11 +7,12 @@
 #include "util/Clock.h"
 #include "util/Hash.h"
 
+#include "FakeDonor.h"
+
 #include <QTest>
 
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
-#include <zmq_addon.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -23,20 +24,15 @@
 #include <thread>
 
 using namespace dedloc;
+using namespace dedloc::test;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-using Frames = std::vector<std::string>;
-
-std::string bytes(const std::vector<std::uint8_t> &v)
-{
-    return {v.begin(), v.end()};
-}
 std::string header(const std::string &type, const json &fields = json::object())
 {
-    return bytes(encodeServiceMessage(type, fields));
+    return serviceHeader(type, fields);
 }
 
 // The state the hand-made donors hold: 10 values in parts of 4 (4 + 4 + 2).
@@ -65,79 +61,6 @@ std::string partHeader(std::uint64_t k, const std::string &id = "s1")
     return header("part", {{"i", id}, {"k", k}});
 }
 
-// A ROUTER on its own thread that answers requests with `answer(request)`: a list of replies,
-// each a list of frames (none: silence).
-class FakeDonor {
-  public:
-    using Answer = std::function<std::vector<Frames>(const json &request)>;
-
-    FakeDonor(zmq::context_t &context, Answer answer)
-        : m_router(context, zmq::socket_type::router), m_answer(std::move(answer))
-    {
-        m_router.set(zmq::sockopt::linger, 0);
-        m_router.bind("tcp://127.0.0.1:*");
-        m_endpoint = m_router.get(zmq::sockopt::last_endpoint);
-        m_thread = std::thread([this] { loop(); });
-    }
-    ~FakeDonor()
-    {
-        m_stop = true;
-        m_thread.join();
-    }
-    [[nodiscard]] DonorAdvert advert(const std::string &peerId, long epoch = 5) const
-    {
-        return {peerId, m_endpoint, epoch, {}};
-    }
-    [[nodiscard]] int requests(const std::string &type) const
-    {
-        std::lock_guard lock(m_mutex);
-        auto it = m_requests.find(type);
-        return it == m_requests.end() ? 0 : it->second;
-    }
-
-  private:
-    void loop()
-    {
-        while (!m_stop.load()) {
-            zmq::pollitem_t item{m_router.handle(), 0, ZMQ_POLLIN, 0};
-            zmq::poll(&item, 1, std::chrono::milliseconds(10));
-            if (!(item.revents & ZMQ_POLLIN))
-                continue;
-            std::vector<zmq::message_t> frames;
-            (void)zmq::recv_multipart(m_router, std::back_inserter(frames));
-            const auto request = parseServiceMessage({frames.at(1).data<std::uint8_t>(), frames.at(1).size()});
-            {
-                std::lock_guard lock(m_mutex);
-                ++m_requests[request.at("t").get<std::string>()];
-            }
-            const auto routingId = frames[0].to_string();
-            for (const auto &reply : m_answer(request)) {
-                m_router.send(zmq::buffer(routingId), zmq::send_flags::sndmore);
-                for (std::size_t i = 0; i < reply.size(); ++i)
-                    m_router.send(zmq::buffer(reply[i]),
-                                  i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-            }
-        }
-    }
-
-    zmq::socket_t m_router;
-    Answer m_answer;
-    std::string m_endpoint;
-    std::atomic<bool> m_stop{false};
-    mutable std::mutex m_mutex;
-    std::map<std::string, int> m_requests;
-    std::thread m_thread;
-};
-
-// Answers "state?" with `state` and every "part?" with `part(k)`.
-FakeDonor::Answer donorOf(std::string state, std::function<std::vector<Frames>(std::uint64_t)> part)
-{
-    return [state = std::move(state), part = std::move(part)](const json &request) -> std::vector<Frames> {
-        if (request.at("t") == "state?")
-            return {{state}};
-        return part(request.at("k").get<std::uint64_t>());
-    };
-}
 std::vector<Frames> goodPart(std::uint64_t k)
 {
     return {{partHeader(k), partValues(k)}};
@@ -244,9 +167,10 @@ private Q_SLOTS:
         QCOMPARE(donor.service.served("part?"), 3LL);
     }
 
-    // A donor falls silent after parts 0 and 1: the next one offering the same digest goes on from
-    // part 2; one offering another starts over, and its state, not matching its digest, is struck.
-    void downloadResumesAcrossDonorsOfTheSameState()
+    // A donor falls silent after parts 0 and 1: the other one offering the same digest (both serve
+    // the download at once) fetches what it lacks, and no part is fetched twice; a donor offering
+    // another digest starts over, and its state, not matching its digest, is struck.
+    void downloadGoesOnAcrossDonorsOfTheSameState()
     {
         std::vector<float> values(Elements);
         std::iota(values.begin(), values.end(), valueAt(0)); // valueAt(i) for every i
@@ -263,7 +187,10 @@ private Q_SLOTS:
                                nullptr, &bans);
         QVERIFY2(s.has_value(), why.c_str());
         QCOMPARE(s->values, values);
-        QCOMPARE(same.requests("part?"), 1);
+        // 3 parts, and at most one request in vain (part 2, if the silent donor took it).
+        const int partRequests = first.requests("part?") + same.requests("part?");
+        QVERIFY2(partRequests >= 3 && partRequests <= 4, std::to_string(partRequests).c_str());
+        QCOMPARE(bans.strikes("first", unixNow()), 0);
         FakeDonor again(m_context, donorOf(offering(digest), twoParts));
         FakeDonor liar(m_context, donorOf(offering(std::string(64, 'a')), goodPart));
         QVERIFY(!downloadState({again.advert("again"), liar.advert("liar")}, "r", 5, Elements, quick(), m_running, &why,

@@ -1,17 +1,15 @@
 #include "averaging/StateDownload.h"
 
+#include "averaging/DonorDownload.h"
+
 #include "net/DataPlaneSecurity.h"
-#include "averaging/ServiceClient.h"
 #include "util/Clock.h"
-#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <sodium.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
+#include <set>
 
 namespace dedloc {
 
@@ -43,205 +41,48 @@ std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpo
 
 namespace {
 
-// One download from one donor. `why` says why it failed; `invalid` that the donor's own answer
-// broke the protocol (it is then struck), as opposed to silence, a refusal or an old state.
-struct DonorDownload {
-    ServiceClient &client;
-    const StateDownloadOptions &options;
-    const std::atomic<bool> &stop;
-    std::string why;
-    bool invalid = false;
-
-    std::optional<StateInfo> askState(const std::string &runId, long minEpoch, std::uint64_t expectedElements);
-    bool fetchPart(const StateInfo &info, std::uint32_t k, StateSnapshot &s);
-    // Nothing came: a stop, silence, or (invalid) replies the client dropped as malformed.
-    void noReply(int droppedBefore, const std::string &silence);
+// The donors to try, in order, and (when two or more of those asked offer the state of the
+// first) those donors and that state, to fetch from all of them at once.
+struct DonorPlan {
+    std::vector<DonorAdvert> donors;
+    std::vector<DonorAdvert> sameState;
+    std::optional<StateInfo> state;
 };
 
-void DonorDownload::noReply(int droppedBefore, const std::string &silence)
-{
-    if (stop.load()) {
-        why = "stopped";
-    } else if (client.droppedReplies() > droppedBefore) {
-        why = "malformed answer: " + client.lastDropReason();
-        invalid = true;
-    } else {
-        why = silence;
-    }
-}
-
-std::optional<StateInfo> DonorDownload::askState(const std::string &runId, long minEpoch, std::uint64_t expectedElements)
-{
-    const int dropped = client.droppedReplies();
-    client.send("state?", {{"run", runId}});
-    auto reply = client.receive(options.partTimeout, 0, &stop);
-    if (!reply) {
-        noReply(dropped, client.refusedAtHandshake() ? "donor refused the encrypted handshake" : "donor did not answer");
-        return std::nullopt;
-    }
-    if (reply->header.at("t") != "state") {
-        why = "donor refused: " + textOr(reply->header, "why", "?");
-        return std::nullopt;
-    }
-    StateInfo info;
-    try {
-        info = stateInfoFromJson(reply->header, expectedElements);
-    } catch (const std::exception &e) {
-        why = std::string("donor offered a bad state: ") + e.what();
-        invalid = true;
-        return std::nullopt;
-    }
-    if (info.epoch < minEpoch) {
-        why = "donor's state is at epoch " + std::to_string(info.epoch) + ", behind " + std::to_string(minEpoch);
-        return std::nullopt;
-    }
-    if (info.epoch > options.maxEpoch) {
-        why = "donor claims epoch " + std::to_string(info.epoch) + ", beyond the swarm's "
-              + std::to_string(options.maxEpoch);
-        return std::nullopt;
-    }
-    return info;
-}
-
-bool DonorDownload::fetchPart(const StateInfo &info, std::uint32_t k, StateSnapshot &s)
-{
-    const std::uint64_t offset = k * info.partElements;
-    const std::uint64_t count = std::min<std::uint64_t>(info.partElements, info.elements - offset);
-    const int dropped = client.droppedReplies();
-    client.send("part?", {{"i", info.snapshotId}, {"k", k}});
-    std::optional<ServiceReply> part;
-    while ((part = client.receive(options.partTimeout, count * sizeof(float), &stop))) {
-        const auto &h = part->header;
-        if (h.at("t") == "part" && textOr(h, "i", "") == info.snapshotId && integerOr(h, "k", -1) == static_cast<long>(k))
-            break;
-        if (h.at("t") == "refuse") {
-            why = "donor stopped serving: " + textOr(h, "why", "?");
-            return false;
-        }
-    }
-    if (!part) {
-        char seconds[32];
-        std::snprintf(seconds, sizeof seconds, "%.3g", options.partTimeout);
-        noReply(dropped, std::string("no progress for ") + seconds + " s at part " + std::to_string(k) + " of "
-                             + std::to_string(info.parts));
-        return false;
-    }
-    if (part->data.size() != count * sizeof(float)) {
-        why = "part " + std::to_string(k) + " has " + std::to_string(part->data.size()) + " bytes, expected "
-              + std::to_string(count * sizeof(float));
-        invalid = true;
-        return false;
-    }
-    std::memcpy(s.values.data() + offset, part->data.data(), part->data.size());
-    return true;
-}
-
-// What a download has so far: the parts before `next` of the snapshot with this digest. Another
-// donor offering the same digest (and layout) goes on from `next` instead of from the start.
-struct PartialState {
-    StateSnapshot state;
-    std::string digest;
-    std::uint64_t partElements = 0;
-    std::uint32_t next = 0;
-
-    [[nodiscard]] bool continues(const StateInfo &info) const
-    {
-        return next > 0 && !digest.empty() && info.digest == digest && info.epoch == state.epoch
-               && info.partElements == partElements && info.elements == state.values.size();
-    }
-};
-
-// The assembled state holds only finite values and, when the donor gave a digest, matches it.
-bool checkAssembled(DonorDownload &d, const PartialState &p)
-{
-    if (!std::all_of(p.state.values.begin(), p.state.values.end(), [](float x) { return std::isfinite(x); }))
-        d.why = "state holds non-finite values";
-    else if (!p.digest.empty() && sha256Hex(p.state.values.data(), p.state.values.size() * sizeof(float)) != p.digest)
-        d.why = "state does not match the digest its donor gave";
-    else
-        return true;
-    d.invalid = true;
-    return false;
-}
-
-std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
-                                          std::uint64_t expectedElements, const StateDownloadOptions &options,
-                                          const std::atomic<bool> &stop, std::string &why, bool &invalid,
-                                          const std::shared_ptr<const DataPlaneSecurity> &security, PartialState &partial)
-{
-    ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
-    DonorDownload d{client, options, stop, {}, false};
-    std::optional<StateSnapshot> result;
-    auto info = d.askState(runId, minEpoch, expectedElements);
-    if (info && options.vouch) {
-        if (auto w = options.vouch(donor.peerId, info->epoch, info->digest); !w.empty()) {
-            d.why = "not vouched for: " + w;
-            info.reset();
-        }
-    }
-    if (info) {
-        if (partial.continues(*info)) {
-            log::info("state", "resuming the download of epoch " + std::to_string(info->epoch) + " at part "
-                                   + std::to_string(partial.next) + " of " + std::to_string(info->parts) + " from "
-                                   + donor.peerId.substr(0, 8) + " (the same state)");
-        } else {
-            partial = PartialState{{info->epoch, std::vector<float>(info->elements)}, info->digest, info->partElements, 0};
-        }
-        while (partial.next < info->parts) {
-            if (stop.load()) {
-                d.why = "stopped";
-                break;
-            }
-            if (!d.fetchPart(*info, partial.next, partial.state))
-                break;
-            ++partial.next;
-        }
-        const bool complete = partial.next == info->parts;
-        if (complete && checkAssembled(d, partial))
-            result = std::move(partial.state);
-        if (complete)
-            partial = {};
-    }
-    why = d.why;
-    invalid = d.invalid;
-    return result;
-}
-
-// Asks the first maxDonors donors what they offer and returns the donors to try: first those
+// Asks the first maxDonors donors what they offer and plans the download: first the donors
 // whose (epoch, digest) another asked donor offers too, highest epoch first (two peers vouch for
 // that state: one stranger serving finite garbage at a plausible epoch is not asked first),
 // then the others that offered a state, in rank order, then those not asked. A donor that
 // offered nothing (silent, refusing, behind) is left out, and one whose offer broke the
 // protocol is also struck. `asked` counts the donors asked in vain (they use up tries).
-std::vector<DonorAdvert> corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::string &runId,
-                                          long minEpoch,
-                                          std::uint64_t expectedElements, const StateDownloadOptions &options,
-                                          const std::atomic<bool> &stop,
-                                          const std::shared_ptr<const DataPlaneSecurity> &security, BanList *bans,
-                                          std::string &last, int &asked)
+DonorPlan corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::string &runId, long minEpoch,
+                            std::uint64_t expectedElements, const StateDownloadOptions &options,
+                            const std::atomic<bool> &stop, const std::shared_ptr<const DataPlaneSecurity> &security,
+                            BanList *bans, std::string &last, int &asked)
 {
     const std::size_t probed = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(options.maxDonors));
     if (probed < 2)
-        return ranked;
+        return {ranked, {}, std::nullopt};
     std::vector<std::optional<StateInfo>> offers(probed);
     for (std::size_t i = 0; i < probed && !stop.load(); ++i) {
-        ServiceClient client(ranked[i].serviceEndpoint, security, ranked[i].publicKey);
-        DonorDownload d{client, options, stop, {}, false};
-        offers[i] = d.askState(runId, minEpoch, expectedElements);
+        DonorOutcome o;
+        offers[i] = askDonorState(ranked[i], runId, minEpoch, expectedElements, options, stop, security, o);
         if (!offers[i]) {
-            last = "donor " + ranked[i].peerId.substr(0, 8) + ": " + d.why;
+            last = "donor " + ranked[i].peerId.substr(0, 8) + ": " + o.why;
             log::warning("state", last);
             ++asked;
         }
-        if (d.invalid && bans)
-            bans->strike(ranked[i].peerId, "state download: " + d.why, unixNow());
+        if (o.invalid && bans)
+            bans->strike(ranked[i].peerId, "state download: " + o.why, unixNow());
     }
+    const auto same = [&](std::size_t i, std::size_t j) {
+        return offers[i] && offers[j] && !offers[i]->digest.empty() && offers[j]->digest == offers[i]->digest
+               && offers[j]->epoch == offers[i]->epoch;
+    };
     std::vector<bool> confirmed(ranked.size(), false); // another asked donor offers the same state
     for (std::size_t i = 0; i < probed; ++i)
         for (std::size_t j = 0; j < probed; ++j)
-            if (j != i && offers[i] && offers[j] && !offers[i]->digest.empty() && offers[j]->digest == offers[i]->digest
-                && offers[j]->epoch == offers[i]->epoch)
-                confirmed[i] = true;
+            confirmed[i] = confirmed[i] || (j != i && same(i, j));
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < ranked.size(); ++i)
         if (i >= probed || offers[i])
@@ -251,12 +92,18 @@ std::vector<DonorAdvert> corroboratedFirst(const std::vector<DonorAdvert> &ranke
             return bool(confirmed[a]);
         return confirmed[a] && offers[a]->epoch > offers[b]->epoch;
     });
-    std::vector<DonorAdvert> out;
+    DonorPlan plan;
     for (const auto i : order)
-        out.push_back(ranked[i]);
-    if (!out.empty() && out.front().peerId != ranked.front().peerId)
-        log::info("state", "donor " + out.front().peerId.substr(0, 8) + " first: another donor offers the same state");
-    return out;
+        plan.donors.push_back(ranked[i]);
+    if (!order.empty() && confirmed[order.front()]) {
+        plan.state = offers[order.front()];
+        for (const auto i : order)
+            if (i < probed && same(order.front(), i))
+                plan.sameState.push_back(ranked[i]);
+    }
+    if (!plan.donors.empty() && plan.donors.front().peerId != ranked.front().peerId)
+        log::info("state", "donor " + plan.donors.front().peerId.substr(0, 8) + " first: another donor offers the same state");
+    return plan;
 }
 
 // The donors that may be asked: admitted to a closed run and not banned. `last` says why the
@@ -292,24 +139,50 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
 {
     std::string last = "no state donor at epoch " + std::to_string(minEpoch) + " or later";
     int tried = 0;
-    const auto donors = corroboratedFirst(askableDonors(rankedDonors, security, bans, last), runId, minEpoch,
-                                          expectedElements, options, stop, security, bans, last, tried);
-    PartialState partial; // parts fetched from donors that failed, for the next with the same state
-    for (const auto &donor : donors) {
-        if (stop.load() || tried++ >= options.maxDonors)
+    const auto plan = corroboratedFirst(askableDonors(rankedDonors, security, bans, last), runId, minEpoch,
+                                        expectedElements, options, stop, security, bans, last, tried);
+    const auto failed = [&](const DonorOutcome &o) {
+        last = "donor " + o.donor.peerId.substr(0, 8) + ": " + o.why;
+        log::warning("state", last);
+        if (o.invalid && bans) // its own answer on a link to its key: the donor is at fault
+            bans->strike(o.donor.peerId, "state download: " + o.why, unixNow());
+    };
+    PartialState partial; // parts fetched so far, for the next donor of the same state
+    std::set<std::string> gaveUp;
+    if (plan.sameState.size() >= 2 && !stop.load()) {
+        log::info("state", "downloading the state of epoch " + std::to_string(plan.state->epoch) + " from "
+                               + std::to_string(plan.sameState.size()) + " donors at once");
+        std::vector<DonorOutcome> outcomes;
+        if (auto s = downloadFromSeveral(plan.sameState, *plan.state, runId, options, stop, security, partial,
+                                         outcomes)) {
+            log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
+                                   + std::to_string(plan.sameState.size()) + " donors");
+            return s;
+        }
+        bool anyFailed = false;
+        for (const auto &o : outcomes)
+            if (!o.why.empty()) {
+                failed(o);
+                gaveUp.insert(o.donor.peerId);
+                anyFailed = true;
+            }
+        if (!anyFailed && !stop.load()) // complete, yet not the state offered: one of them lied
+            last = "the state assembled from " + std::to_string(plan.sameState.size())
+                   + " donors does not match their digest";
+    }
+    for (const auto &donor : plan.donors) {
+        if (stop.load() || tried >= options.maxDonors)
             break;
-        std::string reason;
-        bool invalid = false;
-        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, reason, invalid, security,
-                                  partial)) {
+        if (gaveUp.count(donor.peerId))
+            continue;
+        ++tried;
+        DonorOutcome outcome;
+        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, security, partial, outcome)) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + donor.peerId.substr(0, 8));
             return s;
         }
-        last = "donor " + donor.peerId.substr(0, 8) + ": " + reason;
-        log::warning("state", last);
-        if (invalid && bans) // its own answer on a link to its key: the donor is at fault
-            bans->strike(donor.peerId, "state download: " + reason, unixNow());
+        failed(outcome);
     }
     if (why)
         *why = last;

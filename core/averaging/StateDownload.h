@@ -9,13 +9,15 @@
 // The layout is checked against `expectedElements` before anything is allocated, and a
 // download times out on lack of progress (`partTimeout` per part), not on total time. A donor
 // that fails is skipped and the next one tried; when the next offers the same snapshot digest
-// (SHA-256 of the values, StateInfo::digest: the same state), the download goes on from the part
-// where the last one stopped instead of from the start, and the assembled state is checked
-// against the digest (a mismatch is the donor's offence).
+// (SHA-256 of the values, StateInfo::digest: the same state), the download goes on with the parts
+// already fetched instead of from the start, and the assembled state is checked against the
+// digest (a mismatch is the offence of the donor that served it all). Donors of one state may
+// also serve one download together (downloadState below).
 // Security: the download runs over CURVE to the key that signed the donor's advert; in a closed
 // run donors whose access token this peer has not verified are skipped.
 //
-// Threads: runs on the calling thread; returns within about (donors tried) x partTimeout after
+// Threads: runs on the calling thread (a download from several donors uses one more thread per
+// donor, joined before it returns); returns within about (donors tried) x partTimeout after
 // progress stops, or soon after `stop` becomes true.
 #include "net/DhtNode.h"
 #include "averaging/PeerService.h"
@@ -53,10 +55,15 @@ struct StateDownloadOptions {
 [[nodiscard]] std::vector<DonorAdvert> rankDonors(std::vector<DonorAdvert> donors, long minEpoch,
                                                   long maxEpoch = std::numeric_limits<long>::max());
 
-// Downloads from the first donor that serves a whole, valid state, in this order: the first
-// `maxDonors` donors are asked what they offer, and those whose (epoch, digest) another asked
-// donor offers too come first (two peers vouch for that state), then the rest as ranked; one
-// that offered nothing is not asked again.
+// Downloads a whole, valid state: the first `maxDonors` donors are asked what they offer, and
+// when two or more of them offer the same (epoch, digest), the state they vouch for is fetched
+// from all of them at once (each takes the next part nobody has: the download runs at the sum of
+// their upload rates, and a donor that fails leaves its parts to the others;
+// averaging/DonorDownload.h). Otherwise, or if that fails, donors are tried one at a time: those
+// whose state another asked donor offers first, then the rest as ranked, going on from the parts
+// already fetched when a donor offers the same state; one that offered nothing is not asked
+// again. A state assembled from several donors that does not match its digest strikes nobody (who
+// lied cannot be told) and is fetched again from one donor at a time.
 // `security` null: plaintext (unit tests only). `bans` (may be null): banned donors are skipped,
 // and a donor whose answer is invalid (another layout, a part of the wrong size, non-finite
 // values) gets a strike; one that is slow, refuses or is behind does not.

@@ -1,0 +1,87 @@
+#pragma once
+// Fetching one training state from state donors, part by part (docs/PROTOCOL.md "State
+// sharing"): from one donor at a time, or from several donors of the same state at once. The
+// choice of donors is averaging/StateDownload.h's; this unit moves the parts.
+//
+// Over a donor's service socket, "state?" gives the snapshot's epoch, layout and digest (SHA-256
+// of its fp32 values) and pins that snapshot for the download; each "part?" returns at most
+// partElements values. A PartialState keeps the parts fetched so far, whoever served them, so a
+// download goes on where another stopped when the next donor offers the same digest and layout.
+// The assembled state is checked against the digest. Blame: a donor whose own answer breaks the
+// protocol (another layout, a part of the wrong size, a malformed reply) is `invalid`; a digest
+// mismatch is blamed on a donor only when it served every part itself (parts from several donors
+// cannot tell who lied: nobody is struck, and the caller starts over from one donor).
+//
+// Threads: downloadFrom runs on the calling thread; downloadFromSeveral runs one thread per
+// donor and returns when all have ended. Both return within about partTimeout after progress
+// stops, or soon after `stop` becomes true.
+#include "averaging/PeerService.h"
+#include "averaging/StateDownload.h"
+#include "averaging/SwarmMessages.h"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+class DataPlaneSecurity;
+class ServiceClient;
+
+// What a download has so far: which parts of the snapshot with this digest and layout, and the
+// donors they came from.
+struct PartialState {
+    StateSnapshot state;
+    std::string digest;
+    std::uint64_t partElements = 0;
+    std::vector<bool> have; // one flag per part
+    std::set<std::string> sources;
+
+    [[nodiscard]] bool any() const;
+    [[nodiscard]] bool complete() const;
+    // The same snapshot (digest, epoch and layout) as `info`, with at least one part fetched.
+    [[nodiscard]] bool continues(const StateInfo &info) const;
+    // Starts over for the snapshot `info` describes (values zero, no part).
+    void reset(const StateInfo &info);
+};
+
+// How one donor's part of a download ended: `why` it stopped (empty when it did its share),
+// `invalid` when the donor's own answer broke the protocol (strike it).
+struct DonorOutcome {
+    DonorAdvert donor;
+    std::string why;
+    bool invalid = false;
+};
+
+// What `donor` offers ("state?" on a connection of its own): the snapshot's description, or
+// nothing, with `outcome` saying why.
+std::optional<StateInfo> askDonorState(const DonorAdvert &donor, const std::string &runId, long minEpoch,
+                                       std::uint64_t expectedElements, const StateDownloadOptions &options,
+                                       const std::atomic<bool> &stop,
+                                       const std::shared_ptr<const DataPlaneSecurity> &security, DonorOutcome &outcome);
+
+// One download from one donor, on the calling thread: asks "state?" (and `options.vouch`), then
+// fetches the parts `partial` lacks (all of them unless it continues the same snapshot). Returns
+// the state when complete, finite and matching the digest.
+std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
+                                          std::uint64_t expectedElements, const StateDownloadOptions &options,
+                                          const std::atomic<bool> &stop,
+                                          const std::shared_ptr<const DataPlaneSecurity> &security,
+                                          PartialState &partial, DonorOutcome &outcome);
+
+// The snapshot `target` (its epoch, layout and digest) from all of `donors` at once: each donor
+// takes the next part nobody has; a part whose donor fails goes back for the others, and a donor
+// that fails (or now offers another state, or is not vouched for) takes no more. `partial` holds
+// what arrived, for a download from one donor after this (continues() tells whether it may go
+// on). Returns the state when complete, finite and matching the digest; `outcomes` (one per
+// donor, in order) say how each donor ended.
+std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> &donors, const StateInfo &target,
+                                                 const std::string &runId, const StateDownloadOptions &options,
+                                                 const std::atomic<bool> &stop,
+                                                 const std::shared_ptr<const DataPlaneSecurity> &security,
+                                                 PartialState &partial, std::vector<DonorOutcome> &outcomes);
+
+} // namespace dedloc
