@@ -1,15 +1,18 @@
 // State-download benchmark (root only): a joiner behind a home router (NAT) downloads the whole
-// training state from a donor on a public host of an emulated internet (tests/support/
+// training state from one or more donors on public hosts of an emulated internet (tests/support/
 // EmulatedInternet), as a volunteer does when it joins (averaging/StateDownload.h over the
-// donor's averaging/PeerService.h). The joiner's link is DOWN/UP Mbit/s (tc tbf); the donor's is
-// a server's, 1000/1000, so the joiner's downlink is the bottleneck. Prints each repetition's
-// time, the median, and "vs bound" = median / (S * 4 bytes * 8 / DOWN). `--help`: kStateUsage.
+// donors' averaging/PeerService.h; several donors of one state serve one download together).
+// The joiner's link is DOWN/UP Mbit/s (tc tbf); each donor's is --donor-internet (a server's
+// 1000/1000 by default, a volunteer's uplink to see several donors add up). Prints each
+// repetition's time, the median, and "vs bound" = median / (S * 4 bytes * 8 / min(DOWN, n x
+// donor UP)) for each donor count n. `--help`: kStateUsage.
 //
-// Three processes of this executable: the coordinator (builds the internet, spawns the others,
-// removes everything on exit, also after SIGINT or SIGTERM), the donor (--donor, in the public
-// host's namespace) and the joiner (--joiner, in the volunteer's). They meet through files in a
-// temporary directory: the donor writes its service endpoint, the joiner its times, the
-// coordinator "done" once the joiner has finished, which ends the donor. Plaintext links (the
+// Processes of this executable: the coordinator (builds the internet, spawns the others,
+// removes everything on exit, also after SIGINT or SIGTERM), the donors (--donor, each in its
+// public host's namespace) and a joiner per donor count (--joiner, in the volunteer's). They
+// meet through files in a temporary directory: each donor writes its service endpoint, the
+// joiner its times, the coordinator "done" once the last joiner has finished, which ends the
+// donors. Plaintext links (the
 // swarm's are CurveZMQ; at these rates the wire, not the cipher, bounds a download).
 #include "AllReduceBenchOptions.h" // UsageError, wholeNumber
 #include "BenchFiles.h"
@@ -41,31 +44,35 @@ namespace {
 constexpr const char *kStateUsage = R"(usage: bench_statedownload [options]   (root only)
 
 Times downloadState (core/averaging/StateDownload.h) of a whole training state of S floats
-on an emulated internet (tests/support/EmulatedInternet): the donor, a PeerService holding
-the state, on a public host with a 1000/1000 Mbit/s link; the joiner on a home router's LAN
-behind NAT with a DOWN/UP link (tc tbf). Each repetition is a fresh download (new connection,
-"state?" then one "part?" per part, one request in flight).
+on an emulated internet (tests/support/EmulatedInternet): donors, PeerServices holding the
+same state, each on a public host with a DONOR_DOWN/DONOR_UP link; the joiner on a home
+router's LAN behind NAT with a DOWN/UP link (tc tbf). Each repetition is a fresh download (new
+connections, "state?" then "part?" per part, one request in flight per donor); with two or more
+donors the download takes parts from all of them at once.
 
 options (default in brackets):
   --floats S         floats in the state, 1000 or more [3900000, about the tiny run's 15 MB]
   --internet DOWN/UP the joiner's link in Mbit/s, down/up [10/2]
   --repeats R        downloads, timed one after the other [3]
   --part-floats P    the donor's part size in floats (the swarm's is 131072) [131072]
+  --donors N[,N...]  donor counts, each measured in turn in one run [1]
+  --donor-internet DOWN/UP  each donor's link in Mbit/s [1000/1000]
   -h, --help         print this and exit
 
-output: a title line, one line per repetition (seconds, Mbit/s of state received), then
-  median <seconds>  bound <seconds>  vs bound <median / bound>
-bound: S * 4 bytes * 8 / DOWN, the state's bytes at the joiner's download rate.
+output: a title line, then per donor count n one line per repetition (seconds, Mbit/s of
+  state received), then  donors <n>  median <seconds>  bound <seconds>  vs bound <ratio>
+bound: S * 4 bytes * 8 / min(DOWN, n * DONOR_UP), the state's bytes at the slower of the
+joiner's downlink and the donors' uplinks together.
 Exit status: 0 after the figures, 1 if a download failed, 2 for a bad command line or
 without root (network namespaces, tc, nftables).
 )";
 
 constexpr const char *kRun = "bench-state";
-constexpr double kDonorMbit = 1000.0;
-
 struct Options {
     long floats = 3'900'000;
     double downMbit = 10.0, upMbit = 2.0;
+    double donorDownMbit = 1000.0, donorUpMbit = 1000.0;
+    std::vector<int> donorCounts{1};
     int repeats = 3;
     long partFloats = 128 * 1024;
     bool help = false;
@@ -87,7 +94,7 @@ int donorMain(const fs::path &dir, const std::string &address, long floats, long
         snapshot->values[static_cast<std::size_t>(i)] = valueAt(i);
     PeerService service(kRun, "tcp://" + address + ":*", static_cast<std::uint64_t>(partFloats));
     service.setState(snapshot);
-    writeFile(dir / "donor", service.endpoint());
+    writeFile(dir / ("donor-" + address), service.endpoint());
     waitForFile(dir / "done");
     return 0;
 }
@@ -102,22 +109,19 @@ bool holdsTheState(const StateSnapshot &s, long floats)
     return true;
 }
 
-int joinerMain(const fs::path &dir, long floats, int repeats)
+// The donors' endpoints are in `endpointsFile`, one a line.
+int joinerMain(const fs::path &dir, const fs::path &endpointsFile, long floats, int repeats)
 {
-    if (!waitForFile(dir / "donor", 60.0)) {
-        std::fprintf(stderr, "bench_statedownload: the donor did not start within 60 s\n");
-        return 1;
-    }
-    DonorAdvert donor;
-    donor.peerId = "donor";
-    donor.serviceEndpoint = readFile(dir / "donor");
-    donor.epoch = 1;
+    std::vector<DonorAdvert> donors;
+    std::istringstream endpoints(readFile(endpointsFile));
+    for (std::string endpoint; std::getline(endpoints, endpoint);)
+        donors.push_back({"donor-" + std::to_string(donors.size()), endpoint, 1, {}});
     const std::atomic<bool> stop{false};
     std::ostringstream times;
     for (int r = 0; r < repeats; ++r) {
         std::string why;
         const auto t0 = Clock::now();
-        const auto state = downloadState({donor}, kRun, 1, static_cast<std::uint64_t>(floats), {}, stop, &why);
+        const auto state = downloadState(donors, kRun, 1, static_cast<std::uint64_t>(floats), {}, stop, &why);
         const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         if (!state || !holdsTheState(*state, floats)) {
             std::fprintf(stderr, "bench_statedownload: download %d failed: %s\n", r + 1,
@@ -132,8 +136,8 @@ int joinerMain(const fs::path &dir, long floats, int repeats)
 
 // --- the coordinator ---------------------------------------------------------------------------
 
-// "DOWN/UP" in Mbit/s, both above 0.
-void setInternet(Options &o, const std::string &text)
+// "DOWN/UP" in Mbit/s, both above 0, into o.downMbit and o.upMbit.
+void setInternet(Options &o, const std::string &text, const std::string &option)
 {
     const auto slash = text.find('/');
     char *downEnd = nullptr, *upEnd = nullptr; // strtod: GCC 10 has no floating-point from_chars
@@ -142,7 +146,25 @@ void setInternet(Options &o, const std::string &text)
     o.upMbit = std::strtod(up.c_str(), &upEnd);
     if (down.empty() || up.empty() || *downEnd != '\0' || *upEnd != '\0' || !(o.downMbit > 0) || !(o.upMbit > 0) ||
         o.downMbit > 1e5 || o.upMbit > 1e5)
-        throw UsageError("--internet takes DOWN/UP in Mbit/s above 0, e.g. 10/2, not '" + text + "'");
+        throw UsageError(option + " takes DOWN/UP in Mbit/s above 0, e.g. 10/2, not '" + text + "'");
+}
+
+void setDonorInternet(Options &o, const std::string &text)
+{
+    Options link;
+    setInternet(link, text, "--donor-internet");
+    o.donorDownMbit = link.downMbit;
+    o.donorUpMbit = link.upMbit;
+}
+
+void setDonorCounts(Options &o, const std::string &text)
+{
+    o.donorCounts.clear();
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+        o.donorCounts.push_back(static_cast<int>(wholeNumber("--donors", item, 1, 8)));
+    if (o.donorCounts.empty())
+        throw UsageError("--donors takes donor counts, e.g. 1,2,3");
 }
 
 Options parseStateOptions(int argc, char **argv)
@@ -154,7 +176,8 @@ Options parseStateOptions(int argc, char **argv)
             o.help = true;
             continue;
         }
-        if (a != "--floats" && a != "--internet" && a != "--repeats" && a != "--part-floats")
+        if (a != "--floats" && a != "--internet" && a != "--repeats" && a != "--part-floats" && a != "--donors"
+            && a != "--donor-internet")
             throw UsageError((a.starts_with("-") ? "unknown option '" : "unexpected argument '") + a + "'");
         if (i + 1 == argc)
             throw UsageError(a + " needs a value");
@@ -165,8 +188,12 @@ Options parseStateOptions(int argc, char **argv)
             o.repeats = static_cast<int>(wholeNumber(a, value, 1, 1000));
         else if (a == "--part-floats")
             o.partFloats = wholeNumber(a, value, 1024, 16 * 1024 * 1024);
+        else if (a == "--donors")
+            setDonorCounts(o, value);
+        else if (a == "--donor-internet")
+            setDonorInternet(o, value);
         else
-            setInternet(o, value);
+            setInternet(o, value, a);
     }
     return o;
 }
@@ -180,45 +207,71 @@ std::vector<double> readTimes(const fs::path &file)
     return times;
 }
 
-void printFigures(const Options &o, std::vector<double> times)
+void printFigures(const Options &o, int donors, std::vector<double> times)
 {
     const double stateBits = static_cast<double>(o.floats) * 4.0 * 8.0;
     for (std::size_t r = 0; r < times.size(); ++r)
         std::printf("%-6zu %10.3f s %10.2f Mbit/s\n", r + 1, times[r], stateBits / times[r] / 1e6);
     std::sort(times.begin(), times.end());
-    const double median = times[times.size() / 2], bound = stateBits / (o.downMbit * 1e6);
-    std::printf("median %.3f s  bound %.3f s  vs bound %.3fx\n", median, bound, median / bound);
+    const double rate = std::min(o.downMbit, donors * o.donorUpMbit);
+    const double median = times[times.size() / 2], bound = stateBits / (rate * 1e6);
+    std::printf("donors %d  median %.3f s  bound %.3f s  vs bound %.3fx\n", donors, median, bound, median / bound);
+    std::fflush(stdout);
 }
 
-// Spawns the donor and the joiner, waits for the joiner, then ends the donor. Returns the
+// Times downloads from the first n donors with a joiner of its own. False if it failed.
+bool timeDownloads(const Options &o, const test::EmulatedInternet &net, int joinerHost, const fs::path &dir,
+                   const std::vector<std::string> &endpoints, int n)
+{
+    std::string list;
+    for (int i = 0; i < n; ++i)
+        list += endpoints[static_cast<std::size_t>(i)] + "\n";
+    writeFile(dir / "endpoints", list);
+    fs::remove(dir / "result");
+    const pid_t joiner = spawnIn(net.namespaceOf(joinerHost), {selfExecutable(), "--joiner", dir.string(),
+                                                               (dir / "endpoints").string(), std::to_string(o.floats),
+                                                               std::to_string(o.repeats)});
+    const bool joined = joiner > 0 && waitForChildren({joiner});
+    const auto times = readTimes(dir / "result");
+    if (!joined || times.size() != static_cast<std::size_t>(o.repeats))
+        return false;
+    printFigures(o, n, times);
+    return true;
+}
+
+// Spawns the donors, times each donor count with a joiner, then ends the donors. Returns the
 // process exit status.
-int runDownloads(const Options &o, const test::EmulatedInternet &net, int donorHost, int joinerHost)
+int runDownloads(const Options &o, const test::EmulatedInternet &net, const std::vector<int> &donorHosts,
+                 int joinerHost)
 {
     const fs::path dir = fs::temp_directory_path() / ("dedloc-statebench-" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string self = selfExecutable();
-    const pid_t donor = spawnIn(net.namespaceOf(donorHost), {self, "--donor", dir.string(), net.addressOf(donorHost),
-                                                             std::to_string(o.floats), std::to_string(o.partFloats)});
-    const pid_t joiner =
-        donor > 0 ? spawnIn(net.namespaceOf(joinerHost),
-                            {self, "--joiner", dir.string(), std::to_string(o.floats), std::to_string(o.repeats)})
-                  : -1;
-    const bool joined = joiner > 0 && waitForChildren({joiner});
+    std::vector<pid_t> donors;
+    std::vector<std::string> endpoints;
+    for (const int host : donorHosts) {
+        donors.push_back(spawnIn(net.namespaceOf(host), {self, "--donor", dir.string(), net.addressOf(host),
+                                                         std::to_string(o.floats), std::to_string(o.partFloats)}));
+        if (donors.back() > 0 && waitForFile(dir / ("donor-" + net.addressOf(host)), 60.0))
+            endpoints.push_back(readFile(dir / ("donor-" + net.addressOf(host))));
+    }
+    bool ok = endpoints.size() == donorHosts.size();
+    for (std::size_t i = 0; ok && i < o.donorCounts.size() && stopSignal() == 0; ++i)
+        ok = timeDownloads(o, net, joinerHost, dir, endpoints, o.donorCounts[i]);
     writeFile(dir / "done", "x");
-    const bool donorOk = donor > 0 && waitForChildren({donor});
-    const auto times = readTimes(dir / "result");
+    std::erase(donors, pid_t(-1));
+    const bool donorsOk = waitForChildren(donors);
     fs::remove_all(dir);
     if (stopSignal() != 0) {
         std::fprintf(stderr, "bench_statedownload: stopped by signal %d; removing the network namespaces\n",
                      stopSignal());
         return 128 + stopSignal();
     }
-    if (!joined || !donorOk || times.size() != static_cast<std::size_t>(o.repeats)) {
-        std::fprintf(stderr, "bench_statedownload: the %s failed\n", joined ? "donor" : "download");
+    if (!ok || !donorsOk) {
+        std::fprintf(stderr, "bench_statedownload: the %s failed\n", ok ? "donors" : "download");
         return 1;
     }
-    printFigures(o, times);
     return 0;
 }
 
@@ -232,16 +285,19 @@ int coordinatorMain(const Options &o)
     installStopSignals(); // the coordinator only: the donor and the joiner keep the defaults
     try {
         test::EmulatedInternet net("dlsdnet", 217);
-        const int donor = net.addPublicHost({kDonorMbit, kDonorMbit});
+        std::vector<int> donors;
+        const int most = *std::max_element(o.donorCounts.begin(), o.donorCounts.end());
+        for (int i = 0; i < most; ++i)
+            donors.push_back(net.addPublicHost({o.donorDownMbit, o.donorUpMbit}));
         const int joiner = net.addVolunteer(net.addRouter(), {o.downMbit, o.upMbit});
         std::printf("bench_statedownload: %ld floats (%.1f MB), parts of %ld floats, joiner behind NAT at %g/%g "
-                    "Mbit/s, donor public at %g/%g\n",
-                    o.floats, static_cast<double>(o.floats) * 4.0 / 1e6, o.partFloats, o.downMbit, o.upMbit, kDonorMbit,
-                    kDonorMbit);
+                    "Mbit/s, donors public at %g/%g each\n",
+                    o.floats, static_cast<double>(o.floats) * 4.0 / 1e6, o.partFloats, o.downMbit, o.upMbit,
+                    o.donorDownMbit, o.donorUpMbit);
         std::fflush(stdout);
         if (stopSignal() != 0) // came while the internet was made; `net` removes it
             return 128 + stopSignal();
-        return runDownloads(o, net, donor, joiner);
+        return runDownloads(o, net, donors, joiner);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "bench_statedownload: %s\n", e.what());
         return 2;
@@ -258,8 +314,8 @@ int main(int argc, char **argv)
     if (mode == "--donor" || mode == "--joiner") { // never a coordinator: a bad line is an error
         if (mode == "--donor" && argc == 6)
             return donorMain(argv[2], argv[3], std::stol(argv[4]), std::stol(argv[5]));
-        if (mode == "--joiner" && argc == 5)
-            return joinerMain(argv[2], std::stol(argv[3]), std::stoi(argv[4]));
+        if (mode == "--joiner" && argc == 6)
+            return joinerMain(argv[2], argv[3], std::stol(argv[4]), std::stoi(argv[5]));
         std::fprintf(stderr, "bench_statedownload: %s: wrong number of arguments\n", mode.c_str());
         return 2;
     }
