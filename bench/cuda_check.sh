@@ -82,6 +82,8 @@ if [ -x "$build/tests/tst_tokenizer" ] && ! grep -q "^Totals: [0-9]* passed, 0 f
     echo "shim needs: $(readelf -d "$shim" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
     echo "shim exports $(nm -D --defined-only "$shim" | wc -l) symbols (8 where libstdc++ is linked as a shared library)"
   } >>"$summary" 2>&1
+  bench/staged-deps/shim-variants.sh "$build" >"$out/shim-variants.log" 2>&1
+  cat "$out/shim-variants.log" >>"$summary"
   GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 "$build/tests/tst_tokenizer" >"$out/tst_tokenizer-tls.log" 2>&1
   { head -40 "$out/ld-debug.log"; cat "$out/torch-protobuf.log"; grep -h "Totals\|FATAL\|tokenizer" "$out/tst_tokenizer-tls.log" | head; } |
     cut -c1-240 >>"$summary"
