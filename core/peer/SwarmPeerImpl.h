@@ -271,12 +271,6 @@ struct SwarmPeer::Impl {
     std::vector<DonorAdvert> usableDonors();
     bool syncState(long minEpoch);
     std::string lastSyncFailure; // why the last syncState failed
-    // Behind the swarm (the trainer's loop decided Resync): replays the updates in between, or
-    // downloads the state, or after NoDonorGraceSeconds of failures proceedWithoutState; paced
-    // by the times below (control loop of the trainer only).
-    void catchUp(double now);
-    double lastSyncAttempt = -1e9, lastReplayFailed = -1e9;
-    double catchUpFailingSince = -1.0; // since when every try to catch up failed (-1: none failed)
     // Nobody served the state of `epoch` for `seconds`: relabels this peer's own state as that
     // epoch and asks its next group to repair it (its state round copies a fresh member's).
     void proceedWithoutState(long epoch, double seconds);

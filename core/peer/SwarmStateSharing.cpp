@@ -136,41 +136,6 @@ bool SwarmPeer::Impl::syncState(long minEpoch)
     return true;
 }
 
-void SwarmPeer::Impl::catchUp(double now)
-{
-    const auto globalEpoch = [this] {
-        std::lock_guard lock(mutex);
-        return tracker.global(unixNow(), trainer->step()).globalEpoch;
-    };
-    const long global = globalEpoch();
-    // Replaying an update takes its compressed average (about a second on a home downlink): at
-    // once, so that a peer that just fell one step behind is back early in the next epoch, not
-    // at its end. A failed replay, and downloads, wait 2 s between tries.
-    if (now - lastReplayFailed >= 2.0) {
-        if (replayUpdates(global)) {
-            setState(PeerState::Training);
-            return;
-        }
-        lastReplayFailed = now;
-    }
-    if (now - lastSyncAttempt < 2.0) {
-        sleepFor(0.2);
-        return;
-    }
-    lastSyncAttempt = now;
-    if (syncState(global)) {
-        setState(PeerState::Training);
-        catchUpFailingSince = -1.0;
-    } else if (catchUpFailingSince < 0.0) {
-        catchUpFailingSince = now;
-    } else if (now - catchUpFailingSince >= NoDonorGraceSeconds) {
-        // Where the swarm is now, after the tries.
-        proceedWithoutState(std::max(global, globalEpoch()), now - catchUpFailingSince);
-        catchUpFailingSince = -1.0;
-        setState(PeerState::Training);
-    }
-}
-
 void SwarmPeer::Impl::proceedWithoutState(long epoch, double seconds)
 {
     log::warning("state", "nobody could serve the state of epoch " + std::to_string(epoch) + " for "

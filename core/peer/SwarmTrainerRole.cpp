@@ -46,6 +46,9 @@ void SwarmPeer::Impl::runTrainer()
         }
     } joinRoundInFlight{inFlight};
     long stepsSinceCheckpoint = 0;
+    double lastSyncAttempt = -1e9;
+    double lastReplayFailed = -1e9;
+    double syncFailingSince = -1.0; // since when every try to catch up failed (-1: none failed)
     bool wasPaused = false;
     bool minPeersSeen = false;
     std::string lastWaiting; // the last "waiting for N peers" logged
@@ -122,12 +125,45 @@ void SwarmPeer::Impl::runTrainer()
             continue;
         }
         if (decision != StepDecision::Resync)
-            catchUpFailingSince = -1.0;
+            syncFailingSince = -1.0;
         if (decision == StepDecision::Resync) {
             search.drop();
             if (timeUp())
                 break; // the swarm stepped without this peer: nothing to finish, no download
-            catchUp(now);
+            long global;
+            {
+                std::lock_guard lock(mutex);
+                global = tracker.global(now, trainer->step()).globalEpoch;
+            }
+            // Replaying an update takes its compressed average (about a second on a home
+            // downlink): at once, so that a peer that just fell one step behind is back early in
+            // the next epoch, not at its end. A failed replay, and downloads, wait 2 s between tries.
+            if (now - lastReplayFailed >= 2.0) {
+                if (replayUpdates(global)) {
+                    setState(PeerState::Training);
+                    continue;
+                }
+                lastReplayFailed = now;
+            }
+            if (now - lastSyncAttempt < 2.0) {
+                sleepFor(0.2);
+                continue;
+            }
+            lastSyncAttempt = now;
+            if (syncState(global)) {
+                setState(PeerState::Training);
+                syncFailingSince = -1.0;
+            } else if (syncFailingSince < 0.0) {
+                syncFailingSince = now;
+            } else if (now - syncFailingSince >= NoDonorGraceSeconds) {
+                {
+                    std::lock_guard lock(mutex); // where the swarm is now, after the tries
+                    global = std::max(global, tracker.global(unixNow(), trainer->step()).globalEpoch);
+                }
+                proceedWithoutState(global, now - syncFailingSince);
+                syncFailingSince = -1.0;
+                setState(PeerState::Training);
+            }
             continue;
         }
         if (!minPeersSeen) {
