@@ -115,37 +115,12 @@ private Q_SLOTS:
         QCOMPARE(t.global(1.0).clientPeers, 1);
         t.update(rec("client2", 8, 10, 1.0, 0.0, true), 0.0);
         QCOMPARE(t.global(1.0).globalEpoch, 9L);
-        auto asC1 = options(1000);
-        asC1.selfId = "c1"; // a client itself does not follow other clients
-        ProgressTracker onlyClients(asC1);
+        ProgressTracker onlyClients(options(1000));
         onlyClients.update(rec("c1", 4, 10, 1.0, 0.0, true), 0.0);
         onlyClients.update(rec("c2", 5, 10, 1.0, 0.0, true), 0.0);
         QCOMPARE(onlyClients.global(1.0, 4).globalEpoch, 4L);
         QCOMPARE(onlyClients.global(1.0, 5).globalEpoch, 5L);
         QCOMPARE(onlyClients.global(1.0).globalEpoch, 5L);
-    }
-
-    // The only progress lives on client-mode trainers: a reachable trainer alone at its epoch (a
-    // newcomer, or the last one left of its epoch) follows them; one with company at its epoch,
-    // or with a downloadable peer ahead, does not.
-    void aTrainerAloneFollowsTheClientsAhead()
-    {
-        auto opts = options(1000);
-        opts.selfId = "self";
-        ProgressTracker t(opts);
-        t.update(rec("self", 0, 0, 1.0, 0.0), 0.0);
-        t.update(rec("client", 19, 10, 1.0, 0.0, true), 0.0);
-        QCOMPARE(t.global(1.0, 0).globalEpoch, 19L);
-        QCOMPARE(int(t.decide(0, 1.0)), int(StepDecision::Resync));
-        QCOMPARE(t.global(1.0, 19).globalEpoch, 19L); // once there: the clients' epoch is its own
-        QCOMPARE(t.global(1.0, 18).globalEpoch, 18L); // one behind: the client just stepped first
-        t.update(rec("mate", 0, 0, 1.0, 0.0), 0.0); // company at its epoch
-        QCOMPARE(t.global(1.0, 0).globalEpoch, 0L);
-        t.update(rec("mate", 5, 0, 1.0, 0.5), 0.5); // a donor ahead (newer record)
-        QCOMPARE(t.global(1.0, 0).globalEpoch, 5L);
-        t.remove("mate");
-        t.update(rec("self", 0, 0, 1.0, 0.5, true), 0.5); // itself a client: no
-        QCOMPARE(t.global(1.0, 0).globalEpoch, 0L);
     }
 
     // Client-mode trainers beside a reachable monitor and auxiliary that hold an older epoch (the

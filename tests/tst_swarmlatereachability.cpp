@@ -4,15 +4,11 @@
 // broken (it announces a port where nothing listens). Once a second trainer is up and donating,
 // the first asks again, learns that it is unreachable and joins groups as a client from then
 // on: both go on averaging with one model. Without the second check it stayed "reachable, not
-// confirmed" for good, and every round that counted on it as leader or reducer failed. Then the
-// case that leaves the swarm's progress on that client alone (core/averaging/ProgressTracker.h,
-// SwarmPeer proceedWithoutState): a newcomer must join it rather than train apart.
+// confirmed" for good, and every round that counted on it as leader or reducer failed.
 #include "SwarmHarness.h"
 #include "SwarmTestCase.h"
 
 #include <QTest>
-
-#include <algorithm>
 
 using namespace dedloc;
 using namespace dedloc::test;
@@ -53,55 +49,6 @@ private Q_SLOTS:
             QVERIFY(ss.at(step).value("shard_elements", 0L) > 0);
             QCOMPARE(sf.at(step).value("params_sha", std::string()), ss.at(step).value("params_sha", std::string()));
         }
-    }
-
-    // The first trainer becomes a client late, its reachable partner leaves, and a newcomer
-    // arrives: the swarm's progress lives only on the client, which serves no state. The
-    // newcomer follows the client's epoch, finds no donor for 30 s, goes on at that epoch with
-    // its own parameters and asks for repair: its first group copies the client's state, and
-    // from then on both hold one model. (Before, the newcomer started at epoch 0 and each trained
-    // alone for good.)
-    void aNewcomerJoinsTheProgressThatOnlyAClientHolds()
-    {
-        const auto d = scratch() / "newcomer";
-        std::filesystem::create_directories(d);
-        SwarmHarness h(m_app, writeSignedTinyRun(d, 64), d / "peers");
-        const quint16 dhtPort = freeUdpPort(), bound = freeTcpPortPair(), nowhere = freeTcpPortPair();
-        const QString bootstrap = QStringLiteral("127.0.0.1:%1").arg(dhtPort);
-        auto &first = h.startPeer(QStringLiteral("first"),
-                                  {QStringLiteral("--duration"), QStringLiteral("200"), QStringLiteral("--min-peers"),
-                                   QStringLiteral("2"), QStringLiteral("--dht-port"), QString::number(dhtPort),
-                                   QStringLiteral("--port"), QString::number(bound), QStringLiteral("--announce"),
-                                   QStringLiteral("127.0.0.1:%1").arg(nowhere)});
-        SWARM_VERIFY(SwarmHarness::waitFor([&] { return first.logText().contains(QStringLiteral("reachability unknown")); }, 60),
-                     {&first});
-        auto &second = h.startPeer(QStringLiteral("second"), {QStringLiteral("--bootstrap"), bootstrap});
-        SWARM_VERIFY(SwarmHarness::waitFor([&] { return first.logText().contains(QStringLiteral("client mode from now on")); }, 90),
-                     {&first, &second});
-        SWARM_VERIFY(SwarmHarness::waitFor([&] { return first.lastStep() >= 4; }, 60), {&first, &second});
-        second.stopGracefully();
-        const long leftAt = first.lastStep();
-        auto &newcomer = h.startPeer(QStringLiteral("newcomer"), {QStringLiteral("--bootstrap"), bootstrap});
-        // It joins the client's epoch and then averages with it: one model, state round first.
-        SWARM_VERIFY(SwarmHarness::waitFor([&] { return newcomer.logText().contains(QStringLiteral("nobody could serve the state")); }, 90),
-                     {&first, &newcomer});
-        const auto averagedSteps = [](const SwarmPeerProcess &p) {
-            const auto steps = byStep(p);
-            return std::count_if(steps.begin(), steps.end(), [](const auto &e) { return e.second.value("averaged", false); });
-        };
-        SWARM_VERIFY(SwarmHarness::waitFor([&] { return averagedSteps(newcomer) >= 3; }, 90), {&first, &newcomer});
-        newcomer.stopGracefully();
-        first.stopGracefully();
-        const auto sf = byStep(first), sn = byStep(newcomer);
-        SWARM_VERIFY(!sn.empty() && sn.begin()->first > leftAt, {&first, &newcomer}); // never trained from epoch 0
-        int same = 0;
-        for (const auto &[step, e] : sn)
-            if (e.value("averaged", false) && sf.count(step) && sf.at(step).value("averaged", false)) {
-                SWARM_VERIFY(e.value("params_sha", std::string("n")) == sf.at(step).value("params_sha", std::string("f")),
-                             {&first, &newcomer});
-                ++same;
-            }
-        SWARM_VERIFY(same >= 3, {&first, &newcomer});
     }
 };
 

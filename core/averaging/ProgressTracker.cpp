@@ -106,29 +106,20 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
 {
     GlobalProgress g;
     const auto support = epochSupport(now);
-    long donorsMax = std::max(0L, localEpoch), trainersMax = 0, clientsMax = 0;
-    bool companyAtMyEpoch = false; // another non-client trainer at localEpoch
+    long donorsMax = std::max(0L, localEpoch), trainersMax = 0;
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now)
             continue;
         ++g.peers;
         g.clientPeers += r.clientMode ? 1 : 0;
         const bool trainer = r.role == PeerRole::Trainer, donor = !r.clientMode && r.role != PeerRole::Auxiliary;
-        if (id == m_options.selfId || !(trainer || donor) || !support.corroborates(r, m_options.selfId))
+        if (id == m_options.selfId || !(localEpoch == NotTraining ? trainer : donor)
+            || !support.corroborates(r, m_options.selfId))
             continue;
-        companyAtMyEpoch = companyAtMyEpoch || (trainer && !r.clientMode && r.epoch == localEpoch);
         trainersMax = std::max(trainersMax, trainer ? r.epoch : 0L);
         donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);
-        clientsMax = std::max(clientsMax, trainer && r.clientMode ? r.epoch : 0L);
     }
     g.globalEpoch = localEpoch == NotTraining ? trainersMax : donorsMax;
-    const auto self = m_records.find(m_options.selfId);
-    const bool selfClient = self != m_records.end() && self->second.clientMode;
-    // More than one ahead: a client one epoch ahead is the usual sight at a step (it stepped a
-    // moment earlier), not progress that lives on clients alone.
-    if (localEpoch != NotTraining && !selfClient && !companyAtMyEpoch && donorsMax <= localEpoch
-        && clientsMax > localEpoch + 1)
-        g.globalEpoch = clientsMax; // only clients are ahead, and this peer is alone (see the header)
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now || r.epoch != g.globalEpoch)
             continue;

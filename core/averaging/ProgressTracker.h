@@ -7,13 +7,7 @@
 //   - the global epoch, as seen by a trainer at local epoch e: the highest of e and the epochs
 //     of the live non-client trainers and monitors, i.e. of the peers whose state can be
 //     downloaded (hivemind's rule: a client-mode peer serves no state, so a resync to its epoch
-//     could never succeed; auxiliaries hold no state of their own). One exception: a trainer
-//     that is not in client mode and has no other non-client trainer at its epoch while
-//     client-mode trainers are more than one epoch ahead (one ahead is the usual sight at a
-//     step) and nobody downloadable is, follows the clients' epoch (a
-//     swarm whose only progress lives on unreachable peers: the newcomer cannot download it,
-//     but it can take that epoch with its own parameters and have its first group's state round
-//     copy theirs; without this, the two trained apart for good). Seen by a peer that does
+//     could never succeed; auxiliaries hold no state of their own). Seen by a peer that does
 //     not train (an auxiliary or a monitor, localEpoch = NotTraining): the highest epoch of the
 //     live trainers, client-mode ones included, i.e. where the training happens;
 //     in both views an epoch claim counts only when another peer corroborates it: a claim more

@@ -293,11 +293,8 @@ void SwarmPeer::Impl::recheckReachability()
 {
     const ReachRequest self{identity->peerId(), identity->publicKey(), service->endpoint()};
     const auto v = checkReachability(usableDonors(), self, access.security, stopFlag);
-    if (v.reachability == Reachability::Unknown || stopFlag.load()) {
-        if (v.reachability == Reachability::Unknown)
-            lateUnreachableVerdicts = 0; // "in a row": an unsure answer between them starts over
+    if (v.reachability == Reachability::Unknown || stopFlag.load())
         return; // the control loop asks again later
-    }
     if (v.reachability == Reachability::Unreachable && ++lateUnreachableVerdicts < LateUnreachableConfirmations) {
         log::info("swarm", "a peer could not connect to this one (" + v.why + "); asking again before acting as a client");
         return;

@@ -159,17 +159,11 @@ struct SwarmPeer::Impl {
     std::atomic<bool> reachabilityUnsettled{false};
     static constexpr double ReachabilityRecheckPeriod = 10.0;
     // A late "nobody can connect" is acted on only when this many checks in a row say so (a
-    // reachable peer on a loaded machine may miss one dial-back); the next check starts
-    // ReachabilityConfirmDelay seconds after the previous one started (at once, as a failing
-    // check takes its 3 s dial-back timeout). An unsure answer in between starts the count over;
-    // a "reachable" settles it as reachable.
+    // reachable peer on a loaded machine may miss one dial-back), asked ReachabilityConfirmDelay
+    // seconds apart; a "reachable" in between settles it as reachable.
     std::atomic<int> lateUnreachableVerdicts{0};
     static constexpr int LateUnreachableConfirmations = 2;
     static constexpr double ReachabilityConfirmDelay = 2.0;
-    // A trainer behind the swarm that could catch up from nobody for this long (no donor
-    // reachable, or none serving that epoch) goes on at the swarm's epoch with its own
-    // parameters, asking its next group to repair its state (proceedWithoutState).
-    static constexpr double NoDonorGraceSeconds = 30.0;
     double nextReachabilityCheckDelay() const
     {
         return lateUnreachableVerdicts.load() > 0 ? ReachabilityConfirmDelay : ReachabilityRecheckPeriod;
@@ -270,10 +264,6 @@ struct SwarmPeer::Impl {
     // The donors advertised on the DHT, less the ones this peer has banned.
     std::vector<DonorAdvert> usableDonors();
     bool syncState(long minEpoch);
-    std::string lastSyncFailure; // why the last syncState failed
-    // Nobody served the state of `epoch` for `seconds`: relabels this peer's own state as that
-    // epoch and asks its next group to repair it (its state round copies a fresh member's).
-    void proceedWithoutState(long epoch, double seconds);
     // Downloads the state of `minEpoch` or later from the best usable donor and loads it; false
     // (with the reason in *why) when no donor delivered.
     // `consistentOnly`: never from a donor whose state may differ (DonorAdvert::mayDiffer).

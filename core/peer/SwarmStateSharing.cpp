@@ -130,26 +130,9 @@ bool SwarmPeer::Impl::syncState(long minEpoch)
     if (!loaded) {
         log::warning("state", "state download failed: " + why);
         setState(PeerState::Syncing, "waiting for a state donor: " + why);
-        lastSyncFailure = why;
         return false;
     }
     return true;
-}
-
-void SwarmPeer::Impl::proceedWithoutState(long epoch, double seconds)
-{
-    log::warning("state", "nobody could serve the state of epoch " + std::to_string(epoch) + " for "
-                              + std::to_string(static_cast<int>(seconds)) + " s (" + lastSyncFailure
-                              + "): going on at that epoch from this peer's own parameters; its next group "
-                                "copies a member's state over them");
-    trainer->loadStateFlat(trainer->stateFlat(), epoch);
-    errorFeedback.reset();
-    stateIsSwarms = false;
-    if (service)
-        service->clearUpdates(); // no chain of updates leads to this state
-    if (matchmaker)
-        setRepair(true);
-    afterStateChange();
 }
 
 void SwarmPeer::Impl::checkModelAgreement()

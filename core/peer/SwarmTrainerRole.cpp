@@ -48,7 +48,6 @@ void SwarmPeer::Impl::runTrainer()
     long stepsSinceCheckpoint = 0;
     double lastSyncAttempt = -1e9;
     double lastReplayFailed = -1e9;
-    double syncFailingSince = -1.0; // since when every try to catch up failed (-1: none failed)
     bool wasPaused = false;
     bool minPeersSeen = false;
     std::string lastWaiting; // the last "waiting for N peers" logged
@@ -124,8 +123,6 @@ void SwarmPeer::Impl::runTrainer()
             sleepFor(0.05);
             continue;
         }
-        if (decision != StepDecision::Resync)
-            syncFailingSince = -1.0;
         if (decision == StepDecision::Resync) {
             search.drop();
             if (timeUp())
@@ -150,20 +147,8 @@ void SwarmPeer::Impl::runTrainer()
                 continue;
             }
             lastSyncAttempt = now;
-            if (syncState(global)) {
+            if (syncState(global))
                 setState(PeerState::Training);
-                syncFailingSince = -1.0;
-            } else if (syncFailingSince < 0.0) {
-                syncFailingSince = now;
-            } else if (now - syncFailingSince >= NoDonorGraceSeconds) {
-                {
-                    std::lock_guard lock(mutex); // where the swarm is now, after the tries
-                    global = std::max(global, tracker.global(unixNow(), trainer->step()).globalEpoch);
-                }
-                proceedWithoutState(global, now - syncFailingSince);
-                syncFailingSince = -1.0;
-                setState(PeerState::Training);
-            }
             continue;
         }
         if (!minPeersSeen) {
