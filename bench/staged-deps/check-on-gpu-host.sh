@@ -33,8 +33,14 @@ done | tr ' ' '\n' | sed -n 's/^-I//p' | sort -u | while read -r dir; do mkdir -
 [ -d /usr/local/cuda/bin ] && export PATH=$PATH:/usr/local/cuda/bin
 # DT_RPATH (not RUNPATH): it also serves the staged libraries' own dependencies.
 lf="-Wl,--disable-new-dtags,-rpath,$L,-rpath-link,$L"
-export DEDLOC_CMAKE_ARGS="-DCMAKE_CXX_FLAGS=-idirafter$P/usr/include -DCMAKE_EXE_LINKER_FLAGS=$lf -DCMAKE_SHARED_LINKER_FLAGS=$lf -DCMAKE_MODULE_LINKER_FLAGS=$lf"
-{ head -3 /etc/os-release; gcc --version | head -1; cmake --version | head -1; nvcc --version | tail -2; } 2>&1
+# -isystem, not -idirafter: a header of the same name on the host (another SentencePiece, say) must
+# not shadow the staged one, whose library the programs load.
+export DEDLOC_CMAKE_ARGS="-DCMAKE_CXX_FLAGS=-isystem$P/usr/include -DCMAKE_EXE_LINKER_FLAGS=$lf -DCMAKE_SHARED_LINKER_FLAGS=$lf -DCMAKE_MODULE_LINKER_FLAGS=$lf"
+{ head -3 /etc/os-release; gcc --version | head -1; cmake --version | head -1; nvcc --version | tail -2
+  echo "the host's own SentencePiece and protobuf files (the staged ones must win):"
+  find / -xdev \( -name 'sentencepiece_processor.h' -o -name 'libsentencepiece*.so*' -o -name 'repeated_field.h' \) \
+    -not -path "$P/*" 2>/dev/null | head -20
+  echo "g++ links libstdc++ statically? $(g++ -dumpspecs 2>/dev/null | grep -c static-libstdc) spec mentions"; } 2>&1
 [ -d "$P/usr/lib/debian-runtime" ] && export FALLBACK_LIBDIR=$P/usr/lib/debian-runtime
 work=$(mktemp -d)
 bench/cuda_check.sh "$work" "${3:-75}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shim-variants.sh BUILD_DIR [INCLUDE_DIR LIB_DIR]: where the SentencePiece shim of BUILD_DIR
 # fails on a host, build it again in several ways and say which loads the bundled tokenizer
-# (through shim_probe.cpp, the way the app loads it). Prints one line per variant; changes
+# (through shim_probe.cpp, the way the app loads it), with the staged headers searched after the
+# host's (-idirafter) and before them (-I). Prints one line per variant; changes
 # nothing in BUILD_DIR. Run in the repository root.
 #   INCLUDE_DIR, LIB_DIR  SentencePiece's headers and libraries (default: the staged prefix of
 #                         check-on-gpu-host.sh, /opt/dedloc-deps/usr/{include,lib/x86_64-linux-gnu})
@@ -23,16 +24,18 @@ g++ -O1 -o "$work/probe" bench/staged-deps/shim_probe.cpp -ldl || { echo "cannot
 echo "build's compiler: ${cxx:-?}; g++ on PATH: $(command -v g++); others: $(ls /usr/bin/g++* 2>/dev/null | tr '\n' ' ')"
 probe "the build's shim" "$build/lib/libdedloc_sentencepiece.so"
 rpath="-Wl,--disable-new-dtags,-rpath,$lib"
+for incflag in -idirafter -I; do
 for compiler in "${cxx:-g++}" /usr/bin/g++; do
   [ -x "$compiler" ] || command -v "$compiler" >/dev/null || continue
   for flags in "-O3 -fvisibility=hidden" "-O1" "-O3 -fvisibility=hidden -std=c++17" \
                "-O3 -fvisibility=hidden -static-libstdc++ -Wl,--exclude-libs,ALL" \
                "-O3 -fvisibility=hidden -Wl,--exclude-libs,ALL"; do
-    out="$work/shim-$(echo "$compiler $flags" | tr -c 'a-zA-Z0-9' _).so"
-    "$compiler" -std=c++20 -fPIC -shared $flags -Icore -idirafter "$inc" core/model/SentencePieceShim.cpp -o "$out" \
+    out="$work/shim-$(echo "$incflag $compiler $flags" | tr -c 'a-zA-Z0-9' _).so"
+    "$compiler" -std=c++20 -fPIC -shared $flags -Icore $incflag "$inc" core/model/SentencePieceShim.cpp -o "$out" \
       -L"$lib" $rpath -Wl,--no-as-needed -lsentencepiece -lsentencepiece_train -lstdc++ 2>"$out.log" \
-      || { echo "$compiler $flags: does not build: $(head -c 300 "$out.log")"; continue; }
-    probe "$compiler $flags" "$out"
+      || { echo "$incflag $compiler $flags: does not build: $(head -c 300 "$out.log")"; continue; }
+    probe "$incflag $compiler $flags" "$out"
   done
+done
 done
 rm -rf "$work"
