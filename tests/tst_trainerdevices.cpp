@@ -130,7 +130,9 @@ class TestTrainerDevices final : public QObject {
     }
     // Runs only where libtorch has CUDA and a GPU is present (CI has none: skipped there).
     // The forward pass runs in bf16 on the GPU (8 significant bits): the gradient and the
-    // update match the CPU's fp32 ones to a few percent, not to float rounding.
+    // update match the CPU's fp32 ones to about a percent, not to float rounding. Measured on an
+    // H200 (libtorch 2.11, CUDA 13.0): loss 2e-5 apart, gradient 0.0054, update 0.0115; the bounds
+    // leave about 4x that.
     void cudaStepMatchesTheCpuStep()
     {
         if (!torch::cuda::is_available())
@@ -144,8 +146,8 @@ class TestTrainerDevices final : public QObject {
         const double lossGap = std::abs(c.loss - g.loss) / c.loss;
         const double gradientGap = relativeDifference(gpu.meanGradientFlat(), cpu.meanGradientFlat());
         qInfo("loss cpu %.5f cuda %.5f (%.2g apart), gradient %.3g apart", c.loss, g.loss, lossGap, gradientGap);
-        QVERIFY(lossGap < 0.01);
-        QVERIFY(gradientGap < 0.05);
+        QVERIFY(lossGap < 1e-3);
+        QVERIFY(gradientGap < 0.02);
         QVERIFY(cpu.applyStep().applied);
         QVERIFY(gpu.applyStep().applied);
         const auto afterCpu = cpu.parametersFlat(), afterGpu = gpu.parametersFlat();
@@ -154,7 +156,7 @@ class TestTrainerDevices final : public QObject {
             updateCpu[i] = afterCpu[i] - before[i], updateGpu[i] = afterGpu[i] - before[i];
         const double updateGap = relativeDifference(updateGpu, updateCpu);
         qInfo("update %.3g apart", updateGap);
-        QVERIFY(updateGap < 0.1);
+        QVERIFY(updateGap < 0.05);
         // Half an accumulation on the GPU, half on the CPU: the move keeps what was accumulated.
         cpu.accumulateMicroBatch(8);
         cpu.accumulateMicroBatch(8);

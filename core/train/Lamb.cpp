@@ -37,10 +37,13 @@ void Lamb::step(double lr)
         auto r = (m / c1).div_(denom);
         if (m_decay[i] && m_options.weightDecay != 0.0)
             r.add_(w, m_options.weightDecay);
-        const double wNorm = std::min(w.norm().item<double>(), m_options.clampValue);
-        const double rNorm = r.norm().item<double>();
-        const double trust = (wNorm > 0.0 && rNorm > 0.0) ? wNorm / rNorm : 1.0;
-        w.add_(r, -lr * trust);
+        // The trust ratio stays a device tensor: reading the norms back would wait for the GPU
+        // twice per parameter tensor, and the CPU could not queue the next kernels meanwhile.
+        const auto wNorm = w.norm().clamp_max(m_options.clampValue);
+        const auto rNorm = r.norm();
+        const auto trust = torch::where(wNorm.gt(0.0).logical_and(rNorm.gt(0.0)), wNorm / rNorm,
+                                        torch::ones_like(wNorm));
+        w.sub_(r.mul_(trust * lr));
     }
 }
 
