@@ -94,6 +94,8 @@ std::string oursRounds(std::vector<float> &values, const MemberTask &t)
     const auto me = static_cast<std::size_t>(t.rank);
     AllReduceOptions o;
     o.codec = codecOf(t.impl);
+    if (const char *part = std::getenv("DEDLOC_BENCH_PART_ELEMENTS")) // experiments with the part size
+        o.partElements = static_cast<std::size_t>(std::max(1L, std::atol(part)));
     o.senderTimeout = o.reducerTimeout = 600.0;
     endpoint.run("warm-up", members, me, std::span<float>(values).first(1000), o);
     std::ostringstream out;

@@ -1,5 +1,6 @@
 #include "EmulatedInternet.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -25,10 +26,18 @@ void must(const std::string &command)
         throw std::runtime_error("emulated internet: \"" + command + "\" failed");
 }
 
+// How long tbf may queue a packet: 100 ms, or DEDLOC_NET_QUEUE_MS for experiments with deeper
+// home-router buffers.
+std::string queueLatency()
+{
+    const char *ms = std::getenv("DEDLOC_NET_QUEUE_MS");
+    return std::to_string(ms ? std::max(1L, std::atol(ms)) : 100L) + "ms";
+}
+
 std::string tbf(double mbit)
 {
     // At least one MTU per burst; kbit granularity so that 2 Mbit/s and below stay exact.
-    return " root tbf rate " + std::to_string(static_cast<long>(mbit * 1000)) + "kbit burst 32kb latency 100ms";
+    return " root tbf rate " + std::to_string(static_cast<long>(mbit * 1000)) + "kbit burst 32kb latency " + queueLatency();
 }
 
 bool programExists(const char *name)
