@@ -87,6 +87,9 @@ private Q_SLOTS:
         QCOMPARE(a.requests("part?") + b.requests("part?"), int(Parts));
         QVERIFY2(a.requests("part?") >= 2 && b.requests("part?") >= 2,
                  (std::to_string(a.requests("part?")) + " and " + std::to_string(b.requests("part?"))).c_str());
+        // Each donor is asked what it offers once: the download goes on over that connection.
+        QCOMPARE(a.requests("state?"), 1);
+        QCOMPARE(b.requests("state?"), 1);
         qInfo("two donors: %.2f s (one alone would take at least 0.9 s)", seconds);
     }
 

@@ -320,6 +320,7 @@ private Q_SLOTS:
         const auto s = downloadState(donors, "r", 5, Elements, options, m_running, &why, nullptr, &bans);
         QVERIFY2(s.has_value(), why.c_str());
         QVERIFY(s->values == goodValues());
+        QCOMPARE(good.service.served("state?"), 1LL); // its parts came over the connection it was asked on
         for (const char *who : {"empty", "silent", "good"})
             QCOMPARE(bans.strikes(who, unixNow()), 0);
 

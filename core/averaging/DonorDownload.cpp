@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace dedloc {
 
@@ -40,13 +41,29 @@ namespace {
 // One donor's session: `why` says why it failed; `invalid` that the donor's own answer broke
 // the protocol (it is then struck), as opposed to silence, a refusal or an old state.
 struct DonorSession {
-    ServiceClient &client;
+    std::shared_ptr<ServiceClient> connection;
+    ServiceClient &client; // *connection (on the heap: stays put when a session is moved)
     const StateDownloadOptions &options;
     const std::atomic<bool> &stop;
     std::string why;
     bool invalid = false;
 
+    // A new connection to `donor`.
+    DonorSession(const DonorAdvert &donor, const StateDownloadOptions &options, const std::atomic<bool> &stop,
+                 const std::shared_ptr<const DataPlaneSecurity> &security)
+        : DonorSession(std::make_shared<ServiceClient>(donor.serviceEndpoint, security, donor.publicKey), options, stop)
+    {
+    }
+    // Goes on over an open connection.
+    DonorSession(std::shared_ptr<ServiceClient> open, const StateDownloadOptions &options, const std::atomic<bool> &stop)
+        : connection(std::move(open)), client(*connection), options(options), stop(stop)
+    {
+    }
+
     std::optional<StateInfo> askState(const std::string &runId, long minEpoch, std::uint64_t expectedElements);
+    // askState, then options.vouch for `donorId`'s offer.
+    std::optional<StateInfo> askVouched(const std::string &donorId, const std::string &runId, long minEpoch,
+                                        std::uint64_t expectedElements);
     bool fetchPart(const StateInfo &info, std::uint32_t k, StateSnapshot &s);
     // Nothing came: a stop, silence, or (invalid) replies the client dropped as malformed.
     void noReply(int droppedBefore, const std::string &silence);
@@ -95,6 +112,33 @@ std::optional<StateInfo> DonorSession::askState(const std::string &runId, long m
         return std::nullopt;
     }
     return info;
+}
+
+std::optional<StateInfo> DonorSession::askVouched(const std::string &donorId, const std::string &runId, long minEpoch,
+                                                  std::uint64_t expectedElements)
+{
+    auto info = askState(runId, minEpoch, expectedElements);
+    if (info && options.vouch) {
+        if (auto w = options.vouch(donorId, info->epoch, info->digest); !w.empty()) {
+            why = "not vouched for: " + w;
+            return std::nullopt;
+        }
+    }
+    return info;
+}
+
+// A session with `donor` and the state it offers: over `offer`'s connection when given,
+// otherwise asked (and vouched for) on a new one.
+std::pair<DonorSession, std::optional<StateInfo>>
+openSession(const DonorAdvert &donor, const DonorOffer *offer, const std::string &runId, long minEpoch,
+            std::uint64_t expectedElements, const StateDownloadOptions &options, const std::atomic<bool> &stop,
+            const std::shared_ptr<const DataPlaneSecurity> &security)
+{
+    if (offer && offer->connection && offer->donor.peerId == donor.peerId && offer->fresh())
+        return {DonorSession(offer->connection, options, stop), offer->state};
+    DonorSession d(donor, options, stop, security);
+    auto info = d.askVouched(donor.peerId, runId, minEpoch, expectedElements);
+    return {std::move(d), info};
 }
 
 // Writes part k into s.values (parts are disjoint: sessions on several threads may fill one
@@ -187,25 +231,17 @@ class PartBoard {
     std::vector<bool> m_taken;
 };
 
-// One donor's share of a download from several: its own "state?" (the snapshot it pins), then
-// parts from the board until none is left or it fails.
-void serveShare(const DonorAdvert &donor, const StateInfo &target, const std::string &runId,
+// One donor's share of a download from several: its offer (asked now unless given: the snapshot
+// it pins), then parts from the board until none is left or it fails.
+void serveShare(const DonorAdvert &donor, const DonorOffer *offer, const StateInfo &target, const std::string &runId,
                 const StateDownloadOptions &options, const std::atomic<bool> &stop,
                 const std::shared_ptr<const DataPlaneSecurity> &security, PartBoard &board, StateSnapshot &state,
                 DonorOutcome &outcome)
 {
-    ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
-    DonorSession d{client, options, stop, {}, false};
-    auto info = d.askState(runId, target.epoch, target.elements);
+    auto [d, info] = openSession(donor, offer, runId, target.epoch, target.elements, options, stop, security);
     if (info && !sameSnapshot(*info, target)) {
         d.why = "donor now offers another state (epoch " + std::to_string(info->epoch) + ")";
         info.reset();
-    }
-    if (info && options.vouch) {
-        if (auto w = options.vouch(donor.peerId, info->epoch, info->digest); !w.empty()) {
-            d.why = "not vouched for: " + w;
-            info.reset();
-        }
     }
     while (info) {
         const auto k = board.take();
@@ -227,34 +263,27 @@ void serveShare(const DonorAdvert &donor, const StateInfo &target, const std::st
 
 } // namespace
 
-std::optional<StateInfo> askDonorState(const DonorAdvert &donor, const std::string &runId, long minEpoch,
-                                       std::uint64_t expectedElements, const StateDownloadOptions &options,
-                                       const std::atomic<bool> &stop,
-                                       const std::shared_ptr<const DataPlaneSecurity> &security, DonorOutcome &outcome)
+std::optional<DonorOffer> askDonorState(const DonorAdvert &donor, const std::string &runId, long minEpoch,
+                                        std::uint64_t expectedElements, const StateDownloadOptions &options,
+                                        const std::atomic<bool> &stop,
+                                        const std::shared_ptr<const DataPlaneSecurity> &security, DonorOutcome &outcome)
 {
-    ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
-    DonorSession d{client, options, stop, {}, false};
-    auto info = d.askState(runId, minEpoch, expectedElements);
+    DonorSession d(donor, options, stop, security);
+    const auto info = d.askVouched(donor.peerId, runId, minEpoch, expectedElements);
     outcome = {donor, d.why, d.invalid};
-    return info;
+    if (!info)
+        return std::nullopt;
+    return DonorOffer{donor, *info, d.connection, std::chrono::steady_clock::now()};
 }
 
 std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
                                           std::uint64_t expectedElements, const StateDownloadOptions &options,
                                           const std::atomic<bool> &stop,
                                           const std::shared_ptr<const DataPlaneSecurity> &security,
-                                          PartialState &partial, DonorOutcome &outcome)
+                                          PartialState &partial, DonorOutcome &outcome, const DonorOffer *offer)
 {
-    ServiceClient client(donor.serviceEndpoint, security, donor.publicKey);
-    DonorSession d{client, options, stop, {}, false};
+    auto [d, info] = openSession(donor, offer, runId, minEpoch, expectedElements, options, stop, security);
     std::optional<StateSnapshot> result;
-    auto info = d.askState(runId, minEpoch, expectedElements);
-    if (info && options.vouch) {
-        if (auto w = options.vouch(donor.peerId, info->epoch, info->digest); !w.empty()) {
-            d.why = "not vouched for: " + w;
-            info.reset();
-        }
-    }
     if (info) {
         if (partial.continues(*info)) {
             const auto held = std::count(partial.have.begin(), partial.have.end(), true);
@@ -290,7 +319,8 @@ std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> 
                                                  const std::string &runId, const StateDownloadOptions &options,
                                                  const std::atomic<bool> &stop,
                                                  const std::shared_ptr<const DataPlaneSecurity> &security,
-                                                 PartialState &partial, std::vector<DonorOutcome> &outcomes)
+                                                 PartialState &partial, std::vector<DonorOutcome> &outcomes,
+                                                 const std::vector<DonorOffer> *offers)
 {
     if (!partial.continues(target))
         partial.reset(target);
@@ -300,7 +330,8 @@ std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> 
         std::vector<std::jthread> shares;
         for (std::size_t i = 0; i < donors.size(); ++i)
             shares.emplace_back([&, i] {
-                serveShare(donors[i], target, runId, options, stop, security, board, partial.state, outcomes[i]);
+                const DonorOffer *offer = offers && i < offers->size() ? &(*offers)[i] : nullptr;
+                serveShare(donors[i], offer, target, runId, options, stop, security, board, partial.state, outcomes[i]);
             });
     }
     if (!partial.complete())

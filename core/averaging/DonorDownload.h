@@ -20,6 +20,7 @@
 #include "averaging/SwarmMessages.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <set>
@@ -56,32 +57,54 @@ struct DonorOutcome {
     bool invalid = false;
 };
 
-// What `donor` offers ("state?" on a connection of its own): the snapshot's description, or
-// nothing, with `outcome` saying why.
-std::optional<StateInfo> askDonorState(const DonorAdvert &donor, const std::string &runId, long minEpoch,
-                                       std::uint64_t expectedElements, const StateDownloadOptions &options,
-                                       const std::atomic<bool> &stop,
-                                       const std::shared_ptr<const DataPlaneSecurity> &security, DonorOutcome &outcome);
+// A donor's answer to "state?" on a connection that stays open: the donor pinned that snapshot,
+// so a download that goes on over that connection soon need not ask again. The connection is
+// used by one thread at a time (it may move between threads); it closes with the last copy.
+// Donors unpin a snapshot 30 s after its last request (PeerService): an offer older than
+// MaxOfferAge is asked for again instead.
+struct DonorOffer {
+    static constexpr double MaxOfferAge = 20.0; // seconds
+    DonorAdvert donor;
+    StateInfo state;
+    std::shared_ptr<ServiceClient> connection;
+    std::chrono::steady_clock::time_point askedAt;
 
-// One download from one donor, on the calling thread: asks "state?" (and `options.vouch`), then
-// fetches the parts `partial` lacks (all of them unless it continues the same snapshot). Returns
-// the state when complete, finite and matching the digest.
+    [[nodiscard]] bool fresh() const
+    {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - askedAt).count() < MaxOfferAge;
+    }
+};
+
+// What `donor` offers ("state?" on a connection of its own, then `options.vouch`): the offer, or
+// nothing, with `outcome` saying why.
+std::optional<DonorOffer> askDonorState(const DonorAdvert &donor, const std::string &runId, long minEpoch,
+                                        std::uint64_t expectedElements, const StateDownloadOptions &options,
+                                        const std::atomic<bool> &stop,
+                                        const std::shared_ptr<const DataPlaneSecurity> &security, DonorOutcome &outcome);
+
+// One download from one donor, on the calling thread: over `offer`'s connection when given (it
+// must be this donor's), otherwise asks "state?" (and `options.vouch`) on a new one; then fetches
+// the parts `partial` lacks (all of them unless it continues the same snapshot). Returns the
+// state when complete, finite and matching the digest.
 std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
                                           std::uint64_t expectedElements, const StateDownloadOptions &options,
                                           const std::atomic<bool> &stop,
                                           const std::shared_ptr<const DataPlaneSecurity> &security,
-                                          PartialState &partial, DonorOutcome &outcome);
+                                          PartialState &partial, DonorOutcome &outcome,
+                                          const DonorOffer *offer = nullptr);
 
 // The snapshot `target` (its epoch, layout and digest) from all of `donors` at once: each donor
 // takes the next part nobody has; a part whose donor fails goes back for the others, and a donor
-// that fails (or now offers another state, or is not vouched for) takes no more. `partial` holds
-// what arrived, for a download from one donor after this (continues() tells whether it may go
-// on). Returns the state when complete, finite and matching the digest; `outcomes` (one per
-// donor, in order) say how each donor ended.
+// that fails (or offers another state, or is not vouched for) takes no more. `offers`, when not
+// null, holds one offer per donor (in order) whose connections are used instead of asking
+// again. `partial` holds what arrived, for a download from one donor after this (continues()
+// tells whether it may go on). Returns the state when complete, finite and matching the digest;
+// `outcomes` (one per donor, in order) say how each donor ended.
 std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> &donors, const StateInfo &target,
                                                  const std::string &runId, const StateDownloadOptions &options,
                                                  const std::atomic<bool> &stop,
                                                  const std::shared_ptr<const DataPlaneSecurity> &security,
-                                                 PartialState &partial, std::vector<DonorOutcome> &outcomes);
+                                                 PartialState &partial, std::vector<DonorOutcome> &outcomes,
+                                                 const std::vector<DonorOffer> *offers = nullptr);
 
 } // namespace dedloc

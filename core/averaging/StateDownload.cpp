@@ -47,6 +47,16 @@ struct DonorPlan {
     std::vector<DonorAdvert> donors;
     std::vector<DonorAdvert> sameState;
     std::optional<StateInfo> state;
+    std::vector<DonorOffer> offers;          // the asked donors' open offers, to download without asking again
+    std::vector<DonorOffer> sameStateOffers; // those of sameState, in its order
+
+    [[nodiscard]] const DonorOffer *offerOf(const std::string &peerId) const
+    {
+        for (const auto &o : offers)
+            if (o.donor.peerId == peerId)
+                return &o;
+        return nullptr;
+    }
 };
 
 // Asks the first maxDonors donors what they offer and plans the download: first the donors
@@ -62,11 +72,14 @@ DonorPlan corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::s
 {
     const std::size_t probed = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(options.maxDonors));
     if (probed < 2)
-        return {ranked, {}, std::nullopt};
+        return {ranked, {}, std::nullopt, {}, {}};
+    std::vector<std::optional<DonorOffer>> probes(probed);
     std::vector<std::optional<StateInfo>> offers(probed);
     for (std::size_t i = 0; i < probed && !stop.load(); ++i) {
         DonorOutcome o;
-        offers[i] = askDonorState(ranked[i], runId, minEpoch, expectedElements, options, stop, security, o);
+        probes[i] = askDonorState(ranked[i], runId, minEpoch, expectedElements, options, stop, security, o);
+        if (probes[i])
+            offers[i] = probes[i]->state;
         if (!offers[i]) {
             last = "donor " + ranked[i].peerId.substr(0, 8) + ": " + o.why;
             log::warning("state", last);
@@ -95,11 +108,16 @@ DonorPlan corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::s
     DonorPlan plan;
     for (const auto i : order)
         plan.donors.push_back(ranked[i]);
+    for (std::size_t i = 0; i < probed; ++i)
+        if (probes[i])
+            plan.offers.push_back(*probes[i]);
     if (!order.empty() && confirmed[order.front()]) {
         plan.state = offers[order.front()];
         for (const auto i : order)
-            if (i < probed && same(order.front(), i))
+            if (i < probed && same(order.front(), i)) {
                 plan.sameState.push_back(ranked[i]);
+                plan.sameStateOffers.push_back(*probes[i]);
+            }
     }
     if (!plan.donors.empty() && plan.donors.front().peerId != ranked.front().peerId)
         log::info("state", "donor " + plan.donors.front().peerId.substr(0, 8) + " first: another donor offers the same state");
@@ -154,7 +172,7 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
                                + std::to_string(plan.sameState.size()) + " donors at once");
         std::vector<DonorOutcome> outcomes;
         if (auto s = downloadFromSeveral(plan.sameState, *plan.state, runId, options, stop, security, partial,
-                                         outcomes)) {
+                                         outcomes, &plan.sameStateOffers)) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + std::to_string(plan.sameState.size()) + " donors");
             return s;
@@ -177,7 +195,8 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
             continue;
         ++tried;
         DonorOutcome outcome;
-        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, security, partial, outcome)) {
+        if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, security, partial, outcome,
+                                  plan.offerOf(donor.peerId))) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + donor.peerId.substr(0, 8));
             return s;
