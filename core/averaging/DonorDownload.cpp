@@ -269,11 +269,12 @@ std::optional<DonorOffer> askDonorState(const DonorAdvert &donor, const std::str
                                         const std::shared_ptr<const DataPlaneSecurity> &security, DonorOutcome &outcome)
 {
     DonorSession d(donor, options, stop, security);
+    const auto askedAt = std::chrono::steady_clock::now(); // the donor's pin starts with "state?", before the vouching
     const auto info = d.askVouched(donor.peerId, runId, minEpoch, expectedElements);
     outcome = {donor, d.why, d.invalid};
     if (!info)
         return std::nullopt;
-    return DonorOffer{donor, *info, d.connection, std::chrono::steady_clock::now()};
+    return DonorOffer{donor, *info, d.connection, askedAt};
 }
 
 std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
