@@ -99,6 +99,29 @@ private Q_SLOTS:
         QCOMPARE(records[0].payload, std::string("honest"));
     }
 
+    // Each refusal names its reason (fetch's debug log counts refusals by reason, so that stale
+    // copies are told from forgeries).
+    void eachRefusalSaysWhy()
+    {
+        const auto key = runKey("dht-test", "why");
+        const double now = unixNow();
+        const auto verdict = [&](const std::string &bytes) {
+            const char *why = "";
+            const auto r = verifySignedRecord(
+                key, {reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size()}, now, 3.0, &why);
+            return r ? std::string("accepted") : std::string(why);
+        };
+        auto forged = m_nodeA->encodeRecord(key, "epoch=999", 1, now, now + 60);
+        forged[forged.find("epoch=999") + 6] = '8'; // the payload no longer matches the signature
+        QCOMPARE(verdict(m_nodeA->encodeRecord(key, "ok", 1, now, now + 60)), std::string("accepted"));
+        QCOMPARE(verdict(forged), std::string("bad signature"));
+        QCOMPARE(verdict(m_nodeA->encodeRecord(runKey("dht-test", "other"), "x", 1, now, now + 60)),
+                 std::string("another key"));
+        QCOMPARE(verdict(m_nodeA->encodeRecord(key, "old", 2, now - 120, now - 60)), std::string("expired"));
+        QCOMPARE(verdict(m_nodeA->encodeRecord(key, "later", 3, now + 100, now + 160)), std::string("from the future"));
+        QCOMPARE(verdict("garbage bytes"), std::string("malformed"));
+    }
+
     void oversizedPayloadIsRefused()
     {
         QVERIFY_THROWS_EXCEPTION(Error, m_nodeA->publish(runKey("dht-test", "big"), std::string(70 * 1024, 'x'), 60.0));

@@ -42,36 +42,43 @@ std::string signedBytes(const nlohmann::json &recordWithoutSignature)
 } // namespace
 
 std::optional<SignedRecord> verifySignedRecord(const std::string &key, std::span<const std::uint8_t> bytes, double now,
-                                               double skew)
+                                               double skew, const char **why)
 {
+    const auto refuse = [why](const char *reason) -> std::optional<SignedRecord> {
+        if (why)
+            *why = reason;
+        return std::nullopt;
+    };
     try {
         auto j = parseCbor(bytes);
         if (!j.is_object() || j.size() != 7)
-            return std::nullopt;
+            return refuse("malformed");
         if (j.at("k").get<std::string>() != key)
-            return std::nullopt; // a record replayed under another key
+            return refuse("another key"); // a record replayed under another key
         const std::string pk = fromBinary(j.at("p"));
         const std::string signature = fromBinary(j.at("s"));
         if (pk.size() != PeerIdentity::PublicKeyBytes)
-            return std::nullopt;
+            return refuse("malformed");
         SignedRecord r;
         r.sequence = j.at("q").get<std::uint64_t>();
         r.time = j.at("t").get<double>();
         r.expiresAt = j.at("e").get<double>();
         r.payload = fromBinary(j.at("d"));
-        if (!(r.expiresAt > now) || r.time > now + skew)
-            return std::nullopt;
+        if (!(r.expiresAt > now))
+            return refuse("expired");
+        if (r.time > now + skew)
+            return refuse("from the future");
         j.erase("s");
         std::array<unsigned char, PeerIdentity::PublicKeyBytes> publicKey{};
         std::copy(pk.begin(), pk.end(), publicKey.begin());
         if (!PeerIdentity::verify(publicKey, signedBytes(j), signature))
-            return std::nullopt;
+            return refuse("bad signature");
         r.peerId = PeerIdentity::peerIdOf(publicKey);
         r.publicKey = publicKey;
         r.value.assign(reinterpret_cast<const char *>(bytes.data()), bytes.size());
         return r;
     } catch (const std::exception &) {
-        return std::nullopt;
+        return refuse("malformed");
     }
 }
 
@@ -224,20 +231,26 @@ std::vector<SignedRecord> DhtNode::fetch(const std::string &key, double timeout,
         d->bytesGot += bytes.size();
     const double now = unixNow();
     std::map<std::string, SignedRecord> newest;
-    std::size_t refused = 0;
+    std::map<std::string, int> refused; // by reason
     for (const auto &bytes : *raw) {
-        auto r = verifySignedRecord(key, bytes, now, allowedClockSkew);
+        const char *why = "";
+        auto r = verifySignedRecord(key, bytes, now, allowedClockSkew, &why);
         if (!r) {
-            ++refused;
+            ++refused[why];
             continue;
         }
         auto it = newest.find(r->peerId);
         if (it == newest.end() || it->second.sequence < r->sequence)
             newest[r->peerId] = *r;
     }
-    if (refused > 0)
-        log::debug("dht", "refused " + std::to_string(refused) + " record(s) under " + key
-                              + " (bad signature, expired, from the future, or another key)");
+    if (!refused.empty()) {
+        // Expired ones are usual (older copies that DHT nodes keep longer than a record lives);
+        // the others are forgeries or broken peers.
+        std::string counts;
+        for (const auto &[why, n] : refused)
+            counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + why;
+        log::debug("dht", "refused record(s) under " + key + ": " + counts);
+    }
     std::vector<SignedRecord> out;
     for (auto &[id, r] : newest)
         out.push_back(std::move(r));

@@ -43,10 +43,11 @@ struct SignedRecord {
 // A DHT value's bytes as fetch() decodes them: a CBOR map {k, p, q, t, e, d, s} stored under
 // `key`, signed by the Ed25519 key p over the CBOR of the map without s, not expired at `now` and
 // at most `skew` seconds in the future. nullopt for anything else (malformed, nested too deep,
-// forged, replayed under another key); never throws.
+// forged, replayed under another key); never throws. `why`, when not null, is set to the reason
+// of a refusal: "malformed", "another key", "expired", "from the future" or "bad signature".
 [[nodiscard]] std::optional<SignedRecord> verifySignedRecord(const std::string &key,
                                                              std::span<const std::uint8_t> bytes, double now,
-                                                             double skew);
+                                                             double skew, const char **why = nullptr);
 
 // "dedloc/<run id>/<kind>", e.g. kind "progress", "matchmaking", "donors", "metrics".
 [[nodiscard]] std::string runKey(const std::string &runId, const std::string &kind);
