@@ -263,6 +263,14 @@ void serveShare(const DonorAdvert &donor, const DonorOffer *offer, const StateIn
 
 } // namespace
 
+const DonorOffer *offerOf(const std::vector<DonorOffer> *offers, const std::string &peerId)
+{
+    if (!offers)
+        return nullptr;
+    const auto it = std::find_if(offers->begin(), offers->end(), [&](const DonorOffer &o) { return o.donor.peerId == peerId; });
+    return it == offers->end() ? nullptr : &*it;
+}
+
 std::optional<DonorOffer> askDonorState(const DonorAdvert &donor, const std::string &runId, long minEpoch,
                                         std::uint64_t expectedElements, const StateDownloadOptions &options,
                                         const std::atomic<bool> &stop,
@@ -331,8 +339,7 @@ std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> 
         std::vector<std::jthread> shares;
         for (std::size_t i = 0; i < donors.size(); ++i)
             shares.emplace_back([&, i] {
-                const DonorOffer *offer = offers && i < offers->size() ? &(*offers)[i] : nullptr;
-                serveShare(donors[i], offer, target, runId, options, stop, security, board, partial.state, outcomes[i]);
+                serveShare(donors[i], offerOf(offers, donors[i].peerId), target, runId, options, stop, security, board, partial.state, outcomes[i]);
             });
     }
     if (!partial.complete())

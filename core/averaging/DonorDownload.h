@@ -75,6 +75,9 @@ struct DonorOffer {
     }
 };
 
+// The offer of the donor with `peerId` among `offers`, or null (also when `offers` is null).
+[[nodiscard]] const DonorOffer *offerOf(const std::vector<DonorOffer> *offers, const std::string &peerId);
+
 // What `donor` offers ("state?" on a connection of its own, then `options.vouch`): the offer, or
 // nothing, with `outcome` saying why.
 std::optional<DonorOffer> askDonorState(const DonorAdvert &donor, const std::string &runId, long minEpoch,
@@ -95,9 +98,8 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
 
 // The snapshot `target` (its epoch, layout and digest) from all of `donors` at once: each donor
 // takes the next part nobody has; a part whose donor fails goes back for the others, and a donor
-// that fails (or offers another state, or is not vouched for) takes no more. `offers`, when not
-// null, holds one offer per donor (in order) whose connections are used instead of asking
-// again. `partial` holds what arrived, for a download from one donor after this (continues()
+// that fails (or offers another state, or is not vouched for) takes no more. A donor with an
+// offer in `offers` (when not null) is not asked again: its share goes over that connection. `partial` holds what arrived, for a download from one donor after this (continues()
 // tells whether it may go on). Returns the state when complete, finite and matching the digest;
 // `outcomes` (one per donor, in order) say how each donor ended.
 std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> &donors, const StateInfo &target,

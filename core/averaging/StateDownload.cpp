@@ -47,16 +47,7 @@ struct DonorPlan {
     std::vector<DonorAdvert> donors;
     std::vector<DonorAdvert> sameState;
     std::optional<StateInfo> state;
-    std::vector<DonorOffer> offers;          // the asked donors' open offers, to download without asking again
-    std::vector<DonorOffer> sameStateOffers; // those of sameState, in its order
-
-    [[nodiscard]] const DonorOffer *offerOf(const std::string &peerId) const
-    {
-        for (const auto &o : offers)
-            if (o.donor.peerId == peerId)
-                return &o;
-        return nullptr;
-    }
+    std::vector<DonorOffer> offers; // the asked donors' open offers, to download without asking again
 };
 
 // Asks the first maxDonors donors what they offer and plans the download: first the donors
@@ -72,14 +63,11 @@ DonorPlan corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::s
 {
     const std::size_t probed = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(options.maxDonors));
     if (probed < 2)
-        return {ranked, {}, std::nullopt, {}, {}};
-    std::vector<std::optional<DonorOffer>> probes(probed);
-    std::vector<std::optional<StateInfo>> offers(probed);
+        return {ranked, {}, std::nullopt, {}};
+    std::vector<std::optional<DonorOffer>> offers(probed);
     for (std::size_t i = 0; i < probed && !stop.load(); ++i) {
         DonorOutcome o;
-        probes[i] = askDonorState(ranked[i], runId, minEpoch, expectedElements, options, stop, security, o);
-        if (probes[i])
-            offers[i] = probes[i]->state;
+        offers[i] = askDonorState(ranked[i], runId, minEpoch, expectedElements, options, stop, security, o);
         if (!offers[i]) {
             last = "donor " + ranked[i].peerId.substr(0, 8) + ": " + o.why;
             log::warning("state", last);
@@ -89,8 +77,10 @@ DonorPlan corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::s
             bans->strike(ranked[i].peerId, "state download: " + o.why, unixNow());
     }
     const auto same = [&](std::size_t i, std::size_t j) {
-        return offers[i] && offers[j] && !offers[i]->digest.empty() && offers[j]->digest == offers[i]->digest
-               && offers[j]->epoch == offers[i]->epoch;
+        if (!offers[i] || !offers[j])
+            return false;
+        const auto &a = offers[i]->state, &b = offers[j]->state;
+        return !a.digest.empty() && b.digest == a.digest && b.epoch == a.epoch;
     };
     std::vector<bool> confirmed(ranked.size(), false); // another asked donor offers the same state
     for (std::size_t i = 0; i < probed; ++i)
@@ -103,21 +93,19 @@ DonorPlan corroboratedFirst(const std::vector<DonorAdvert> &ranked, const std::s
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         if (confirmed[a] != confirmed[b])
             return bool(confirmed[a]);
-        return confirmed[a] && offers[a]->epoch > offers[b]->epoch;
+        return confirmed[a] && offers[a]->state.epoch > offers[b]->state.epoch;
     });
     DonorPlan plan;
     for (const auto i : order)
         plan.donors.push_back(ranked[i]);
-    for (std::size_t i = 0; i < probed; ++i)
-        if (probes[i])
-            plan.offers.push_back(*probes[i]);
+    for (const auto &offer : offers)
+        if (offer)
+            plan.offers.push_back(*offer);
     if (!order.empty() && confirmed[order.front()]) {
-        plan.state = offers[order.front()];
+        plan.state = offers[order.front()]->state;
         for (const auto i : order)
-            if (i < probed && same(order.front(), i)) {
+            if (i < probed && same(order.front(), i))
                 plan.sameState.push_back(ranked[i]);
-                plan.sameStateOffers.push_back(*probes[i]);
-            }
     }
     if (!plan.donors.empty() && plan.donors.front().peerId != ranked.front().peerId)
         log::info("state", "donor " + plan.donors.front().peerId.substr(0, 8) + " first: another donor offers the same state");
@@ -172,7 +160,7 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
                                + std::to_string(plan.sameState.size()) + " donors at once");
         std::vector<DonorOutcome> outcomes;
         if (auto s = downloadFromSeveral(plan.sameState, *plan.state, runId, options, stop, security, partial,
-                                         outcomes, &plan.sameStateOffers)) {
+                                         outcomes, &plan.offers)) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + std::to_string(plan.sameState.size()) + " donors");
             return s;
@@ -196,7 +184,7 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
         ++tried;
         DonorOutcome outcome;
         if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, security, partial, outcome,
-                                  plan.offerOf(donor.peerId))) {
+                                  offerOf(&plan.offers, donor.peerId))) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + donor.peerId.substr(0, 8));
             return s;
