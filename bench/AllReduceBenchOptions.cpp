@@ -40,7 +40,7 @@ options (default in brackets):
                      behind NAT cannot accept: its rows print "-" (skipped) [0]
   --curve            CurveZMQ on our members' links, as in the swarm (gloo unaffected)
   -h, --help         print this and exit
-environment, for experiments: DEDLOC_BENCH_PART_ELEMENTS our part size in floats [131072];
+environment, for experiments: DEDLOC_BENCH_PART_ELEMENTS our part size in floats [16384];
   DEDLOC_NET_QUEUE_MS how long the emulated links' tbf may queue a packet [100]
 
 output: a title line, then one row per N and implementation:

@@ -136,7 +136,10 @@ AllReduceReport RoundRunner::run()
                 shardDone = true;
             }
         }
-        if (shardDone && (m_sender.resultsDone() || m_sender.resultsStalled(m_options.reducerTimeout)
+        m_reducer.sendSomeResults();
+        const bool handedOver = !m_reducer.resultsPending()
+                                || elapsed - m_reducer.lastResultHandOff() > m_options.reducerTimeout;
+        if (shardDone && handedOver && (m_sender.resultsDone() || m_sender.resultsStalled(m_options.reducerTimeout)
                           || elapsed >= m_options.roundTimeout + resultMargin()))
             break;
         sampleUpload();
@@ -241,7 +244,8 @@ void RoundRunner::pollOnce(bool canSendMore)
     for (std::size_t k = 0; k < m_items.size(); ++k)
         if (m_owner[k] != n)
             m_items[k].events = ZMQ_POLLIN | (m_sender.hasPartsFor(m_owner[k]) ? ZMQ_POLLOUT : 0);
-    zmq::poll(m_items.data(), m_items.size(), std::chrono::milliseconds(canSendMore ? 0 : 20));
+    zmq::poll(m_items.data(), m_items.size(),
+              std::chrono::milliseconds(canSendMore ? 0 : m_reducer.resultsPending() ? 2 : 20));
     for (std::size_t k = 0; k < m_items.size(); ++k) {
         if (!(m_items[k].revents & ZMQ_POLLIN)) // (POLLOUT: sendSome at the top of the loop)
             continue;
@@ -358,7 +362,11 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
     // libzmq 4.3.4's I/O thread).
     d->router->set(zmq::sockopt::linger, 0);
     d->router->set(zmq::sockopt::rcvhwm, 0);
-    d->router->set(zmq::sockopt::sndhwm, 0);
+    // RESULTs leave one sender at a time (allreduce::PartReducer::sendSomeResults): a queue of
+    // one message per connection, and an error rather than a silent drop when it is full.
+    d->router->set(zmq::sockopt::sndhwm, 1);
+    d->router->set(zmq::sockopt::router_mandatory, 1);
+    d->router->set(zmq::sockopt::sndbuf, allreduce::KernelSendBuffer);
     d->router->set(zmq::sockopt::maxmsgsize, MaxDataPlaneFrameBytes);
     if (d->security)
         d->security->configureServer(*d->router);

@@ -67,7 +67,9 @@ class DataPlaneSecurity;
 
 struct AllReduceOptions {
     Compression codec = Compression::None;
-    std::size_t partElements = 128 * 1024; // 512 KiB of fp32 per message
+    // Elements per message: 64 KiB of fp32, 32 KiB of fp16. Small, so that the staggered schedule
+    // (averaging/PartSender.h) moves the uplink from one peer to the next within a few ms.
+    std::size_t partElements = 16 * 1024;
     double senderTimeout = 15.0;           // seconds of silence of one sender (see above)
     double reducerTimeout = 30.0;          // seconds of silence of every reducer still owing results
     double roundTimeout = 900.0;           // seconds from the start of the round: the hard limit

@@ -23,6 +23,11 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
 {
     for (auto &ps : m_partStates)
         ps.values.resize(round.size());
+    m_resultPayloads.resize(m_parts.size());
+    m_resultHeaders.resize(m_parts.size());
+    m_resultQueue.resize(round.size());
+    m_resultPaid.assign(round.size(), false);
+
     if (round.shard(round.me) > 0)
         for (std::size_t i = 0; i < round.size(); ++i)
             if (i != round.me && round.members[i].weight > 0.0) {
@@ -30,6 +35,8 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
                 ++m_expectedCount;
             }
 }
+
+PartReducer::~PartReducer() = default;
 
 void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
 {
@@ -190,7 +197,8 @@ void PartReducer::noteOutliers(std::size_t p, const std::vector<std::size_t> &wh
     }
 }
 
-// Sends part p's encoded average to every sender that delivered a PART, through the ROUTER.
+// Queues part p's encoded average for every sender that delivered a PART; sendSomeResults()
+// hands them to the ROUTER.
 void PartReducer::sendResult(std::size_t p, zmq::message_t &payload, double shardWeight)
 {
     const auto &round = m_round;
@@ -205,19 +213,75 @@ void PartReducer::sendResult(std::size_t p, zmq::message_t &payload, double shar
                         m_parts[p].count,
                         shardWeight,
                         resultCodec(round.codec)};
-    const auto header = encodeShardHeader(h);
-    for (std::size_t i = 0; i < round.size(); ++i) {
-        if (i == round.me || m_senders[i].routingId.empty())
-            continue;
-        if (round.upload)
-            round.upload->acquire(payload.size());
-        zmq::message_t shared;
-        shared.copy(payload); // reference-counted: no copy of the bytes
-        const auto &routingId = m_senders[i].routingId;
-        std::array<zmq::message_t, 3> frames{zmq::message_t(routingId.data(), routingId.size()),
-                                             zmq::message_t(header.data(), header.size()), std::move(shared)};
-        zmq::send_multipart(*m_router, frames);
+    m_resultHeaders[p] = encodeShardHeader(h);
+    m_resultPayloads[p].move(payload);
+    for (std::size_t i = 0; i < round.size(); ++i)
+        if (i != round.me && !m_senders[i].routingId.empty())
+            m_resultQueue[i].push_back(static_cast<std::uint32_t>(p));
+    sendSomeResults();
+}
+
+bool PartReducer::resultsPending() const
+{
+    for (const auto &q : m_resultQueue)
+        if (!q.empty())
+            return true;
+    return false;
+}
+
+void PartReducer::sendSomeResults()
+{
+    const std::size_t n = m_round.size();
+    const double sliceEnd = m_round.elapsed() + MaxSendSlice;
+    bool progress = true;
+    while (progress && m_round.elapsed() < sliceEnd) {
+        progress = false;
+        std::size_t fed = 0; // senders owed results, in my order: only the first m_resultWindow get any
+        for (std::size_t k = 1; k < n; ++k) {
+            const std::size_t i = (m_round.me + k) % n;
+            auto &queue = m_resultQueue[i];
+            if (queue.empty())
+                continue;
+            if (fed++ >= m_resultWindow)
+                break;
+            if (handOverResult(i, queue.front())) {
+                queue.pop_front();
+                progress = true;
+                m_lastResultHandOff = m_round.elapsed();
+            }
+        }
     }
+    // A sender that takes nothing must not hold up the others (PartSender.h, StaggerPatience).
+    if (resultsPending() && m_resultWindow < n && m_round.elapsed() - m_lastResultHandOff > StaggerPatience) {
+        ++m_resultWindow;
+        m_lastResultHandOff = m_round.elapsed();
+    }
+}
+
+bool PartReducer::handOverResult(std::size_t i, std::uint32_t p)
+{
+    const auto &payload = m_resultPayloads[p];
+    if (m_round.upload && !m_resultPaid[i]) {
+        m_round.upload->acquire(payload.size());
+        m_resultPaid[i] = true;
+    }
+    zmq::message_t shared;
+    shared.copy(const_cast<zmq::message_t &>(payload)); // reference-counted: no copy of the bytes
+    const auto &routingId = m_senders[i].routingId;
+    const auto &header = m_resultHeaders[p];
+    std::array<zmq::message_t, 3> frames{zmq::message_t(routingId.data(), routingId.size()),
+                                         zmq::message_t(header.data(), header.size()), std::move(shared)};
+    try {
+        if (!zmq::send_multipart(*m_router, frames, zmq::send_flags::dontwait))
+            return false; // its queue is full
+    } catch (const zmq::error_t &e) { // gone (EHOSTUNREACH): nobody to send its results to
+        log::debug("allreduce", "group " + m_round.groupId + ": member " + std::to_string(i) + " is gone ("
+                                    + e.what() + "): its results are dropped");
+        m_resultQueue[i].clear();
+        return false;
+    }
+    m_resultPaid[i] = false;
+    return true;
 }
 
 void PartReducer::finishShard(bool timedOut)

@@ -25,6 +25,7 @@
 #include "net/WireMessage.h"
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ class PartReducer final {
     // `router`: this member's ROUTER, on which PARTs arrive and RESULTs leave; it must be set when
     // this member has a shard. The senders expected are the other members with weight > 0.
     PartReducer(const RoundContext &round, zmq::socket_t *router);
+    ~PartReducer();
+    PartReducer(const PartReducer &) = delete;
+    PartReducer &operator=(const PartReducer &) = delete;
 
     // Takes a PART [routing id, header, payload] from the ROUTER (a message of this round, for a
     // member with a shard) and reduces its part once every expected sender delivered it.
@@ -63,6 +67,15 @@ class PartReducer final {
     // Seconds into the round when finishShard() ran (0 if it did not).
     [[nodiscard]] double reducedAt() const { return m_reducedAt; }
 
+    // Hands queued RESULTs to the ROUTER, one sender at a time in the order after this member
+    // (PartSender.h, the staggered schedule), while the ROUTER's queue for it has room; returns
+    // after MaxSendSlice seconds at most. The round's loop calls it between polls.
+    void sendSomeResults();
+    // Whether RESULTs still wait for the ROUTER.
+    [[nodiscard]] bool resultsPending() const;
+    // Seconds into the round when a RESULT was last handed to the ROUTER (0: none yet).
+    [[nodiscard]] double lastResultHandOff() const { return m_lastResultHandOff; }
+
   private:
     // Each sender of this round, as its PARTs tell.
     struct SenderState {
@@ -86,7 +99,11 @@ class PartReducer final {
     // Records and logs the outliers among the senders `who` (member indices) of part p.
     void noteOutliers(std::size_t p, const std::vector<std::size_t> &who, const std::vector<SenderFit> &fits);
     void exclude(std::size_t sender);
+    // Queues part p's RESULT for every sender that delivered a PART, then sendSomeResults().
     void sendResult(std::size_t p, zmq::message_t &payload, double shardWeight);
+    // Hands part p's RESULT for sender i to the ROUTER; false when its queue there is full or the
+    // sender is gone (then its results are dropped).
+    bool handOverResult(std::size_t i, std::uint32_t p);
 
     const RoundContext &m_round;
     zmq::socket_t *m_router;
@@ -102,6 +119,13 @@ class PartReducer final {
     std::vector<std::uint32_t> m_excluded;
     double m_shardWeight = 0.0;
     double m_reducedAt = 0.0;
+    // RESULTs waiting for the ROUTER (the staggered schedule, PartSender.h).
+    std::vector<zmq::message_t> m_resultPayloads;           // per part, once reduced (shared by reference)
+    std::vector<std::vector<std::uint8_t>> m_resultHeaders; // per part
+    std::vector<std::deque<std::uint32_t>> m_resultQueue;   // per member, the parts it is owed
+    std::vector<bool> m_resultPaid; // per member: its next RESULT's bytes passed the upload cap already
+    std::size_t m_resultWindow = 1; // senders fed at once
+    double m_lastResultHandOff = 0.0; // seconds into the round
 };
 
 } // namespace dedloc::allreduce

@@ -17,9 +17,10 @@ namespace dedloc::allreduce {
 namespace {
 
 // Messages (PARTs) a sender keeps queued per reducer before it waits for room (ZeroMQ's send
-// high-water mark counts whole multipart messages): 8 x 512 KiB of fp32 at most, on top of what
-// the kernel buffers.
-constexpr int SendQueue = 8;
+// high-water mark counts whole multipart messages), on top of what the kernel buffers: so that a
+// part handed over is nearly a part sent, and moving on to the next reducer (sendSome) really
+// moves the uplink's one flow there.
+constexpr int SendQueue = 1;
 
 } // namespace
 
@@ -37,11 +38,10 @@ std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements)
 }
 
 // My values for every other reducer's shard go out on a DEALER to it. Parts are encoded and sent
-// from the runner's poll loop (sendSome), round-robin over the reducers (starting after me, so
-// that the members' first parts spread over all reducers), and only while a DEALER's queue holds
-// fewer than SendQueue messages: every reducer gets its first parts at once, sending overlaps
-// receiving and reducing, a slow link backs up into the loop instead of into an unbounded queue,
-// and a dead reducer costs no memory.
+// from the runner's poll loop (sendSome), and only while a DEALER's queue holds fewer than
+// SendQueue messages: a slow link backs up into the loop instead of into an unbounded queue, and a
+// dead reducer costs no memory. The reducers are fed one after the other, in the order after my
+// own index (the staggered schedule in PartSender.h).
 PartSender::PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue)
     : m_round(round), m_dealers(round.size()), m_outgoing(round.size()), m_nextPart(round.size(), 0),
       m_expectedBack(round.size(), 0), m_receivedBack(round.size(), 0), m_resultSeen(round.size()),
@@ -62,6 +62,7 @@ void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &contex
     auto s = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
     s->set(zmq::sockopt::linger, 0);
     s->set(zmq::sockopt::sndhwm, SendQueue);
+    s->set(zmq::sockopt::sndbuf, KernelSendBuffer);
     s->set(zmq::sockopt::rcvhwm, receiveQueue);
     s->set(zmq::sockopt::maxmsgsize, MaxDataPlaneFrameBytes);
     if (const auto *security = m_round.security) {
@@ -100,20 +101,31 @@ bool PartSender::sendSome(int budget)
     // Under an upload cap each part may wait for tokens: give the loop back after MaxSendSlice,
     // so that the round's time limit and results are seen between parts.
     const double sliceEnd = m_round.elapsed() + MaxSendSlice;
+    keepReducersWaiting(budget);
     bool progress = true;
     while (budget > 0 && progress && m_round.elapsed() < sliceEnd) {
         progress = false;
+        std::size_t fed = 0; // reducers with parts left, in my order: only the first m_window get any
         for (std::size_t k = 1; k < n && budget > 0; ++k) {
             const std::size_t j = (m_round.me + k) % n;
             if (!m_dealers[j] || !hasPartsFor(j))
                 continue;
+            if (fed++ >= m_window)
+                break;
             if (!(m_dealers[j]->get(zmq::sockopt::events) & ZMQ_POLLOUT))
                 continue;
             if (!sendPart(j))
                 continue;
             --budget;
             progress = true;
+            m_lastHandOff = m_round.elapsed();
         }
+    }
+    // A reducer that takes nothing (gone, or its downlink stalled) must not hold up the others:
+    // feed one more at once.
+    if (m_window < n && m_round.elapsed() - m_lastHandOff > StaggerPatience) {
+        ++m_window;
+        m_lastHandOff = m_round.elapsed();
     }
     bool more = false, pending = false;
     for (std::size_t j = 0; j < n; ++j)
@@ -124,6 +136,17 @@ bool PartSender::sendSome(int budget)
     if (!pending && m_sentAt < 0)
         m_sentAt = m_round.elapsed();
     return more;
+}
+
+// One part to each reducer not in turn that has had none for a third of the sender timeout (the
+// staggered schedule in PartSender.h).
+void PartSender::keepReducersWaiting(int &budget)
+{
+    const double now = m_round.elapsed();
+    for (std::size_t j = 0; j < m_round.size() && budget > 0; ++j)
+        if (m_dealers[j] && hasPartsFor(j) && now - m_lastProgress[j] > m_round.senderTimeout / 3.0
+            && (m_dealers[j]->get(zmq::sockopt::events) & ZMQ_POLLOUT) && sendPart(j))
+            --budget;
 }
 
 // Encodes and sends the next part for reducer j, whose DEALER has room; true if it was sent.

@@ -49,6 +49,7 @@ struct RoundContext {
     std::size_t partElements = 1;                // elements per message, > 0
     double myWeight = 0.0;                       // the weight in this member's PART headers (samples)
     double maxWeight = 0.0;                      // per sender (AllReduceOptions::maxWeight); 0: no bound
+    double senderTimeout = 15.0;                 // seconds (AllReduceOptions::senderTimeout)
     AggregationSpec aggregation;                 // how a part's copies combine (AllReduceOptions)
     std::span<float> values;                     // averaged in place
     TokenBucket *upload = nullptr;               // upload cap on PART and RESULT payloads; null: none
@@ -70,6 +71,22 @@ struct RoundContext {
 // Seconds one sendSome() call may spend before it returns to the round's loop.
 inline constexpr double MaxSendSlice = 0.05;
 
+// The staggered schedule (ours; hivemind and the paper send to every reducer at once). Member i
+// feeds its PARTs to one reducer at a time, in the order i+1, i+2, ... (mod n), and a reducer
+// returns its RESULTs to one sender at a time in the same order, so that each home uplink
+// carries one TCP flow and each reducer's downlink is fed by about one sender. With all at
+// once, n - 1 flows per uplink overran the one shallow queue of a home router (a tbf of 100 ms
+// here): 40-60 % of the bytes were sent again, and the round took 1.3-1.5x its bound at n = 8
+// (docs/BENCHMARKS.md). Whenever nothing was handed over for StaggerPatience seconds (the peer
+// in turn is gone or stalled), one more peer is fed at once, so a dead member never holds up
+// the rest of the round. A reducer not in turn yet still gets one part whenever it has had none
+// for a third of the sender timeout: it excludes a sender silent that long (PartReducer.h), and
+// a sender that is slow, not dead, must never look silent to the reducers it comes to last.
+inline constexpr double StaggerPatience = 0.5;
+// Kernel send buffer of the data plane's sockets (bytes; SO_SNDBUF): small, so that the
+// schedule above decides what is on the wire, not a few MB queued in the kernel.
+inline constexpr int KernelSendBuffer = 64 * 1024;
+
 // One message's range of a shard: elements [offset, offset + count) of it.
 struct Piece {
     std::uint64_t offset = 0, count = 0;
@@ -90,7 +107,7 @@ class PartSender final {
     PartSender(const PartSender &) = delete;
     PartSender &operator=(const PartSender &) = delete;
 
-    // Sends at most `budget` parts, round-robin over the reducers, never blocking on a socket and
+    // Sends at most `budget` parts, to the reducers in the staggered order, never blocking on a socket and
     // returning after MaxSendSlice seconds even when an upload cap makes each part wait; returns
     // true while some DEALER can take more right now.
     bool sendSome(int budget);
@@ -124,6 +141,7 @@ class PartSender final {
   private:
     void connect(std::size_t j, int receiveQueue, zmq::context_t &context);
     bool sendPart(std::size_t j);
+    void keepReducersWaiting(int &budget);
 
     const RoundContext &m_round;
     std::vector<std::unique_ptr<zmq::socket_t>> m_dealers;     // per member; null: none
@@ -137,6 +155,8 @@ class PartSender final {
     double m_resultWeight = 0.0;
     double m_minResultWeight = std::numeric_limits<double>::infinity();
     double m_sentAt = -1.0;
+    std::size_t m_window = 1;    // reducers fed at once (see StaggerPatience)
+    double m_lastHandOff = 0.0;  // seconds into the round of the last part handed to a DEALER
 };
 
 } // namespace dedloc::allreduce

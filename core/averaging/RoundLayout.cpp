@@ -64,6 +64,7 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.partElements = (options.partElements + alignment - 1) / alignment * alignment;
     round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
     round.maxWeight = options.maxWeight;
+    round.senderTimeout = options.senderTimeout;
     round.aggregation = options.aggregation;
     round.values = values;
     round.upload = options.upload;

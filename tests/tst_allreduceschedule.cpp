@@ -1,0 +1,97 @@
+// The staggered schedule of the butterfly all-reduce (core/averaging/PartSender.h): each member
+// feeds one peer at a time, and a peer that takes nothing never holds up the rest of the round.
+// Members are threads of this process on 127.0.0.1, as in tst_allreduce.
+#include "AllReduceSwarm.h"
+#include "averaging/RoundLayout.h"
+#include "compress/Compression.h"
+#include "net/WireMessage.h"
+
+#include <QtTest>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <array>
+#include <chrono>
+#include <thread>
+
+using namespace dedloc;
+using namespace dedloc::test;
+
+namespace {
+
+// Member `me`'s PARTs for the shards of `reducers`, sent from DEALERs of its own (plaintext, no
+// compression), which are then closed: the member is gone before the round starts.
+void sendPartsAndLeave(const Swarm &s, std::size_t me, const std::vector<std::size_t> &reducers,
+                       const AllReduceOptions &options)
+{
+    auto values = s.values[me];
+    const auto layout = allreduce::layOutRound("group-1", s.members, me, values, options);
+    zmq::context_t context;
+    for (auto j : reducers) {
+        zmq::socket_t dealer(context, zmq::socket_type::dealer);
+        dealer.set(zmq::sockopt::linger, 2000); // the parts leave after close()
+        dealer.connect(s.members[j].endpoint);
+        const auto parts = allreduce::pieces(layout.shard(j), layout.partElements);
+        for (std::uint32_t p = 0; p < parts.size(); ++p) {
+            const ShardHeader h{MessageType::Part, "group-1", static_cast<std::uint32_t>(me),
+                                static_cast<std::uint32_t>(j), p, static_cast<std::uint32_t>(parts.size()),
+                                parts[p].offset, parts[p].count, s.members[me].weight, Compression::None};
+            const auto header = encodeShardHeader(h);
+            const auto payload = encode(Compression::None, std::span<const float>(values).subspan(
+                                                               layout.shardOffsets[j] + parts[p].offset, parts[p].count));
+            std::array<zmq::message_t, 2> frames{zmq::message_t(header.data(), header.size()),
+                                                 zmq::message_t(payload.data(), payload.size())};
+            zmq::send_multipart(dealer, frames);
+        }
+    }
+} // the context waits for the parts to leave (linger)
+
+} // namespace
+
+class TestAllReduceSchedule final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    // Member 2 delivers its PARTs to members 0 and 1 and is gone when the round starts: nothing
+    // listens at its endpoint and its connections are closed. Member 1 comes to member 2 first,
+    // both as a sender (it feeds reducers 2, then 0) and as a reducer (it returns results to
+    // senders 2, then 0). It must move on to member 0 within StaggerPatience (0.5 s): then member
+    // 0 gets member 1's parts and all its results well within the round's hard limit. Had member
+    // 1 waited for member 2, member 0 would reduce shard 1 without member 1's late parts.
+    void aMemberThatTakesNothingHoldsUpNobody()
+    {
+        Swarm s({true, true, true}, {1.0, 3.0, 2.0}, 60000);
+        AllReduceOptions o;
+        o.partElements = 512; // 40 parts per shard
+        o.senderTimeout = 3.0;
+        o.reducerTimeout = 4.0;
+        // Past it, shards are reduced over what arrived. Waiting for member 2 and sending only a
+        // part per second to member 0 (to keep it from excluding member 1 as silent) would take
+        // 40 s; moving on takes well under a second.
+        o.roundTimeout = 15.0;
+        s.endpoints[2].reset(); // its ROUTER closes: nobody listens at member 2's endpoint
+        sendPartsAndLeave(s, 2, {0, 1}, o);
+        const auto local0 = s.values[0];
+        const auto expected = s.expectedAverage({0, 1, 2});
+        s.run(o, {0, 1});
+
+        const auto &shards = s.reports[0].shardSizes;
+        QCOMPARE(shards.size(), std::size_t{3});
+        const auto twoShards = static_cast<std::size_t>(shards[0] + shards[1]);
+        for (std::size_t i : {0, 1}) {
+            QCOMPARE(s.reports[i].excludedSenders, std::vector<std::uint32_t>{});
+            // Shards 0 and 1 came back; shard 2's reducer is gone.
+            QCOMPARE(s.reports[i].receivedFraction,
+                     static_cast<double>(shards[1 - i]) / static_cast<double>(shards[1 - i] + shards[2]));
+            QVERIFY(closeTo(s.values[i], expected, 0, twoShards));
+        }
+        for (std::size_t k = 0; k < twoShards; ++k)
+            QCOMPARE(s.values[0][k], s.values[1][k]);
+        for (std::size_t k = twoShards; k < local0.size(); ++k)
+            QCOMPARE(s.values[0][k], local0[k]);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAllReduceSchedule)
+#include "tst_allreduceschedule.moc"
