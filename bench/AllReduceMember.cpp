@@ -96,6 +96,7 @@ std::string oursRounds(std::vector<float> &values, const MemberTask &t)
     o.codec = codecOf(t.impl);
     if (const char *part = std::getenv("DEDLOC_BENCH_PART_ELEMENTS")) // experiments with the part size
         o.partElements = static_cast<std::size_t>(std::max(1L, std::atol(part)));
+    o.staggered = std::getenv("DEDLOC_BENCH_ALL_AT_ONCE") == nullptr; // the schedule before the staggered one
     o.senderTimeout = o.reducerTimeout = 600.0;
     endpoint.run("warm-up", members, me, std::span<float>(values).first(1000), o);
     std::ostringstream out;

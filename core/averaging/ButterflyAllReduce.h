@@ -70,6 +70,9 @@ struct AllReduceOptions {
     // Elements per message: 64 KiB of fp32, 32 KiB of fp16. Small, so that the staggered schedule
     // (averaging/PartSender.h) moves the uplink from one peer to the next within a few ms.
     std::size_t partElements = 16 * 1024;
+    // The staggered schedule (averaging/PartSender.h); false: every peer at once, as hivemind
+    // does (benchmarks compare the two; every member of a group may choose either).
+    bool staggered = true;
     double senderTimeout = 15.0;           // seconds of silence of one sender (see above)
     double reducerTimeout = 30.0;          // seconds of silence of every reducer still owing results
     double roundTimeout = 900.0;           // seconds from the start of the round: the hard limit

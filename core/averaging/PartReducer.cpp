@@ -19,7 +19,10 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
       m_expectedSender(round.size(), false), m_outliers(round.size(), false),
       m_schema{round.groupId, static_cast<std::uint32_t>(round.size()), round.shard(round.me), round.partElements,
                round.codec},
-      m_average(std::min<std::uint64_t>(round.shard(round.me), round.partElements))
+      m_blockParts(round.aggregation.rule == AggregationRule::Mean
+                       ? 1
+                       : std::max<std::size_t>(1, ClipBlockElements / round.partElements)),
+      m_average(std::min<std::uint64_t>(round.shard(round.me), m_blockParts * round.partElements))
 {
     for (auto &ps : m_partStates)
         ps.values.resize(round.size());
@@ -27,6 +30,7 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
     m_resultHeaders.resize(m_parts.size());
     m_resultQueue.resize(round.size());
     m_resultPaid.assign(round.size(), false);
+    m_resultWindow = round.staggered ? 1 : round.size();
 
     if (round.shard(round.me) > 0)
         for (std::size_t i = 0; i < round.size(); ++i)
@@ -74,8 +78,22 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
     s.routingId.assign(frames[0].data<char>(), frames[0].size());
     ++s.partsReceived;
     s.lastPartAt = m_round.elapsed();
-    if (partReady(h.part))
-        reducePart(h.part);
+    if (blockReady(h.part / m_blockParts))
+        reduceBlock(h.part / m_blockParts);
+}
+
+bool PartReducer::blockReady(std::size_t b) const
+{
+    const std::size_t first = b * m_blockParts, last = std::min(first + m_blockParts, m_parts.size());
+    for (std::size_t p = first; p < last; ++p)
+        if (m_partStates[p].reduced || !partReady(p))
+            return false;
+    return true;
+}
+
+std::size_t PartReducer::blocks() const
+{
+    return (m_parts.size() + m_blockParts - 1) / m_blockParts;
 }
 
 bool PartReducer::partReady(std::size_t p) const
@@ -108,9 +126,9 @@ bool PartReducer::excludeSilentSenders(double silence)
     log::warning("allreduce", "group " + m_round.groupId + ": " + std::to_string(count) + " sender(s) silent for "
                                   + std::to_string(silence) + " s excluded from (part of) shard "
                                   + std::to_string(m_round.me) + " (sender timeout)");
-    for (std::size_t p = 0; p < m_partStates.size(); ++p)
-        if (!m_partStates[p].reduced && partReady(p))
-            reducePart(p);
+    for (std::size_t b = 0; b < blocks(); ++b)
+        if (blockReady(b))
+            reduceBlock(b);
     return true;
 }
 
@@ -134,37 +152,68 @@ void PartReducer::checkPart(const ShardHeader &h, const zmq::message_t &headerFr
         throw ProtocolError("PART does not match the agreed shard layout");
 }
 
-void PartReducer::reducePart(std::size_t p)
+void PartReducer::reduceBlock(std::size_t b)
 {
     const auto &round = m_round;
-    auto &ps = m_partStates[p];
-    const auto piece = m_parts[p];
+    const std::size_t first = b * m_blockParts, last = std::min(first + m_blockParts, m_parts.size());
+    const std::uint64_t begin = m_parts[first].offset, count = m_parts[last - 1].offset + m_parts[last - 1].count - begin;
+    // Each sender that delivered every part of the block (this member too, if it sends), in
+    // member order so that every reducer sums alike; a block of several parts is copied into
+    // one contiguous piece per sender.
     std::vector<const float *> xs;
     std::vector<double> ws;
     std::vector<std::size_t> who;
-    for (std::size_t i = 0; i < round.size(); ++i) { // member order: every reducer sums alike
+    std::vector<std::vector<float>> joined;
+    joined.reserve(round.size());
+    for (std::size_t i = 0; i < round.size(); ++i) {
         if (i == round.me && round.iSend()) {
-            xs.push_back(round.values.data() + round.shardOffsets[round.me] + piece.offset);
+            xs.push_back(round.values.data() + round.shardOffsets[round.me] + begin);
             ws.push_back(round.myWeight);
-        } else if (!ps.values[i].empty()) {
-            xs.push_back(ps.values[i].data());
-            ws.push_back(m_senders[i].weight);
-        } else {
+            who.push_back(i);
             continue;
         }
+        bool all = i != round.me;
+        for (std::size_t p = first; all && p < last; ++p)
+            all = !m_partStates[p].values[i].empty();
+        if (!all)
+            continue;
+        if (last - first == 1) {
+            xs.push_back(m_partStates[first].values[i].data());
+        } else {
+            auto &piece = joined.emplace_back();
+            piece.reserve(count);
+            for (std::size_t p = first; p < last; ++p)
+                piece.insert(piece.end(), m_partStates[p].values[i].begin(), m_partStates[p].values[i].end());
+            xs.push_back(piece.data());
+        }
+        ws.push_back(m_senders[i].weight);
         who.push_back(i);
     }
-    ps.reduced = true;
-    ++m_partsReduced;
-    if (xs.empty())
-        return; // nobody to average: the part keeps its local values
-    std::vector<SenderFit> fits;
-    const double shardWeight = aggregateParts(round.aggregation, xs, std::move(ws), {m_average.data(), piece.count},
-                                              &fits);
-    noteOutliers(p, who, fits);
-    m_shardWeight = std::max(m_shardWeight, shardWeight);
+    for (std::size_t p = first; p < last; ++p) {
+        m_partStates[p].reduced = true;
+        ++m_partsReduced;
+    }
+    if (!xs.empty()) { // else nobody to average: the block keeps its local values
+        std::vector<SenderFit> fits;
+        const double shardWeight = aggregateParts(round.aggregation, xs, std::move(ws), {m_average.data(), count}, &fits);
+        noteOutliers(first, who, fits);
+        m_shardWeight = std::max(m_shardWeight, shardWeight);
+        for (std::size_t p = first; p < last; ++p)
+            returnPart(p, std::span<const float>(m_average).subspan(m_parts[p].offset - begin, m_parts[p].count),
+                       shardWeight);
+    }
+    for (std::size_t p = first; p < last; ++p)
+        for (auto &v : m_partStates[p].values)
+            std::vector<float>().swap(v);
+}
+
+// Encodes part p's average, applies exactly what the others receive (so that every member ends
+// bitwise equal) and queues it for the senders.
+void PartReducer::returnPart(std::size_t p, std::span<const float> average, double shardWeight)
+{
+    const auto &round = m_round;
+    const auto piece = m_parts[p];
     const auto codec = resultCodec(round.codec);
-    const std::span<const float> average(m_average.data(), piece.count);
     zmq::message_t payload;
     if (isVariableLength(codec)) {
         const auto bytes = encode(codec, average);
@@ -173,15 +222,12 @@ void PartReducer::reducePart(std::size_t p)
         payload.rebuild(encodedBytes(codec, piece.count));
         encodeInto(codec, average, {payload.data<std::uint8_t>(), payload.size()});
     }
-    // Apply exactly what the others receive, so that every member ends bitwise equal.
     decode(codec, {payload.data<std::uint8_t>(), payload.size()},
            round.values.subspan(round.shardOffsets[round.me] + piece.offset, piece.count));
     if (round.capture)
         round.capture->push_back({round.shardOffsets[round.me] + piece.offset, piece.count,
                                   {payload.data<std::uint8_t>(), payload.data<std::uint8_t>() + payload.size()}});
     sendResult(p, payload, shardWeight);
-    for (auto &v : ps.values)
-        std::vector<float>().swap(v);
 }
 
 void PartReducer::noteOutliers(std::size_t p, const std::vector<std::size_t> &who, const std::vector<SenderFit> &fits)
@@ -191,7 +237,7 @@ void PartReducer::noteOutliers(std::size_t p, const std::vector<std::size_t> &wh
         if (!fits[j].outlier || i == m_round.me || m_outliers[i])
             continue;
         m_outliers[i] = true;
-        log::warning("allreduce", "group " + m_round.groupId + ": member " + std::to_string(i) + "'s part "
+        log::warning("allreduce", "group " + m_round.groupId + ": member " + std::to_string(i) + "'s block at part "
                                       + std::to_string(p) + " lies far from the others' (counted at "
                                       + std::to_string(fits[j].clip) + " of its weight)");
     }
@@ -286,9 +332,9 @@ bool PartReducer::handOverResult(std::size_t i, std::uint32_t p)
 
 void PartReducer::finishShard(bool timedOut)
 {
-    for (std::size_t p = 0; p < m_partStates.size(); ++p)
-        if (!m_partStates[p].reduced)
-            reducePart(p);
+    for (std::size_t b = 0; b < blocks(); ++b)
+        if (!m_partStates[b * m_blockParts].reduced)
+            reduceBlock(b);
     std::size_t count = 0;
     for (std::size_t i = 0; i < m_round.size(); ++i)
         if (m_expectedSender[i] && !m_senders[i].excluded && m_senders[i].partsReceived < m_parts.size()) {

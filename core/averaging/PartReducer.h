@@ -3,12 +3,15 @@
 // "Butterfly all-reduce data plane"; hivemind's TensorPartReducer), internal to
 // averaging/ButterflyAllReduce.cpp. RoundContext and the message layout: averaging/PartSender.h.
 //
-// This member's shard is reduced part by part, each as soon as every expected sender (every other
-// member with weight > 0) delivered it, and each part's result is streamed back at once to the
-// senders that delivered any part, so that reduction overlaps the transfer. A part's average is
+// This member's shard is reduced block by block (a few parts, see below), each as soon as every
+// expected sender (every other member with weight > 0) delivered it, and each part's result is
+// queued at once for the senders that delivered any part (returned in the staggered schedule of
+// PartSender.h), so that reduction overlaps the transfer. A part's average is
 //     avg = sum_i w_i x_i / sum_i w_i          (w_i = the weight in sender i's PART headers)
 // over the senders that delivered it (and this member, if it sends), summed in member order; if
-// every weight is 0 it is the plain mean. Members apply to their own shard the encoded-then-decoded
+// every weight is 0 it is the plain mean. Parts are aggregated in blocks of whole parts
+// (ClipBlockElements below; one part for the mean): a block is reduced once every expected sender delivered all of its
+// parts, over the senders that delivered all of them, and its parts are returned one by one. Members apply to their own shard the encoded-then-decoded
 // average they send, so all members end with bitwise-identical values.
 // A sender that still misses parts and has delivered none for the sender timeout (since the round
 // started or its last PART) is excluded by excludeSilentSenders(): the parts that waited only for
@@ -30,6 +33,14 @@
 #include <vector>
 
 namespace dedloc::allreduce {
+
+// Elements aggregated together: the robust aggregation clips a sender's values over blocks of
+// this many consecutive elements of a shard (whole parts: ClipBlockElements / partElements of
+// them, at least one), not over each part; the mean, which clips nothing, takes each part alone
+// (so its results stream back part by part). Parts are small for the transport's sake (PartSender.h);
+// over 16 Ki elements of a gradient an honest sender's values can lie far from the others' (an
+// embedding's rows only its own batch touched), and CenteredClip took honest members for outliers.
+inline constexpr std::size_t ClipBlockElements = 128 * 1024;
 
 class PartReducer final {
   public:
@@ -95,8 +106,13 @@ class PartReducer final {
     void checkPart(const ShardHeader &h, const zmq::message_t &headerFrame) const;
     // Whether every sender still expected has delivered part p.
     [[nodiscard]] bool partReady(std::size_t p) const;
-    void reducePart(std::size_t p);
-    // Records and logs the outliers among the senders `who` (member indices) of part p.
+    // Whether no part of block b is reduced yet and every one is ready.
+    [[nodiscard]] bool blockReady(std::size_t b) const;
+    [[nodiscard]] std::size_t blocks() const;
+    // Aggregates block b over the senders that delivered all of its parts and returns each part.
+    void reduceBlock(std::size_t b);
+    void returnPart(std::size_t p, std::span<const float> average, double shardWeight);
+    // Records and logs the outliers among the senders `who` (member indices) of the block at part p.
     void noteOutliers(std::size_t p, const std::vector<std::size_t> &who, const std::vector<SenderFit> &fits);
     void exclude(std::size_t sender);
     // Queues part p's RESULT for every sender that delivered a PART, then sendSomeResults().
@@ -115,7 +131,8 @@ class PartReducer final {
     std::uint32_t m_expectedCount = 0;
     std::size_t m_partsReduced = 0;
     ShardSchema m_schema;         // what a PART for this shard must match
-    std::vector<float> m_average; // one part's average
+    std::size_t m_blockParts;     // parts per aggregation block (ClipBlockElements)
+    std::vector<float> m_average; // one block's average
     std::vector<std::uint32_t> m_excluded;
     double m_shardWeight = 0.0;
     double m_reducedAt = 0.0;

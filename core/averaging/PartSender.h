@@ -50,6 +50,7 @@ struct RoundContext {
     double myWeight = 0.0;                       // the weight in this member's PART headers (samples)
     double maxWeight = 0.0;                      // per sender (AllReduceOptions::maxWeight); 0: no bound
     double senderTimeout = 15.0;                 // seconds (AllReduceOptions::senderTimeout)
+    bool staggered = true;                       // AllReduceOptions::staggered
     AggregationSpec aggregation;                 // how a part's copies combine (AllReduceOptions)
     std::span<float> values;                     // averaged in place
     TokenBucket *upload = nullptr;               // upload cap on PART and RESULT payloads; null: none

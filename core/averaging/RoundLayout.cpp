@@ -65,6 +65,7 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
     round.maxWeight = options.maxWeight;
     round.senderTimeout = options.senderTimeout;
+    round.staggered = options.staggered;
     round.aggregation = options.aggregation;
     round.values = values;
     round.upload = options.upload;
