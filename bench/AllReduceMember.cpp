@@ -96,7 +96,9 @@ std::string oursRounds(std::vector<float> &values, const MemberTask &t)
     o.codec = codecOf(t.impl);
     if (const char *part = std::getenv("DEDLOC_BENCH_PART_ELEMENTS")) // experiments with the part size
         o.partElements = static_cast<std::size_t>(std::max(1L, std::atol(part)));
-    o.staggered = std::getenv("DEDLOC_BENCH_ALL_AT_ONCE") == nullptr; // the schedule before the staggered one
+    // As a swarm peer decides for its measured uplink (the coordinator passes the link's rate).
+    const char *up = std::getenv("DEDLOC_BENCH_UPLOAD_MBIT");
+    o.staggered = std::getenv("DEDLOC_BENCH_ALL_AT_ONCE") == nullptr && up && staggerUplink(std::atof(up));
     o.senderTimeout = o.reducerTimeout = 600.0;
     endpoint.run("warm-up", members, me, std::span<float>(values).first(1000), o);
     std::ostringstream out;

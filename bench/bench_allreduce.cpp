@@ -198,6 +198,9 @@ int main(int argc, char **argv)
         std::fputs(kUsage, stdout);
         return 0;
     }
+    // The members choose their schedule by their uplink's rate, as swarm peers do by theirs.
+    const double upMbit = o.upMbit > 0 ? o.upMbit : o.netnsMbit > 0 ? o.netnsMbit : o.linkMbit;
+    setenv("DEDLOC_BENCH_UPLOAD_MBIT", std::to_string(upMbit).c_str(), 1);
     installStopSignals(); // the coordinator only: members keep the default dispositions
     const auto net = makeNet(o);
     if (!net)

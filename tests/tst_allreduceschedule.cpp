@@ -63,6 +63,7 @@ private Q_SLOTS:
     {
         Swarm s({true, true, true}, {1.0, 3.0, 2.0}, 60000);
         AllReduceOptions o;
+        o.staggered = true;
         o.partElements = 512; // 40 parts per shard
         o.senderTimeout = 3.0;
         o.reducerTimeout = 4.0;

@@ -60,6 +60,10 @@ class TestStatusLine final : public QObject {
             << "Training | step 12 | batch 40/64 (64%), next in 3 s | swarm 396.1 samples/s, "
                "2 trainers, 1 auxiliary, 1 monitor | you 198.0 samples/s, computing 96% of the time, 388 samples "
                "(50.0% of swarm) | loss 4.930";
+        QTest::newRow("a monitor computes nothing: no figures of its own")
+            << 7
+            << "Training (monitor: recording metrics) | step 12 | batch 40/64 (64%), next in 3 s | swarm 396.1 "
+               "samples/s, 2 trainers, 1 auxiliary, 1 monitor";
     }
 
     void lines()
@@ -86,6 +90,13 @@ class TestStatusLine final : public QObject {
             s.reachability = "client mode: other peers cannot connect to this machine (no answer)";
         } else if (variant == 6) {
             s.computeUtilisation = 0.9612;
+        } else if (variant == 7) {
+            s.role = PeerRole::Monitor;
+            s.stateDetail = "monitor: recording metrics";
+            s.localSamplesPerSecond = 0.0;
+            s.session.samples = 0;
+            s.shareOfSwarm = 0.0;
+            s.lastLoss = -1.0;
         }
         if (variant == 0)
             s.reachability = "reachable: peer 1a2b3c4d connected back to tcp://192.0.2.1:40001";

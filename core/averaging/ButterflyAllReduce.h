@@ -65,14 +65,25 @@ namespace dedloc {
 
 class DataPlaneSecurity;
 
+// Uplinks up to this rate (Mbit/s) send in the staggered schedule (averaging/PartSender.h).
+// Measured (docs/BENCHMARKS.md): on 10 Mbit/s uplinks it took rounds from 1.3-1.5x their bound to
+// 1.1-1.25x; on 100 Mbit/s links and on loopback its small queues left the link idle while the
+// sender waited its turn for a core (1.6x against 1.4x at n = 8 on 100 Mbit/s).
+inline constexpr double StaggerUpToMbit = 50.0;
+// Whether a member whose uplink was measured at `uploadMbit` (<= 0: not known yet) staggers.
+[[nodiscard]] inline bool staggerUplink(double uploadMbit)
+{
+    return uploadMbit > 0.0 && uploadMbit <= StaggerUpToMbit;
+}
+
 struct AllReduceOptions {
     Compression codec = Compression::None;
     // Elements per message: 64 KiB of fp32, 32 KiB of fp16. Small, so that the staggered schedule
     // (averaging/PartSender.h) moves the uplink from one peer to the next within a few ms.
     std::size_t partElements = 16 * 1024;
-    // The staggered schedule (averaging/PartSender.h); false: every peer at once, as hivemind
-    // does (benchmarks compare the two; every member of a group may choose either).
-    bool staggered = true;
+    // The staggered schedule (averaging/PartSender.h) for this member's sending; false: every
+    // peer at once, as hivemind does. Each member chooses for its own uplink (staggerUplink()).
+    bool staggered = false;
     double senderTimeout = 15.0;           // seconds of silence of one sender (see above)
     double reducerTimeout = 30.0;          // seconds of silence of every reducer still owing results
     double roundTimeout = 900.0;           // seconds from the start of the round: the hard limit

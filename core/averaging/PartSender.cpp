@@ -38,10 +38,10 @@ std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements)
 }
 
 // My values for every other reducer's shard go out on a DEALER to it. Parts are encoded and sent
-// from the runner's poll loop (sendSome), and only while a DEALER's queue holds fewer than
-// SendQueue messages: a slow link backs up into the loop instead of into an unbounded queue, and a
-// dead reducer costs no memory. The reducers are fed one after the other, in the order after my
-// own index (the staggered schedule in PartSender.h).
+// from the runner's poll loop (sendSome), and only while a DEALER's queue has room (SendQueue
+// messages when staggered, else 8): a slow link backs up into the loop instead of into an
+// unbounded queue, and a dead reducer costs no memory. Staggered, the reducers are fed one after
+// the other, in the order after my own index (PartSender.h); otherwise all at once, round-robin.
 PartSender::PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue)
     : m_round(round), m_dealers(round.size()), m_outgoing(round.size()), m_nextPart(round.size(), 0),
       m_expectedBack(round.size(), 0), m_receivedBack(round.size(), 0), m_resultSeen(round.size()),

@@ -52,10 +52,13 @@ std::string statusLine(const PeerSnapshot &s)
     line += " | swarm " + fixed(s.swarmSamplesPerSecond, 1) + " samples/s, " +
             plural(s.trainers, "trainer", "trainers") + ", " + std::to_string(s.auxiliaries) + " auxiliary, " +
             plural(s.monitors, "monitor", "monitors");
-    line += " | you " + fixed(s.localSamplesPerSecond, 1) + " samples/s, ";
-    if (s.computeUtilisation >= 0.0)
-        line += "computing " + fixed(100.0 * s.computeUtilisation, 0) + "% of the time, ";
-    line += std::to_string(s.session.samples) + " samples (" + fixed(100.0 * s.shareOfSwarm, 1) + "% of swarm)";
+    // A monitor or auxiliary computes no samples: its own figures would only say 0.
+    if (s.role == PeerRole::Trainer) {
+        line += " | you " + fixed(s.localSamplesPerSecond, 1) + " samples/s, ";
+        if (s.computeUtilisation >= 0.0)
+            line += "computing " + fixed(100.0 * s.computeUtilisation, 0) + "% of the time, ";
+        line += std::to_string(s.session.samples) + " samples (" + fixed(100.0 * s.shareOfSwarm, 1) + "% of swarm)";
+    }
     if (s.lastLoss >= 0.0)
         line += " | loss " + fixed(s.lastLoss, 3);
     if (s.reachability.rfind("client mode", 0) == 0)

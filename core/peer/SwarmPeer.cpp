@@ -9,6 +9,7 @@
 #include "util/Error.h"
 #include "util/Log.h"
 
+#include <cstdio>
 #include <fstream>
 
 namespace dedloc {
@@ -359,6 +360,19 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
         publishSoon = true;
     }
     wake.notify_all();
+}
+
+void SwarmPeer::Impl::logSessionSummary(long lastEpoch) const
+{
+    const double seconds = unixNow() - started;
+    const std::string why = stopFlag.load()               ? "stopped"
+                            : trainer->step() >= lastEpoch ? "reached the run's last step"
+                                                           : "time limit reached";
+    char took[32];
+    std::snprintf(took, sizeof took, "%.0f s", seconds);
+    log::info("swarm", why + " after " + took + ": " + std::to_string(stepsThisSession) + " step(s) this session, "
+                           + std::to_string(stepsAveragedThisSession) + " averaged with other peers; at epoch "
+                           + std::to_string(trainer->step()));
 }
 
 void SwarmPeer::Impl::run()

@@ -133,6 +133,9 @@ struct SwarmPeer::Impl {
     long long sessionSamplesStart = 0;
     double sessionComputeStart = 0.0;
     long sessionStepsStart = 0;
+    long stepsThisSession = 0, stepsAveragedThisSession = 0; // worker thread (reportStep)
+    // The trainer's last line: why it ended, how long it ran, its steps and how many averaged.
+    void logSessionSummary(long lastEpoch) const;
     long long swarmSamplesSeen = 0, mySamplesSeen = 0;
     double uploadMbit = -1.0; // measured in rounds (afterRound); < 0 none yet
     static constexpr double MaxMeasuredMbit = 200.0; // measured rates above it count as equal

@@ -227,6 +227,9 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     o.upload = &upload;
     o.download = &download;
     o.errorFeedback = &errorFeedback;
+    // The uplink as measured in the last rounds, or as capped, whichever is lower.
+    const double capMbit = upload.rate() > 0.0 ? upload.rate() * 8e-6 : 0.0;
+    o.staggered = staggerUplink(capMbit > 0.0 && (uploadMbit <= 0.0 || capMbit < uploadMbit) ? capMbit : uploadMbit);
     return o;
 }
 

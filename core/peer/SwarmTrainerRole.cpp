@@ -214,6 +214,7 @@ void SwarmPeer::Impl::runTrainer()
     if (stepsSinceCheckpoint > 0)
         trySave();
     setMyRecord(0, 0.0); // the final epoch, for the control thread's last publish
+    logSessionSummary(lastEpoch);
 }
 
 void SwarmPeer::Impl::restartUtilisation()
@@ -448,6 +449,8 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
         fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
     }
     metrics->write("step", fields);
+    ++stepsThisSession;
+    stepsAveragedThisSession += step.averaged ? 1 : 0;
     recordOwnStep(r.step, localSamples, hasLoss ? r.loss : -1.0);
     auto published = fields;
     published["peer_id"] = identity->peerId();
