@@ -98,7 +98,8 @@ std::string oursRounds(std::vector<float> &values, const MemberTask &t)
         o.partElements = static_cast<std::size_t>(std::max(1L, std::atol(part)));
     // As a swarm peer decides for its measured uplink (the coordinator passes the link's rate).
     const char *up = std::getenv("DEDLOC_BENCH_UPLOAD_MBIT");
-    o.staggered = std::getenv("DEDLOC_BENCH_ALL_AT_ONCE") == nullptr && up && staggerUplink(std::atof(up));
+    o.uploadMbit = up ? std::atof(up) : 0.0;
+    o.staggered = std::getenv("DEDLOC_BENCH_ALL_AT_ONCE") == nullptr && staggerUplink(o.uploadMbit);
     o.senderTimeout = o.reducerTimeout = 600.0;
     endpoint.run("warm-up", members, me, std::span<float>(values).first(1000), o);
     std::ostringstream out;

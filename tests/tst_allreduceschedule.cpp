@@ -53,6 +53,21 @@ class TestAllReduceSchedule final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // Who staggers, and with what kernel buffer: slow measured uplinks only; 50 ms of the uplink,
+    // at least 64 KB, at most 4 MiB.
+    void slowUplinksStaggerWithBuffersOfTheirRate()
+    {
+        QVERIFY(!staggerUplink(0.0));   // not measured yet
+        QVERIFY(!staggerUplink(-1.0));
+        QVERIFY(staggerUplink(2.0));
+        QVERIFY(staggerUplink(50.0));
+        QVERIFY(!staggerUplink(100.0)); // a LAN or fibre uplink: everyone at once
+        QCOMPARE(allreduce::sendBufferBytes(0.0), 64 * 1024);
+        QCOMPARE(allreduce::sendBufferBytes(10.0), 64 * 1024); // 62,500 bytes in 50 ms
+        QCOMPARE(allreduce::sendBufferBytes(40.0), 250'000);
+        QCOMPARE(allreduce::sendBufferBytes(1e6), 4 << 20);
+    }
+
     // Member 2 delivers its PARTs to members 0 and 1 and is gone when the round starts: nothing
     // listens at its endpoint and its connections are closed. Member 1 comes to member 2 first,
     // both as a sender (it feeds reducers 2, then 0) and as a reducer (it returns results to

@@ -84,6 +84,9 @@ struct AllReduceOptions {
     // The staggered schedule (averaging/PartSender.h) for this member's sending; false: every
     // peer at once, as hivemind does. Each member chooses for its own uplink (staggerUplink()).
     bool staggered = false;
+    // This member's uplink (Mbit/s, as measured; 0: not known): a staggered sender's kernel send
+    // buffers hold 50 ms of it (allreduce::sendBufferBytes).
+    double uploadMbit = 0.0;
     double senderTimeout = 15.0;           // seconds of silence of one sender (see above)
     double reducerTimeout = 30.0;          // seconds of silence of every reducer still owing results
     double roundTimeout = 900.0;           // seconds from the start of the round: the hard limit

@@ -29,6 +29,13 @@ double RoundContext::elapsed() const
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+int sendBufferBytes(double uploadMbit)
+{
+    constexpr double Least = 64 * 1024, Most = 4 << 20;
+    const double bytes = std::isfinite(uploadMbit) ? uploadMbit * 1e6 / 8.0 * 0.05 : 0.0;
+    return static_cast<int>(std::clamp(bytes, Least, Most));
+}
+
 std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements)
 {
     std::vector<Piece> out;
@@ -64,7 +71,7 @@ void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &contex
     s->set(zmq::sockopt::linger, 0);
     if (m_round.staggered) {
         s->set(zmq::sockopt::sndhwm, SendQueue);
-        s->set(zmq::sockopt::sndbuf, KernelSendBuffer);
+        s->set(zmq::sockopt::sndbuf, sendBufferBytes(m_round.uploadMbit));
     } else { // the earlier schedule's queue, for the benchmarks' side-by-side runs
         s->set(zmq::sockopt::sndhwm, 8);
     }

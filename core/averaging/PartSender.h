@@ -51,6 +51,7 @@ struct RoundContext {
     double maxWeight = 0.0;                      // per sender (AllReduceOptions::maxWeight); 0: no bound
     double senderTimeout = 15.0;                 // seconds (AllReduceOptions::senderTimeout)
     bool staggered = true;                       // AllReduceOptions::staggered
+    double uploadMbit = 0.0;                     // AllReduceOptions::uploadMbit
     AggregationSpec aggregation;                 // how a part's copies combine (AllReduceOptions)
     std::span<float> values;                     // averaged in place
     TokenBucket *upload = nullptr;               // upload cap on PART and RESULT payloads; null: none
@@ -87,10 +88,11 @@ inline constexpr double MaxSendSlice = 0.05;
 // a sender that is slow, not dead, must never look silent to the reducers it comes to last.
 inline constexpr double StaggerPatience = 0.5;
 // Kernel send buffer of a staggered sender's DEALERs (bytes; SO_SNDBUF, which Linux doubles):
-// small, so that the schedule above decides what is on the wire, not a few MB queued in the
-// kernel (left to the kernel's autotuning, the rounds took 1.28-1.40x their bound instead of
-// 1.19-1.35x). It also bounds a connection to ~128 KB per round trip: 10 Mbit/s at 100 ms.
-inline constexpr int KernelSendBuffer = 64 * 1024;
+// 50 ms of the uplink at `uploadMbit`, at least 64 KB (a 10 Mbit/s uplink's 50 ms). Small, so
+// that the schedule above decides what is on the wire, not a few MB queued in the kernel (left to
+// the kernel's autotuning, the rounds took 1.28-1.40x their bound instead of 1.19-1.35x); doubled,
+// it still carries the whole uplink over round trips up to 100 ms.
+[[nodiscard]] int sendBufferBytes(double uploadMbit);
 
 // One message's range of a shard: elements [offset, offset + count) of it.
 struct Piece {

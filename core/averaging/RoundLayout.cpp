@@ -66,6 +66,7 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.maxWeight = options.maxWeight;
     round.senderTimeout = options.senderTimeout;
     round.staggered = options.staggered;
+    round.uploadMbit = options.uploadMbit;
     round.aggregation = options.aggregation;
     round.values = values;
     round.upload = options.upload;

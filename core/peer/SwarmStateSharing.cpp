@@ -229,7 +229,8 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     o.errorFeedback = &errorFeedback;
     // The uplink as measured in the last rounds, or as capped, whichever is lower.
     const double capMbit = upload.rate() > 0.0 ? upload.rate() * 8e-6 : 0.0;
-    o.staggered = staggerUplink(capMbit > 0.0 && (uploadMbit <= 0.0 || capMbit < uploadMbit) ? capMbit : uploadMbit);
+    o.uploadMbit = capMbit > 0.0 && (uploadMbit <= 0.0 || capMbit < uploadMbit) ? capMbit : std::max(0.0, uploadMbit);
+    o.staggered = staggerUplink(o.uploadMbit);
     return o;
 }
 
