@@ -35,6 +35,10 @@ using allreduce::layOutRound;
 
 // Parts encoded per pass of the poll loop before it looks at the sockets.
 constexpr int SendBudget = 32;
+// Seconds a member whose own part of the round is done still waits for a sender that takes no
+// more of its RESULTs (it stopped reading: frozen, or gone without closing). Results that
+// could not be handed over by then are dropped; that sender keeps local values for them.
+constexpr double ResultHandOffPatience = 2.0;
 // Per member, the CURVE key its connections authenticate with.
 std::vector<CurveKey> curveKeysOf(const std::vector<GroupMember> &members)
 {
@@ -138,7 +142,7 @@ AllReduceReport RoundRunner::run()
         }
         m_reducer.sendSomeResults();
         const bool handedOver = !m_reducer.resultsPending()
-                                || elapsed - m_reducer.lastResultHandOff() > m_options.reducerTimeout;
+                                || elapsed - m_reducer.lastResultHandOff() > ResultHandOffPatience;
         if (shardDone && handedOver && (m_sender.resultsDone() || m_sender.resultsStalled(m_options.reducerTimeout)
                           || elapsed >= m_options.roundTimeout + resultMargin()))
             break;
@@ -284,6 +288,10 @@ void RoundRunner::receive(std::size_t owner)
 AllReduceReport RoundRunner::finish()
 {
     const auto &groupId = m_round.groupId;
+    if (m_reducer.resultsPending())
+        log::warning("allreduce", "group " + groupId + ": a sender took none of its last results for "
+                                      + std::to_string(ResultHandOffPatience)
+                                      + " s (it stopped reading): it keeps local values for them");
     log::debug("allreduce", "group " + groupId + ": parts sent " + std::to_string(m_sender.sentAt()) +
                                 " s, shard reduced " + std::to_string(m_reducer.reducedAt()) + " s, results in " +
                                 std::to_string(m_round.elapsed()) + " s");
