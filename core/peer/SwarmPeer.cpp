@@ -365,9 +365,9 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
 void SwarmPeer::Impl::logSessionSummary(long lastEpoch) const
 {
     const double seconds = unixNow() - started;
-    const std::string why = stopFlag.load()               ? "stopped"
-                            : trainer->step() >= lastEpoch ? "reached the run's last step"
-                                                           : "time limit reached";
+    const std::string why = trainer->step() >= lastEpoch ? "reached the run's last step"
+                            : timeUp()                   ? "time limit reached"
+                                                         : "stopped";
     char took[32];
     std::snprintf(took, sizeof took, "%.0f s", seconds);
     log::info("swarm", why + " after " + took + ": " + std::to_string(stepsThisSession) + " step(s) this session, "
