@@ -72,7 +72,7 @@ void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &contex
     if (m_round.staggered) {
         s->set(zmq::sockopt::sndhwm, SendQueue);
         s->set(zmq::sockopt::sndbuf, sendBufferBytes(m_round.uploadMbit));
-    } else { // the earlier schedule's queue, for the benchmarks' side-by-side runs
+    } else { // a fast uplink: deeper queues keep it busy between turns of the loop
         s->set(zmq::sockopt::sndhwm, 8);
     }
     s->set(zmq::sockopt::rcvhwm, receiveQueue);

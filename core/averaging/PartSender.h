@@ -50,7 +50,7 @@ struct RoundContext {
     double myWeight = 0.0;                       // the weight in this member's PART headers (samples)
     double maxWeight = 0.0;                      // per sender (AllReduceOptions::maxWeight); 0: no bound
     double senderTimeout = 15.0;                 // seconds (AllReduceOptions::senderTimeout)
-    bool staggered = true;                       // AllReduceOptions::staggered
+    bool staggered = false;                      // AllReduceOptions::staggered
     double uploadMbit = 0.0;                     // AllReduceOptions::uploadMbit
     AggregationSpec aggregation;                 // how a part's copies combine (AllReduceOptions)
     std::span<float> values;                     // averaged in place
@@ -114,7 +114,8 @@ class PartSender final {
     PartSender(const PartSender &) = delete;
     PartSender &operator=(const PartSender &) = delete;
 
-    // Sends at most `budget` parts, to the reducers in the staggered order, never blocking on a socket and
+    // Sends at most `budget` parts (to one reducer at a time when staggered, else round-robin over
+    // all), never blocking on a socket and
     // returning after MaxSendSlice seconds even when an upload cap makes each part wait; returns
     // true while some DEALER can take more right now.
     bool sendSome(int budget);
