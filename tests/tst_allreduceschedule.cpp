@@ -2,6 +2,7 @@
 // feeds one peer at a time, and a peer that takes nothing never holds up the rest of the round.
 // Members are threads of this process on 127.0.0.1, as in tst_allreduce.
 #include "AllReduceSwarm.h"
+#include "averaging/PartReducer.h"
 #include "averaging/RoundLayout.h"
 #include "compress/Compression.h"
 #include "net/WireMessage.h"
@@ -106,6 +107,29 @@ private Q_SLOTS:
             QCOMPARE(s.values[0][k], s.values[1][k]);
         for (std::size_t k = twoShards; k < local0.size(); ++k)
             QCOMPARE(s.values[0][k], local0[k]);
+    }
+
+    // A staggered sender on a slow uplink may come to a reducer last, with its uplink busy with
+    // parts and results for the others. Any message from it restarts the reducer's silence clock:
+    // member 1 returned a RESULT to member 0 (heardFrom) 10 s into the round, so with a sender
+    // timeout of 5 s member 0 must not exclude it, though no PART of it arrived; unheard, it is
+    // excluded.
+    void aSenderHeardFromOtherwiseIsNotSilent()
+    {
+        Swarm s({true, true}, {1.0, 1.0}, 4096);
+        AllReduceOptions o;
+        o.partElements = 512;
+        for (const bool heard : {true, false}) {
+            auto values = s.values[0];
+            auto round = allreduce::layOutRound("group-1", s.members, 0, values, o);
+            round.start = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+            allreduce::PartReducer reducer(round, nullptr);
+            if (heard)
+                reducer.heardFrom(1);
+            QCOMPARE(reducer.excludeSilentSenders(5.0), !heard);
+            QCOMPARE(reducer.excludedSenders(), heard ? std::vector<std::uint32_t>{} : std::vector<std::uint32_t>{1});
+            QCOMPARE(reducer.allPartsReduced(), !heard);
+        }
     }
 };
 

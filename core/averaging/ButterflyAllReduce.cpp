@@ -278,6 +278,7 @@ void RoundRunner::receive(std::size_t owner)
         }
         try {
             m_sender.handleResult(owner, frames);
+            m_reducer.heardFrom(owner); // alive, even while its parts go to others first
         } catch (const std::exception &e) {
             log::warning("allreduce", std::string("dropped a result: ") + e.what());
             offence(owner, e.what()); // it came on our connection to that reducer

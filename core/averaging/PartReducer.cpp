@@ -22,7 +22,8 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
       m_blockParts(round.aggregation.rule == AggregationRule::Mean
                        ? 1
                        : std::max<std::size_t>(1, ClipBlockElements / round.partElements)),
-      m_average(std::min<std::uint64_t>(round.shard(round.me), m_blockParts * round.partElements))
+      m_average(std::min<std::uint64_t>(round.shard(round.me), m_blockParts * round.partElements)),
+      m_resultWindow(round.staggered, round.size())
 {
     for (auto &ps : m_partStates)
         ps.values.resize(round.size());
@@ -30,7 +31,6 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
     m_resultHeaders.resize(m_parts.size());
     m_resultQueue.resize(round.size());
     m_resultPaid.assign(round.size(), false);
-    m_resultWindow = round.staggered ? 1 : round.size();
 
     if (round.shard(round.me) > 0)
         for (std::size_t i = 0; i < round.size(); ++i)
@@ -77,7 +77,7 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
     slot = std::move(piece);
     s.routingId.assign(frames[0].data<char>(), frames[0].size());
     ++s.partsReceived;
-    s.lastPartAt = m_round.elapsed();
+    s.lastHeardAt = m_round.elapsed();
     if (blockReady(h.part / m_blockParts))
         reduceBlock(h.part / m_blockParts);
 }
@@ -116,7 +116,7 @@ bool PartReducer::excludeSilentSenders(double silence)
     std::size_t count = 0;
     for (std::size_t i = 0; i < m_round.size(); ++i) {
         const auto &s = m_senders[i];
-        if (m_expectedSender[i] && !s.excluded && s.partsReceived < m_parts.size() && now - s.lastPartAt >= silence) {
+        if (m_expectedSender[i] && !s.excluded && s.partsReceived < m_parts.size() && now - s.lastHeardAt >= silence) {
             exclude(i);
             ++count;
         }
@@ -130,6 +130,12 @@ bool PartReducer::excludeSilentSenders(double silence)
         if (blockReady(b))
             reduceBlock(b);
     return true;
+}
+
+void PartReducer::heardFrom(std::size_t member)
+{
+    if (member < m_senders.size())
+        m_senders[member].lastHeardAt = m_round.elapsed();
 }
 
 // The checks of a parsed PART header that need the round: type, shard, sender, its connection's
@@ -288,20 +294,18 @@ void PartReducer::sendSomeResults()
             auto &queue = m_resultQueue[i];
             if (queue.empty())
                 continue;
-            if (fed++ >= m_resultWindow)
+            if (!m_resultWindow.admits(fed++))
                 break;
             if (handOverResult(i, queue.front())) {
                 queue.pop_front();
                 progress = true;
-                m_lastResultHandOff = m_round.elapsed();
+                m_resultWindow.handedOver(m_round.elapsed());
             }
         }
     }
     // A sender that takes nothing must not hold up the others (PartSender.h, StaggerPatience).
-    if (resultsPending() && m_resultWindow < n && m_round.elapsed() - m_lastResultHandOff > StaggerPatience) {
-        ++m_resultWindow;
-        m_lastResultHandOff = m_round.elapsed();
-    }
+    if (resultsPending())
+        m_resultWindow.widenIfStalled(m_round.elapsed());
 }
 
 bool PartReducer::handOverResult(std::size_t i, std::uint32_t p)

@@ -13,10 +13,11 @@
 // (ClipBlockElements below; one part for the mean): a block is reduced once every expected sender delivered all of its
 // parts, over the senders that delivered all of them, and its parts are returned one by one. Members apply to their own shard the encoded-then-decoded
 // average they send, so all members end with bitwise-identical values.
-// A sender that still misses parts and has delivered none for the sender timeout (since the round
-// started or its last PART) is excluded by excludeSilentSenders(): the parts that waited only for
-// it are reduced at once over the others, and its later PARTs are dropped as late, so one silent
-// sender never holds up the others, and a slow one that keeps delivering is never cut off.
+// A sender that still misses parts and has been silent for the sender timeout (since the round
+// started, nothing from it: no PART, and no RESULT on this member's own connection to it, see
+// heardFrom()) is excluded by excludeSilentSenders(): the parts that waited only for it are
+// reduced at once over the others, and its later PARTs are dropped as late, so one silent sender
+// never holds up the others, and a slow one that keeps delivering to anyone is never cut off.
 // finishShard() reduces whatever still waits (the round's hard limit) and names every sender that
 // missed a part as excluded.
 //
@@ -65,6 +66,10 @@ class PartReducer final {
     // Excludes each sender that misses a part and has been silent for `silence` seconds (see
     // above), then reduces the parts no remaining sender owes. Returns whether it excluded one.
     bool excludeSilentSenders(double silence);
+    // Member i proved itself alive by a message other than a PART for this shard (a RESULT it
+    // returned to this member): restarts its silence clock. A staggered sender on a slow uplink
+    // may reach this reducer last, while its link is busy with others' parts and results.
+    void heardFrom(std::size_t member);
     // Reduces the parts not reduced yet over what arrived and records the excluded senders (with
     // a warning; `timedOut`: a time limit ended the wait). Called at most once per round.
     void finishShard(bool timedOut);
@@ -85,7 +90,7 @@ class PartReducer final {
     // Whether RESULTs still wait for the ROUTER.
     [[nodiscard]] bool resultsPending() const;
     // Seconds into the round when a RESULT was last handed to the ROUTER (0: none yet).
-    [[nodiscard]] double lastResultHandOff() const { return m_lastResultHandOff; }
+    [[nodiscard]] double lastResultHandOff() const { return m_resultWindow.lastHandOff(); }
 
   private:
     // Each sender of this round, as its PARTs tell.
@@ -93,7 +98,7 @@ class PartReducer final {
         double weight = 0.0;
         bool weightKnown = false;
         std::uint32_t partsReceived = 0;
-        double lastPartAt = 0.0; // seconds into the round
+        double lastHeardAt = 0.0; // seconds into the round of its last PART (or heardFrom())
         bool excluded = false;   // silent past the sender timeout: its later PARTs are late
         std::string routingId;   // where to send the results back
     };
@@ -141,8 +146,7 @@ class PartReducer final {
     std::vector<std::vector<std::uint8_t>> m_resultHeaders; // per part
     std::vector<std::deque<std::uint32_t>> m_resultQueue;   // per member, the parts it is owed
     std::vector<bool> m_resultPaid; // per member: its next RESULT's bytes passed the upload cap already
-    std::size_t m_resultWindow = 1; // senders fed at once
-    double m_lastResultHandOff = 0.0; // seconds into the round
+    StaggerWindow m_resultWindow; // senders fed at once
 };
 
 } // namespace dedloc::allreduce

@@ -52,11 +52,10 @@ std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements)
 PartSender::PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue)
     : m_round(round), m_dealers(round.size()), m_outgoing(round.size()), m_nextPart(round.size(), 0),
       m_expectedBack(round.size(), 0), m_receivedBack(round.size(), 0), m_resultSeen(round.size()),
-      m_lastProgress(round.size(), 0.0), m_resultPiece(round.partElements)
+      m_lastProgress(round.size(), 0.0), m_resultPiece(round.partElements), m_window(round.staggered, round.size())
 {
     if (!round.iSend())
         return;
-    m_window = round.staggered ? 1 : round.size();
     for (std::size_t j = 0; j < round.size(); ++j)
         if (j != round.me && round.shardSizes[j] != 0)
             connect(j, receiveQueue, context);
@@ -122,7 +121,7 @@ bool PartSender::sendSome(int budget)
             const std::size_t j = (m_round.me + k) % n;
             if (!m_dealers[j] || !hasPartsFor(j))
                 continue;
-            if (fed++ >= m_window)
+            if (!m_window.admits(fed++))
                 break;
             if (!(m_dealers[j]->get(zmq::sockopt::events) & ZMQ_POLLOUT))
                 continue;
@@ -130,15 +129,11 @@ bool PartSender::sendSome(int budget)
                 continue;
             --budget;
             progress = true;
-            m_lastHandOff = m_round.elapsed();
+            m_window.handedOver(m_round.elapsed());
         }
     }
-    // A reducer that takes nothing (gone, or its downlink stalled) must not hold up the others:
-    // feed one more at once.
-    if (m_window < n && m_round.elapsed() - m_lastHandOff > StaggerPatience) {
-        ++m_window;
-        m_lastHandOff = m_round.elapsed();
-    }
+    // A reducer that takes nothing (gone, or its downlink stalled) must not hold up the others.
+    m_window.widenIfStalled(m_round.elapsed());
     bool more = false, pending = false;
     for (std::size_t j = 0; j < n; ++j)
         if (m_dealers[j] && hasPartsFor(j)) {

@@ -87,6 +87,31 @@ inline constexpr double MaxSendSlice = 0.05;
 // for a third of the sender timeout: it excludes a sender silent that long (PartReducer.h), and
 // a sender that is slow, not dead, must never look silent to the reducers it comes to last.
 inline constexpr double StaggerPatience = 0.5;
+
+// The window of the staggered schedule, shared by both sides: the peers still owed something are
+// ranked in this member's order (me+1, me+2, ...), and only the first width() are fed. Staggered,
+// it starts at one peer and admits one more whenever nothing was handed over for StaggerPatience
+// seconds; otherwise it admits everyone from the start. Times are seconds into the round.
+class StaggerWindow final {
+  public:
+    StaggerWindow(bool staggered, std::size_t peers) : m_width(staggered ? 1 : peers), m_peers(peers) {}
+    // Whether the peer ranked `rank` (0: the first still owed something) is fed now.
+    [[nodiscard]] bool admits(std::size_t rank) const { return rank < m_width; }
+    void handedOver(double now) { m_lastHandOff = now; }
+    // Admits one more peer if nothing was handed over for StaggerPatience seconds.
+    void widenIfStalled(double now)
+    {
+        if (m_width < m_peers && now - m_lastHandOff > StaggerPatience) {
+            ++m_width;
+            m_lastHandOff = now;
+        }
+    }
+    [[nodiscard]] double lastHandOff() const { return m_lastHandOff; }
+
+  private:
+    std::size_t m_width, m_peers;
+    double m_lastHandOff = 0.0;
+};
 // Kernel send buffer of a staggered sender's DEALERs (bytes; SO_SNDBUF, which Linux doubles):
 // 50 ms of the uplink at `uploadMbit`, at least 64 KB (a 10 Mbit/s uplink's 50 ms). Small, so
 // that the schedule above decides what is on the wire, not a few MB queued in the kernel (left to
@@ -163,8 +188,7 @@ class PartSender final {
     double m_resultWeight = 0.0;
     double m_minResultWeight = std::numeric_limits<double>::infinity();
     double m_sentAt = -1.0;
-    std::size_t m_window = 1;    // reducers fed at once (see StaggerPatience)
-    double m_lastHandOff = 0.0;  // seconds into the round of the last part handed to a DEALER
+    StaggerWindow m_window; // reducers fed at once
 };
 
 } // namespace dedloc::allreduce
