@@ -38,6 +38,9 @@ options (default in brackets):
                      N. Ours runs them in client mode (no ROUTER, empty endpoint in the group,
                      no shard to reduce). gloo connects every pair of members, which members
                      behind NAT cannot accept: its rows print "-" (skipped) [0]
+  --delay-ms D       with --internet: every host holds each packet it sends D ms (a user-space
+                     delay line, tests/support/DelayLine; no netem here), so any two members are
+                     2D ms apart (round trip) on top of the links' queues [0]
   --curve            CurveZMQ on our members' links, as in the swarm (gloo unaffected)
   -h, --help         print this and exit
 environment, for experiments: DEDLOC_BENCH_PART_ELEMENTS our part size in floats [16384];
@@ -76,7 +79,7 @@ namespace {
 
 const std::vector<std::string> kImpls = {"ours-none", "ours-fp16", "ours-8bit", "gloo", "gloo-fp16"};
 const std::vector<std::string> kValueOptions = {"--n",         "--elements",   "--rounds",   "--impls",     "--host",
-                                                "--link-mbit", "--netns-mbit", "--internet", "--behind-nat"};
+                                                "--link-mbit", "--netns-mbit", "--internet", "--delay-ms",  "--behind-nat"};
 
 std::vector<std::string> splitList(const std::string &text, char separator = ',')
 {
@@ -131,6 +134,8 @@ void setOption(BenchOptions &o, const std::string &option, const std::string &va
         o.netnsMbit = rate(option, value);
     } else if (option == "--internet") {
         setInternet(o, value);
+    } else if (option == "--delay-ms") {
+        o.delayMs = static_cast<double>(wholeNumber(option, value, 0, 2000));
     } else { // the last of kValueOptions
         o.behindNat = static_cast<int>(wholeNumber(option, value, 0, 63));
     }
@@ -144,6 +149,8 @@ void checkCombination(const BenchOptions &o)
         throw UsageError("--internet and --netns-mbit do not go together");
     if (o.behindNat > 0 && o.downMbit <= 0)
         throw UsageError("--behind-nat needs --internet");
+    if (o.delayMs > 0 && o.downMbit <= 0)
+        throw UsageError("--delay-ms needs --internet");
     if (o.behindNat >= *std::min_element(o.ns.begin(), o.ns.end()))
         throw UsageError("--behind-nat " + std::to_string(o.behindNat) +
                          " leaves no reachable member at the smallest N; at least one must be public");

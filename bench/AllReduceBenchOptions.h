@@ -19,6 +19,7 @@ struct BenchOptions {
     double linkMbit = 0.0, netnsMbit = 0.0;
     double downMbit = 0.0, upMbit = 0.0; // --internet DOWN/UP; 0: not on the emulated internet
     int behindNat = 0;
+    double delayMs = 0.0; // --delay-ms: one way, added on every host's outgoing packets
     bool curve = false, help = false;
 };
 

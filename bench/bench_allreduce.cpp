@@ -145,7 +145,7 @@ std::unique_ptr<AllReduceNet> makeNet(const BenchOptions &o)
     try {
         return std::make_unique<AllReduceNet>(o.netnsMbit > 0
                                                   ? AllReduceNet::links(maxN, o.netnsMbit)
-                                                  : AllReduceNet::internet(maxN, {o.downMbit, o.upMbit}, o.behindNat));
+                                                  : AllReduceNet::internet(maxN, {o.downMbit, o.upMbit, o.delayMs}, o.behindNat));
     } catch (const std::exception &e) {
         std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
         return nullptr;
@@ -156,7 +156,8 @@ void printTitle(const BenchOptions &o, const AllReduceNet &net)
 {
     char links[96] = "";
     if (o.downMbit > 0)
-        std::snprintf(links, sizeof links, ", links %g Mbit/s down, %g up", o.downMbit, o.upMbit);
+        std::snprintf(links, sizeof links, ", links %g Mbit/s down, %g up, round trip +%g ms", o.downMbit, o.upMbit,
+                      2.0 * o.delayMs);
     else if (o.linkMbit > 0)
         std::snprintf(links, sizeof links, ", links %s Mbit/s", std::to_string(o.linkMbit).c_str());
     std::printf("bench_allreduce: %ld floats, median of %d rounds of the slowest member, host %s%s%s\n", o.elements,

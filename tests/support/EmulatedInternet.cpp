@@ -88,6 +88,7 @@ EmulatedInternet::EmulatedInternet(std::string prefix, int subnet, std::string p
 EmulatedInternet::~EmulatedInternet()
 {
     stopDaemons();
+    m_delays.clear(); // their threads, before their namespaces go
     removeAll(m_prefix);
 }
 
@@ -110,6 +111,9 @@ int EmulatedInternet::addPublicHost(LinkRate rate)
     must("ip netns add " + h.ns);
     link(h.ns, m_prefix + "-sw", std::string("h").append(std::to_string(index)), "br0", rate);
     must("ip -n " + h.ns + " addr add " + h.address + "/24 dev eth0");
+    if (rate.delayMs > 0.0) // the two halves of the switch's /24, more specific than eth0's route
+        m_delays.push_back(std::make_unique<DelayLine>(
+            h.ns, rate.delayMs, std::vector<std::string>{m_publicNet + ".0/25", m_publicNet + ".128/25"}, h.address));
     m_hosts.push_back(h);
     return static_cast<int>(m_hosts.size()) - 1;
 }
@@ -149,6 +153,9 @@ int EmulatedInternet::addVolunteer(int router, LinkRate rate)
     link(h.ns, r.ns, std::string("v").append(std::to_string(k)), "lan", rate);
     must("ip -n " + h.ns + " addr add " + h.address + "/24 dev eth0");
     must("ip -n " + h.ns + " route add default via " + net + "1");
+    if (rate.delayMs > 0.0) // the two halves of the default route; the LAN's own /24 stays direct
+        m_delays.push_back(std::make_unique<DelayLine>(
+            h.ns, rate.delayMs, std::vector<std::string>{"0.0.0.0/1", "128.0.0.0/1"}, h.address));
     m_hosts.push_back(h);
     return static_cast<int>(m_hosts.size()) - 1;
 }

@@ -7,9 +7,10 @@
 //     its volunteers connect out, nobody outside can connect in (no port forward);
 //   - volunteers (<prefix>-v<k>) on a router's LAN, default route via the router.
 // Every host's link is asymmetric as home links are: `tc tbf` limits its upload (the egress of
-// its own end) and its download (the egress of the switch's or router's end). No netem on this
-// kernel, so no added latency. Needs root, iproute2, nftables and the kernel's veth, bridge, tbf
-// and NAT support. The constructor removes leftovers of an interrupted run with the same prefix;
+// its own end) and its download (the egress of the switch's or router's end). This kernel has no
+// netem: latency, where a host asks for it (LinkRate::delayMs), comes from a DelayLine (user
+// space, DelayLine.h) on the host's outgoing packets. Needs root, iproute2, nftables and the
+// kernel's veth, bridge, tbf and NAT support (and /dev/net/tun for latency). The constructor removes leftovers of an interrupted run with the same prefix;
 // the destructor removes everything. Not thread-safe. Throws std::runtime_error naming the
 // failing command when something cannot be made.
 //
@@ -20,6 +21,9 @@
 // private ranges (`publicNet`, e.g. "25.7.0"): nothing leaves the namespaces. The daemon is a
 // child process (killed with SIGKILL if the test process dies), stopped by the destructor; its
 // files (/tmp/<prefix>-r<j>-miniupnpd.*) go with it; a daemon that does not start throws its log.
+#include "DelayLine.h"
+
+#include <memory>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -29,6 +33,9 @@ namespace dedloc::test {
 struct LinkRate {
     double downMbit = 100.0;
     double upMbit = 100.0;
+    // Milliseconds added to every packet the host sends off its own LAN (one way): the round trip
+    // between two hosts with delays d1 and d2 is d1 + d2. 0: none.
+    double delayMs = 0.0;
 };
 
 struct RouterOptions {
@@ -52,6 +59,7 @@ public:
     [[nodiscard]] const std::string &addressOf(int host) const { return m_hosts.at(host).address; }
     // The public (WAN) address of a router: where its volunteers' connections come from.
     [[nodiscard]] const std::string &routerAddress(int router) const { return m_routers.at(router).address; }
+    [[nodiscard]] const std::string &routerNamespace(int router) const { return m_routers.at(router).ns; }
     // The router's address on its LAN (its volunteers' gateway): 192.168.<router + 1>.1.
     [[nodiscard]] static std::string routerLanAddress(int router) { return "192.168." + std::to_string(router + 1) + ".1"; }
 
@@ -81,6 +89,7 @@ private:
     std::string m_publicNet; // "10.<subnet>.0"
     std::vector<Host> m_hosts;
     std::vector<Router> m_routers;
+    std::vector<std::unique_ptr<DelayLine>> m_delays;
     int m_public = 0;
 };
 

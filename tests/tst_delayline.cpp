@@ -1,0 +1,132 @@
+// Latency on the emulated internet (tests/support/DelayLine.h): the round trip between two hosts
+// is the sum of their delays, between public hosts and through a home router's NAT, while a
+// volunteer's own router stays undelayed. Root only (namespaces, TUN); skips otherwise.
+// The round trip is taken as the time a TCP connect() needs (SYN out, SYN-ACK back), from a
+// thread that enters the client's namespace; the server listens in the other's.
+#include "EmulatedInternet.h"
+
+#include <QtTest>
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace dedloc::test;
+
+namespace {
+
+// Runs `f` on a thread inside namespace `ns`; returns what it returns.
+template <typename F> auto inNamespace(const std::string &ns, F f)
+{
+    decltype(f()) result{};
+    std::thread([&] {
+        const int fd = ::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && ::setns(fd, CLONE_NEWNET) == 0)
+            result = f();
+        if (fd >= 0)
+            ::close(fd);
+    }).join();
+    return result;
+}
+
+sockaddr_in addressOf(const std::string &ip, std::uint16_t port)
+{
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+    return a;
+}
+
+// A listening TCP socket on ip:port inside `ns` (the kernel answers SYNs; nobody accepts).
+int listenIn(const std::string &ns, const std::string &ip, std::uint16_t port)
+{
+    return inNamespace(ns, [&] {
+        const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const int on = 1;
+        ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        const auto a = addressOf(ip, port);
+        if (::bind(s, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0 || ::listen(s, 8) != 0) {
+            ::close(s);
+            return -1;
+        }
+        return s;
+    });
+}
+
+// Milliseconds that connect() from `ns` to ip:port took; -1 if it failed.
+double connectMs(const std::string &ns, const std::string &ip, std::uint16_t port)
+{
+    return inNamespace(ns, [&] {
+        const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const auto a = addressOf(ip, port);
+        const auto t0 = std::chrono::steady_clock::now();
+        const bool ok = ::connect(s, reinterpret_cast<const sockaddr *>(&a), sizeof a) == 0;
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        ::close(s);
+        return ok ? ms : -1.0;
+    });
+}
+
+} // namespace
+
+class TestDelayLine final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void roundTripsAreTheSumOfTheHostsDelays()
+    {
+        std::string why;
+        if (!EmulatedInternet::available(&why))
+            QSKIP(qPrintable(QStringLiteral("the emulated internet %1").arg(QString::fromStdString(why))));
+        std::unique_ptr<EmulatedInternet> net;
+        int fast, slow, plain, home, router;
+        try {
+            net = std::make_unique<EmulatedInternet>("dldl" + std::to_string(::getpid() % 100000), 217);
+            fast = net->addPublicHost({100, 100, 20});
+            slow = net->addPublicHost({100, 100, 60});
+            plain = net->addPublicHost({100, 100});
+            router = net->addRouter();
+            home = net->addVolunteer(router, {50, 10, 40});
+        } catch (const std::exception &e) { // e.g. a container without CAP_NET_ADMIN or /dev/net/tun
+            QSKIP(qPrintable(QStringLiteral("the emulated internet cannot be built here: %1").arg(QString::fromUtf8(e.what()))));
+        }
+        const std::uint16_t port = 47311;
+        for (int server : {slow, plain}) {
+            const int s = listenIn(net->namespaceOf(server), net->addressOf(server), port);
+            QVERIFY(s >= 0);
+            struct Case {
+                int client;
+                double expectMs;
+            };
+            const double serverDelay = server == slow ? 60 : 0;
+            for (const Case c : {Case{fast, 20 + serverDelay}, Case{home, 40 + serverDelay}}) {
+                // The least of three: a busy machine only adds time.
+                double best = 1e9;
+                for (int i = 0; i < 3; ++i) {
+                    const double ms = connectMs(net->namespaceOf(c.client), net->addressOf(server), port);
+                    QVERIFY2(ms >= 0, "connect failed");
+                    best = std::min(best, ms);
+                }
+                QVERIFY2(best >= c.expectMs - 1 && best < c.expectMs + 50,
+                         qPrintable(QStringLiteral("round trip %1 ms, expected %2").arg(best).arg(c.expectMs)));
+            }
+            ::close(s);
+        }
+        // The volunteer's own LAN is not delayed: its router answers at once.
+        const auto lan = EmulatedInternet::routerLanAddress(router);
+        const int s = listenIn(net->routerNamespace(router), lan, port);
+        QVERIFY(s >= 0);
+        const double ms = connectMs(net->namespaceOf(home), lan, port);
+        QVERIFY2(ms >= 0 && ms < 20, qPrintable(QStringLiteral("round trip to the router %1 ms").arg(ms)));
+        ::close(s);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDelayLine)
+#include "tst_delayline.moc"
