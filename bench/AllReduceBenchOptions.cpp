@@ -46,6 +46,8 @@ options (default in brackets):
 environment, for experiments: DEDLOC_BENCH_PART_ELEMENTS our part size in floats [16384];
   DEDLOC_BENCH_ALL_AT_ONCE (set) ours sends to every reducer and sender at once even on links
   slow enough for the staggered schedule (up to 50 Mbit/s up; see AllReduceOptions::staggered);
+  DEDLOC_BENCH_NO_RTT (set) ours sizes its staggered send buffers as if the round trip were not
+  measured (by default the warm-up round measures it, AllReduceOptions::roundTripSeconds);
   DEDLOC_NET_QUEUE_MS how long the emulated links' tbf may queue a packet [100]
 
 output: a title line, then one row per N and implementation:

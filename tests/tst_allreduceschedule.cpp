@@ -13,6 +13,7 @@
 #include <zmq_addon.hpp>
 
 #include <array>
+#include <cmath>
 #include <chrono>
 #include <thread>
 
@@ -67,6 +68,11 @@ private Q_SLOTS:
         QCOMPARE(allreduce::sendBufferBytes(10.0), 64 * 1024); // 62,500 bytes in 50 ms
         QCOMPARE(allreduce::sendBufferBytes(40.0), 250'000);
         QCOMPARE(allreduce::sendBufferBytes(1e6), 4 << 20);
+        // Far peers: half the round trip more, so that twice the buffer holds a round trip's bytes.
+        QCOMPARE(allreduce::sendBufferBytes(10.0, 0.2), 187'500);  // 1.25 MB/s * 150 ms
+        QCOMPARE(allreduce::sendBufferBytes(40.0, 0.1), 500'000);  // 5 MB/s * 100 ms
+        QCOMPARE(allreduce::sendBufferBytes(40.0, -1.0), 250'000); // not measured: as 0
+        QCOMPARE(allreduce::sendBufferBytes(40.0, std::nan("")), 250'000);
     }
 
     // Member 2 delivers its PARTs to members 0 and 1 and is gone when the round starts: nothing

@@ -4,6 +4,7 @@
 // The round trip is taken as the time a TCP connect() needs (SYN out, SYN-ACK back), from a
 // thread that enters the client's namespace; the server listens in the other's.
 #include "EmulatedInternet.h"
+#include "net/TcpThroughput.h"
 
 #include <QtTest>
 
@@ -59,18 +60,31 @@ int listenIn(const std::string &ns, const std::string &ip, std::uint16_t port)
     });
 }
 
+// A TCP connection from `ns` to ip:port (-1 if it failed); *ms: how long connect() took.
+int connectIn(const std::string &ns, const std::string &ip, std::uint16_t port, double *ms)
+{
+    return inNamespace(ns, [&] {
+        int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const auto a = addressOf(ip, port);
+        const auto t0 = std::chrono::steady_clock::now();
+        if (::connect(s, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0) {
+            ::close(s);
+            s = -1;
+        }
+        *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        return s;
+    });
+}
+
 // Milliseconds that connect() from `ns` to ip:port took; -1 if it failed.
 double connectMs(const std::string &ns, const std::string &ip, std::uint16_t port)
 {
-    return inNamespace(ns, [&] {
-        const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const auto a = addressOf(ip, port);
-        const auto t0 = std::chrono::steady_clock::now();
-        const bool ok = ::connect(s, reinterpret_cast<const sockaddr *>(&a), sizeof a) == 0;
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        ::close(s);
-        return ok ? ms : -1.0;
-    });
+    double ms = 0;
+    const int s = connectIn(ns, ip, port, &ms);
+    if (s < 0)
+        return -1.0;
+    ::close(s);
+    return ms;
 }
 
 } // namespace
@@ -125,6 +139,23 @@ private Q_SLOTS:
         const double ms = connectMs(net->namespaceOf(home), lan, port);
         QVERIFY2(ms >= 0 && ms < 20, qPrintable(QStringLiteral("round trip to the router %1 ms").arg(ms)));
         ::close(s);
+
+        // The kernel's own figure (net/TcpThroughput.h, what a staggered sender sizes its buffers
+        // by) sees the delay: the least round trip on a connection from `fast` to `slow`.
+        const int server = listenIn(net->namespaceOf(slow), net->addressOf(slow), port);
+        QVERIFY(server >= 0);
+        double connectTook = 0;
+        const int client = connectIn(net->namespaceOf(fast), net->addressOf(slow), port, &connectTook);
+        QVERIFY(client >= 0);
+        const char bytes[4096] = {};
+        QCOMPARE(::send(client, bytes, sizeof bytes, 0), static_cast<ssize_t>(sizeof bytes));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300)); // acknowledged by now
+        const auto stats = dedloc::tcpSendStatsTo({"tcp://" + net->addressOf(slow) + ":" + std::to_string(port)});
+        ::close(client);
+        ::close(server);
+        QCOMPARE(stats.size(), std::size_t{1});
+        QVERIFY2(stats[0].minRttSeconds >= 0.079 && stats[0].minRttSeconds < 0.13,
+                 qPrintable(QStringLiteral("least round trip %1 s").arg(stats[0].minRttSeconds)));
     }
 };
 

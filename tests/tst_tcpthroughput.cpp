@@ -173,6 +173,8 @@ class TestTcpThroughput final : public QObject {
         ::close(b);
         QVERIFY(sent);
         QVERIFY2(meter.bytes() >= 2 * total && meter.bytes() <= 2 * total + 2, qPrintable(QString::number(meter.bytes())));
+        // Loopback: a round trip is measured, and it is short.
+        QVERIFY2(meter.roundTrip() > 0.0 && meter.roundTrip() < 0.05, qPrintable(QString::number(meter.roundTrip())));
         const double drained = 2.0 * total / (seconds(first.firstRead, first.lastRead) + seconds(second.firstRead, second.lastRead));
         qInfo("meter %.0f B/s, drained %.0f B/s", meter.rate(), drained);
         QVERIFY2(meter.rate() > 0.75 * drained && meter.rate() < 1.3 * drained,

@@ -313,6 +313,7 @@ AllReduceReport RoundRunner::finish()
                                       std::to_string(expected) + " averaged elements; the rest keep local values");
     }
     report.uploadBytesPerSecond = measuredUpload();
+    report.roundTripSeconds = m_upload.roundTrip();
     if (m_round.security && m_options.outliersOffend) // the connection's key proved who sent the parts
         for (std::size_t i = 0; i < m_round.size(); ++i)
             if (m_reducer.outliers()[i])

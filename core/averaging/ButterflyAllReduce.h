@@ -84,9 +84,12 @@ struct AllReduceOptions {
     // The staggered schedule (averaging/PartSender.h) for this member's sending; false: every
     // peer at once, as hivemind does. Each member chooses for its own uplink (staggerUplink()).
     bool staggered = false;
-    // This member's uplink (Mbit/s, as measured; 0: not known): a staggered sender's kernel send
-    // buffers hold 50 ms of it (allreduce::sendBufferBytes).
+    // This member's uplink (Mbit/s, as measured; 0: not known) and the longest round trip to its
+    // peers (seconds, AllReduceReport::roundTripSeconds of earlier rounds; 0: not known): a
+    // staggered sender's kernel send buffers hold 50 ms plus half the round trip of the uplink
+    // (allreduce::sendBufferBytes).
     double uploadMbit = 0.0;
+    double roundTripSeconds = 0.0;
     double senderTimeout = 15.0;           // seconds of silence of one sender (see above)
     double reducerTimeout = 30.0;          // seconds of silence of every reducer still owing results
     double roundTimeout = 900.0;           // seconds from the start of the round: the hard limit
@@ -153,6 +156,9 @@ struct AllReduceReport {
     // every 100 ms (net/TcpThroughput.h UploadMeter), at most the upload cap; -1 when too little
     // was sent to tell (nothing to send, a small vector, or a fast link).
     double uploadBytesPerSecond = -1.0;
+    // The longest of the least round trips the kernel measured on this round's connections
+    // (seconds; UploadMeter::roundTrip): the path to the farthest member. 0: none measured.
+    double roundTripSeconds = 0.0;
     std::vector<AllReduceOffence> offences;     // by member index, each member at most once
 };
 

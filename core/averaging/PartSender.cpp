@@ -29,10 +29,11 @@ double RoundContext::elapsed() const
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-int sendBufferBytes(double uploadMbit)
+int sendBufferBytes(double uploadMbit, double roundTripSeconds)
 {
     constexpr double Least = 64 * 1024, Most = 4 << 20;
-    const double bytes = std::isfinite(uploadMbit) ? uploadMbit * 1e6 / 8.0 * 0.05 : 0.0;
+    const double rtt = std::isfinite(roundTripSeconds) ? std::clamp(roundTripSeconds, 0.0, 10.0) : 0.0;
+    const double bytes = std::isfinite(uploadMbit) ? uploadMbit * 1e6 / 8.0 * (0.05 + rtt / 2.0) : 0.0;
     return static_cast<int>(std::clamp(bytes, Least, Most));
 }
 
@@ -70,7 +71,7 @@ void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &contex
     s->set(zmq::sockopt::linger, 0);
     if (m_round.staggered) {
         s->set(zmq::sockopt::sndhwm, SendQueue);
-        s->set(zmq::sockopt::sndbuf, sendBufferBytes(m_round.uploadMbit));
+        s->set(zmq::sockopt::sndbuf, sendBufferBytes(m_round.uploadMbit, m_round.roundTripSeconds));
     } else { // a fast uplink: deeper queues keep it busy between turns of the loop
         s->set(zmq::sockopt::sndhwm, 8);
     }

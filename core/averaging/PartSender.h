@@ -52,6 +52,7 @@ struct RoundContext {
     double senderTimeout = 15.0;                 // seconds (AllReduceOptions::senderTimeout)
     bool staggered = false;                      // AllReduceOptions::staggered
     double uploadMbit = 0.0;                     // AllReduceOptions::uploadMbit
+    double roundTripSeconds = 0.0;               // AllReduceOptions::roundTripSeconds
     AggregationSpec aggregation;                 // how a part's copies combine (AllReduceOptions)
     std::span<float> values;                     // averaged in place
     TokenBucket *upload = nullptr;               // upload cap on PART and RESULT payloads; null: none
@@ -113,11 +114,14 @@ class StaggerWindow final {
     double m_lastHandOff = 0.0;
 };
 // Kernel send buffer of a staggered sender's DEALERs (bytes; SO_SNDBUF, which Linux doubles):
-// 50 ms of the uplink at `uploadMbit`, at least 64 KB (a 10 Mbit/s uplink's 50 ms). Small, so
-// that the schedule above decides what is on the wire, not a few MB queued in the kernel (left to
-// the kernel's autotuning, the rounds took 1.28-1.40x their bound instead of 1.19-1.35x); doubled,
-// it still carries the whole uplink over round trips up to 100 ms.
-[[nodiscard]] int sendBufferBytes(double uploadMbit);
+// 50 ms plus half of `roundTripSeconds` of the uplink at `uploadMbit`, at least 64 KB (a 10 Mbit/s
+// uplink's 50 ms), at most 4 MiB. Doubled, that is the round trip's worth of bytes in flight (the
+// bandwidth-delay product a TCP flow needs to fill the uplink) plus 100 ms queued. Small, so that
+// the schedule above decides what is on the wire, not a few MB queued in the kernel (left to the
+// kernel's autotuning, the rounds took 1.28-1.40x their bound instead of 1.19-1.35x); but not
+// smaller than the round trip, or each flow would wait for acknowledgements with the uplink idle
+// (docs/BENCHMARKS.md, latency).
+[[nodiscard]] int sendBufferBytes(double uploadMbit, double roundTripSeconds = 0.0);
 
 // One message's range of a shard: elements [offset, offset + count) of it.
 struct Piece {

@@ -67,6 +67,7 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.senderTimeout = options.senderTimeout;
     round.staggered = options.staggered;
     round.uploadMbit = options.uploadMbit;
+    round.roundTripSeconds = options.roundTripSeconds;
     round.aggregation = options.aggregation;
     round.values = values;
     round.upload = options.upload;

@@ -138,7 +138,9 @@ std::vector<TcpSendStats> tcpSendStatsTo(const std::vector<std::string> &endpoin
             continue; // a kernel older than 4.10 has no busy time
         if (const auto again = peerOf(fd); !again || !(*again == *peer))
             continue; // closed and reused meanwhile by another thread
-        out.push_back({info.tcpi_bytes_acked, static_cast<double>(info.tcpi_busy_time) * 1e-6, fd, textOf(*peer)});
+        const double minRtt = info.tcpi_min_rtt == ~0u ? 0.0 : static_cast<double>(info.tcpi_min_rtt) * 1e-6;
+        out.push_back({info.tcpi_bytes_acked, static_cast<double>(info.tcpi_busy_time) * 1e-6, minRtt, fd,
+                       textOf(*peer)});
     }
     return out;
 }
@@ -171,6 +173,7 @@ void UploadMeter::sample()
         const bool same = last != m_last.end() && c.bytesAcked >= last->bytesAcked;
         m_bytes += c.bytesAcked - (same ? last->bytesAcked : 0);
         gained += std::max(0.0, c.busySeconds - (same ? last->busySeconds : 0.0));
+        m_roundTrip = std::max(m_roundTrip, c.minRttSeconds);
     }
     m_busy += std::min(gained, now - m_lastSample);
     m_last = std::move(current);

@@ -22,6 +22,7 @@ namespace dedloc {
 struct TcpSendStats {
     std::uint64_t bytesAcked = 0; // bytes of this side the peer acknowledged
     double busySeconds = 0.0;     // seconds the connection was busy sending
+    double minRttSeconds = 0.0;   // the least round trip the kernel measured on it (tcpi_min_rtt); 0: none
     int fd = -1;                  // the connection's descriptor when read
     std::string peer;             // its peer, "address|port"
 };
@@ -49,6 +50,9 @@ public:
     [[nodiscard]] double rate(std::uint64_t minBytes = 256 * 1024) const;
     // Bytes acknowledged since the baseline.
     [[nodiscard]] std::uint64_t bytes() const { return m_bytes; }
+    // The longest of the connections' least round trips seen at the samples (seconds; 0: none):
+    // the path to the farthest peer without its queues, what a sender's buffer must cover.
+    [[nodiscard]] double roundTrip() const { return m_roundTrip; }
 
 private:
     std::vector<std::string> m_endpoints;
@@ -56,6 +60,7 @@ private:
     std::vector<TcpSendStats> m_last; // the connections open at the last sample
     std::uint64_t m_bytes = 0;
     double m_busy = 0.0;
+    double m_roundTrip = 0.0;
     double m_lastSample = 0.0; // steady-clock seconds
 };
 

@@ -187,6 +187,8 @@ void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport
     for (const auto &o : report.offences)
         bans->strike(group.info.members[o.member].peerId, "round " + group.info.groupId + ": " + o.reason, unixNow(),
                      o.messages);
+    if (report.roundTripSeconds > 0) // the farthest member of the last group: this peer's buffers cover it
+        roundTripSeconds = report.roundTripSeconds;
     if (report.uploadBytesPerSecond <= 0) {
         // A member that sent nothing (no shard, no gradients: an auxiliary the last rates left
         // without a shard) learnt nothing about its link: it goes back to its declared rate, so
@@ -231,6 +233,7 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     const double capMbit = upload.rate() > 0.0 ? upload.rate() * 8e-6 : 0.0;
     o.uploadMbit = capMbit > 0.0 && (uploadMbit <= 0.0 || capMbit < uploadMbit) ? capMbit : std::max(0.0, uploadMbit);
     o.staggered = staggerUplink(o.uploadMbit);
+    o.roundTripSeconds = roundTripSeconds;
     return o;
 }
 
