@@ -59,16 +59,20 @@ void SwarmPeer::Impl::controlLoop()
         ProgressRecord mine;
         std::optional<std::string> metricsPayload;
         std::optional<DonorAdvert> advert;
+        std::optional<std::pair<long, std::string>> heldClaim;
         {
             std::lock_guard lock(mutex);
             mine = myRecord;
             metricsPayload.swap(pendingMetrics);
             advert = donorAdvert;
+            heldClaim = heldStateClaim;
         }
         // The record outlives three turns of the period chosen now (the wait below is at most that).
         const double ttl = progressTtl(nextProgressPeriod());
         if (service && advert && !advert->mayDiffer) // the state served vouches for itself
             std::tie(mine.stateEpoch, mine.stateDigest) = service->stateDigest();
+        else if (heldClaim) // a client-mode trainer's: the state it holds
+            std::tie(mine.stateEpoch, mine.stateDigest) = *heldClaim;
         if (!mine.peerId.empty())
             dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), ttl, 2.0);
         if (metricsPayload)

@@ -61,6 +61,10 @@ struct SwarmPeer::Impl {
     std::vector<std::pair<long, long long>> recentSteps;
     static constexpr std::size_t RecentSteps = 32;
     std::optional<DonorAdvert> donorAdvert;
+    // A trainer nobody can download from (client mode): the (epoch, SHA-256) of the state it
+    // holds, claimed in its records all the same (afterStateChange), so that its group's claims
+    // vouch for a donor that holds the same state, such as a monitor that follows the group.
+    std::optional<std::pair<long, std::string>> heldStateClaim;
     ProgressTracker tracker{TrackerOptions{}};
     std::atomic<bool> stopFlag{false};
     std::atomic<bool> pausedFlag{false};
@@ -399,6 +403,16 @@ struct SwarmPeer::Impl {
     // the group of their epoch and reduces a shard with weight 0 (then the state round, when
     // due). Returns at once when no round is due; `doneEpoch`: the last epoch helped.
     void helpNextRound(long &doneEpoch, const std::string &idle);
+    // Monitor, after a gradient round it reduced in while holding the swarm's state of that
+    // epoch: applies the round's average (`averaged`, what every member applies; `captured`: its
+    // encoded pieces, kept as the epoch's update for replays) as the trainers do, so that the
+    // monitor holds their next state without downloading it; the only way it can follow a swarm
+    // whose trainers are all in client mode (they serve neither states nor updates). Only after
+    // a complete round in which it reduced the whole vector (it sends nothing, so it receives no
+    // other reducer's shard). Other groups of the epoch merge into its step as into the trainers'
+    // (averaging/GroupMerge.h; `roundSeconds`: how long the round took). Returns whether it followed.
+    bool followRound(const FormedGroup &group, const AllReduceReport &report, const std::vector<float> &averaged,
+                     std::vector<EncodedPiece> captured, Compression codec, double roundSeconds);
     // Monitor: follows the swarm when it is `monitorStateEvery` epochs ahead: replays the
     // trainers' averaged updates since its epoch (an update is a round's compressed average, far
     // smaller than the state), or downloads the state when no chain of updates leads there (at

@@ -179,6 +179,17 @@ void SwarmPeer::Impl::afterStateChange()
         if (!becameClient.load()) // nobody could download it
             donorAdvert = DonorAdvert{identity->peerId(), service->endpoint(), trainer->step(), {}, repairWanted};
     }
+    // A client-mode trainer serves nothing, yet its record vouches for what it holds (a state
+    // that may differ from the swarm's vouches for nothing).
+    std::optional<std::pair<long, std::string>> claim;
+    if (opt.role == PeerRole::Trainer && inClientMode() && !repairWanted) {
+        const auto state = trainer->stateFlat();
+        claim.emplace(trainer->step(), sha256Hex(state.data(), state.size() * sizeof(float)));
+    }
+    {
+        std::lock_guard lock(mutex);
+        heldStateClaim = std::move(claim);
+    }
     update([&](PeerSnapshot &s) { s.localEpoch = trainer->step(); });
 }
 
@@ -310,6 +321,7 @@ bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
         trainer->loadStateFlat(state, trainer->step());
     } else if (!trains && swarmState) {
         trainer->loadStateFlat(state, epoch + 1);
+        stateIsSwarms = true; // the next rounds' averages apply to it (followRound)
         log::info("swarm", "kept the swarm's state of epoch " + std::to_string(epoch + 1) + " from the state round");
     }
     if (everyShard && (trains || swarmState))

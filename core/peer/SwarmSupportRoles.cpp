@@ -8,11 +8,13 @@
 #include "run/RunPaths.h"
 #include "train/Checkpoint.h"
 #include "util/Error.h"
+#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace dedloc {
 
@@ -58,13 +60,28 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
         std::vector<float> values(static_cast<std::size_t>(trainer->parameterCount()));
         auto o = roundOptions();
         o.myWeight = 0.0;
+        // A monitor that holds the swarm's state of this epoch keeps what the round applies.
+        const bool mayFollow = opt.role == PeerRole::Monitor && stateIsSwarms && !repairWanted && trainer->step() == global;
+        std::vector<EncodedPiece> captured;
+        if (mayFollow)
+            o.capture = &captured;
+        const auto started = std::chrono::steady_clock::now();
         const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
         afterRound(*group, report);
+        const double roundSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const bool followed =
+            mayFollow && followRound(*group, report, values, std::move(captured), resultCodec(o.codec), roundSeconds);
         if (stateRoundDue(*group, global))
             (void)averageState(*group, global);
         nlohmann::json round{{"step", global + 1}, {"group_size", group->info.members.size()},
                              {"shard_elements", report.shardSizes[group->myIndex]},
                              {"shard_weight", report.myShardWeight}, {"complete", report.complete}};
+        if (mayFollow)
+            round["followed"] = followed;
+        if (opt.hashParameters && trainer->step() == global + 1) { // as a trainer's step event has it
+            const auto p = trainer->sharedParametersFlat();
+            round["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
+        }
         if (uploadMbit > 0)
             round["upload_mbit"] = uploadMbit;
         metrics->write("round", round);
@@ -75,6 +92,45 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
     }
     doneEpoch = global;
     setState(PeerState::Training, idle);
+}
+
+bool SwarmPeer::Impl::followRound(const FormedGroup &group, const AllReduceReport &report,
+                                  const std::vector<float> &averaged, std::vector<EncodedPiece> captured,
+                                  Compression codec, double roundSeconds)
+{
+    const long epoch = trainer->step();
+    // The batch as the members count it (averaging/CollaborativeStep.cpp: the group's weight).
+    const long batch = report.groupWeight > 0.0 && std::isfinite(report.groupWeight)
+                           ? static_cast<long>(std::llround(report.groupWeight))
+                           : 0;
+    // A member of weight 0 sends no PARTs, so no other reducer returns it a RESULT: it holds the
+    // average only of its own shard, the whole of it only as the group's one reducer (its
+    // trainers all in client mode). Then the pieces tile the vector.
+    auto update = report.complete && batch > 0
+                      ? assembleUpdate(epoch, batch, codec, averaged.size(), std::move(captured))
+                      : std::nullopt;
+    if (!update) {
+        log::info("monitor", "not following epoch " + std::to_string(epoch) + " through round " + group.info.groupId
+                                 + (report.complete && batch > 0 ? " (other members reduced shards of it)"
+                                                                 : " (incomplete, or no trainer sent a gradient)")
+                                 + ": it catches up from donors");
+        return false;
+    }
+    // As the trainers do: the epoch's other groups, if any, merge into the step (GroupMerge.h).
+    const auto own = std::make_shared<const AveragedUpdate>(std::move(*update));
+    auto merged = merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag);
+    if (!merged.note.empty())
+        log::warning("monitor", "merging the epoch's groups: " + merged.note);
+    const bool byMerge = merged.average.size() == averaged.size();
+    (void)trainer->applyAveragedStep(byMerge ? merged.average : averaged, byMerge ? merged.weight : batch);
+    keepUpdate(byMerge ? nullptr : own, !byMerge); // a merged step is no group's round: nothing to replay
+    afterStateChange();
+    log::info("monitor", "followed the swarm to epoch " + std::to_string(trainer->step()) + " through round "
+                             + group.info.groupId + " (applied "
+                             + (byMerge ? "the merge of " + std::to_string(merged.groups) + " groups' averages"
+                                        : std::string("its averaged gradient"))
+                             + " of " + std::to_string(byMerge ? merged.weight : batch) + " samples)");
+    return true;
 }
 
 void SwarmPeer::Impl::runMonitor()
