@@ -98,6 +98,10 @@ void EmulatedInternet::link(const std::string &ns, const std::string &sideNs, co
     must("ip link add eth0 netns " + ns + " type veth peer name " + sidePort + " netns " + sideNs);
     must("ip -n " + ns + " link set eth0 up");
     must("ip -n " + ns + " link set lo up");
+    // Experiments: DEDLOC_NET_IDLE_RESTART=0 keeps a TCP connection's window across idle time
+    // (net.ipv4.tcp_slow_start_after_idle, 1 by default, as on volunteers' machines).
+    if (const char *restart = std::getenv("DEDLOC_NET_IDLE_RESTART"))
+        must("ip netns exec " + ns + " sysctl -qw net.ipv4.tcp_slow_start_after_idle=" + std::string(restart == std::string("0") ? "0" : "1"));
     must("ip -n " + sideNs + " link set " + sidePort + " master " + bridge);
     must("ip -n " + sideNs + " link set " + sidePort + " up");
     must("tc -n " + ns + " qdisc add dev eth0" + tbf(rate.upMbit));
