@@ -46,8 +46,9 @@ options (default in brackets):
 environment, for experiments: DEDLOC_BENCH_PART_ELEMENTS our part size in floats [16384];
   DEDLOC_BENCH_ALL_AT_ONCE (set) ours sends to every reducer and sender at once even on links
   slow enough for the staggered schedule (up to 50 Mbit/s up; see AllReduceOptions::staggered);
-  DEDLOC_BENCH_NO_RTT (set) ours sizes its staggered send buffers as if the round trip were not
-  measured (by default the warm-up round measures it, AllReduceOptions::roundTripSeconds);
+  DEDLOC_BENCH_NO_RTT (set) ours chooses its schedule and sizes its staggered send buffers as if
+  the round trip were not measured (by default the warm-up round measures it,
+  AllReduceOptions::roundTripSeconds: 10 ms or more sends to everyone at once);
   DEDLOC_NET_IDLE_RESTART=0 the emulated hosts keep a TCP window across idle time
   (net.ipv4.tcp_slow_start_after_idle=0; volunteers' machines have 1);
   DEDLOC_NET_QUEUE_MS how long the emulated links' tbf may queue a packet [100]

@@ -103,8 +103,9 @@ std::string oursRounds(std::vector<float> &values, const MemberTask &t)
     o.senderTimeout = o.reducerTimeout = 600.0;
     // The warm-up measures the round trips, as a swarm peer's earlier rounds do.
     o.roundTripSeconds = endpoint.run("warm-up", members, me, std::span<float>(values).first(1000), o).roundTripSeconds;
-    if (std::getenv("DEDLOC_BENCH_NO_RTT")) // experiments: buffers as if the round trip were unknown
+    if (std::getenv("DEDLOC_BENCH_NO_RTT")) // experiments: as if the round trip were unknown
         o.roundTripSeconds = 0.0;
+    o.staggered = o.staggered && staggerUplink(o.uploadMbit, o.roundTripSeconds);
     std::ostringstream out;
     for (int r = 0; r < t.rounds; ++r) {
         barrier(t.dir, "round" + std::to_string(r), t.rank, t.n);

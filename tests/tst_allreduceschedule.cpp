@@ -64,6 +64,9 @@ private Q_SLOTS:
         QVERIFY(staggerUplink(2.0));
         QVERIFY(staggerUplink(50.0));
         QVERIFY(!staggerUplink(100.0)); // a LAN or fibre uplink: everyone at once
+        QVERIFY(staggerUplink(10.0, 0.002));  // a slow uplink to near peers
+        QVERIFY(!staggerUplink(10.0, 0.02));  // far peers: everyone at once
+        QVERIFY(staggerUplink(10.0, std::nan("")));
         QCOMPARE(allreduce::sendBufferBytes(0.0), 64 * 1024);
         QCOMPARE(allreduce::sendBufferBytes(10.0), 64 * 1024); // 62,500 bytes in 50 ms
         QCOMPARE(allreduce::sendBufferBytes(40.0), 250'000);

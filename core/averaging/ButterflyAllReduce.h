@@ -65,15 +65,21 @@ namespace dedloc {
 
 class DataPlaneSecurity;
 
-// Uplinks up to this rate (Mbit/s) send in the staggered schedule (averaging/PartSender.h).
-// Measured (docs/BENCHMARKS.md): on 10 Mbit/s uplinks it took rounds from 1.3-1.5x their bound to
-// 1.1-1.25x; on 100 Mbit/s links and on loopback its small queues left the link idle while the
-// sender waited its turn for a core (1.6x against 1.4x at n = 8 on 100 Mbit/s).
+// Uplinks up to this rate (Mbit/s) send in the staggered schedule (averaging/PartSender.h), when
+// their peers are closer than StaggerBelowRoundTrip. Measured (docs/BENCHMARKS.md, 50/10 links):
+// without latency it took rounds at n = 8 from 1.44x their bound to 1.15-1.22x; on 100 Mbit/s links
+// and on loopback its small queues left the link idle while the sender waited its turn for a core
+// (1.6x against 1.4x at n = 8 on 100 Mbit/s).
 inline constexpr double StaggerUpToMbit = 50.0;
-// Whether a member whose uplink was measured at `uploadMbit` (<= 0: not known yet) staggers.
-[[nodiscard]] inline bool staggerUplink(double uploadMbit)
+// Round trips (seconds, to the farthest member of the last rounds) from which every peer is fed
+// at once even on slow uplinks: with 20 ms or more added to the 50/10 links, sending to all at
+// once took 1.11-1.25x the bound against 1.16-1.38x staggered (docs/BENCHMARKS.md, latency).
+inline constexpr double StaggerBelowRoundTrip = 0.010;
+// Whether a member whose uplink was measured at `uploadMbit` (<= 0: not known yet), with its
+// peers `roundTripSeconds` away (0: not measured), staggers.
+[[nodiscard]] inline bool staggerUplink(double uploadMbit, double roundTripSeconds = 0.0)
 {
-    return uploadMbit > 0.0 && uploadMbit <= StaggerUpToMbit;
+    return uploadMbit > 0.0 && uploadMbit <= StaggerUpToMbit && !(roundTripSeconds >= StaggerBelowRoundTrip);
 }
 
 struct AllReduceOptions {

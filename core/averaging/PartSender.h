@@ -75,8 +75,9 @@ struct RoundContext {
 inline constexpr double MaxSendSlice = 0.05;
 
 // The staggered schedule (ours; hivemind and the paper send to every reducer at once), for a
-// member whose uplink is slow (AllReduceOptions::staggered, staggerUplink(); a faster one sends
-// to every peer at once through deeper queues, and results go out as they are ready). Member i
+// member whose uplink is slow and whose peers are near (AllReduceOptions::staggered,
+// staggerUplink(); a faster one, or one with far peers, sends to every peer at once through
+// deeper queues, and results go out as they are ready). Member i
 // feeds its PARTs to one reducer at a time, in the order i+1, i+2, ... (mod n), and a reducer
 // returns its RESULTs to one sender at a time in the same order, so that each home uplink
 // carries one TCP flow and each reducer's downlink is fed by about one sender. With all at

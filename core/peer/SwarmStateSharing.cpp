@@ -243,8 +243,8 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     // The uplink as measured in the last rounds, or as capped, whichever is lower.
     const double capMbit = upload.rate() > 0.0 ? upload.rate() * 8e-6 : 0.0;
     o.uploadMbit = capMbit > 0.0 && (uploadMbit <= 0.0 || capMbit < uploadMbit) ? capMbit : std::max(0.0, uploadMbit);
-    o.staggered = staggerUplink(o.uploadMbit);
     o.roundTripSeconds = roundTripSeconds;
+    o.staggered = staggerUplink(o.uploadMbit, o.roundTripSeconds);
     return o;
 }
 
