@@ -49,6 +49,7 @@ environment, for experiments: DEDLOC_BENCH_PART_ELEMENTS our part size in floats
   DEDLOC_BENCH_NO_RTT (set) ours chooses its schedule and sizes its staggered send buffers as if
   the round trip were not measured (by default the warm-up round measures it,
   AllReduceOptions::roundTripSeconds: 10 ms or more sends to everyone at once);
+  DEDLOC_BENCH_VERBOSE (set) member 0 prints the round trip it measured and its schedule;
   DEDLOC_NET_IDLE_RESTART=0 the emulated hosts keep a TCP window across idle time
   (net.ipv4.tcp_slow_start_after_idle=0; volunteers' machines have 1);
   DEDLOC_NET_QUEUE_MS how long the emulated links' tbf may queue a packet [100]

@@ -106,6 +106,9 @@ std::string oursRounds(std::vector<float> &values, const MemberTask &t)
     if (std::getenv("DEDLOC_BENCH_NO_RTT")) // experiments: as if the round trip were unknown
         o.roundTripSeconds = 0.0;
     o.staggered = o.staggered && staggerUplink(o.uploadMbit, o.roundTripSeconds);
+    if (t.rank == 0 && std::getenv("DEDLOC_BENCH_VERBOSE"))
+        std::fprintf(stderr, "member 0: round trip %.1f ms, %s\n", o.roundTripSeconds * 1e3,
+                     o.staggered ? "staggered" : "all at once");
     std::ostringstream out;
     for (int r = 0; r < t.rounds; ++r) {
         barrier(t.dir, "round" + std::to_string(r), t.rank, t.n);
