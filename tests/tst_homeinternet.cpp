@@ -9,7 +9,9 @@
 // and reduces for them. The one behind 10/2 joins the running swarm late: its 15 MB of state
 // take longer to download than several steps, so it downloads once and replays the averaged
 // steps it missed. Judged by the trainers' metrics and logs: averaged steps, identical
-// parameters, the upload each measured. Root only: skipped with the reason otherwise.
+// parameters, the upload each measured. A second case kills the reachable trainer with SIGKILL
+// in the middle of a round: the two behind NAT hold one model at every averaged step after it.
+// Root only: skipped with the reason otherwise.
 #include "EmulatedInternet.h"
 #include "SwarmHarness.h"
 
@@ -141,6 +143,71 @@ private Q_SLOTS:
             qInfo("%s measured %.2f Mbit/s", qPrintable(trainers[i]->name), mbit);
             SWARM_VERIFY(mbit >= uplinks[i].first && mbit <= uplinks[i].second, {trainers[i]});
         }
+        serve.stopGracefully();
+    }
+
+    // A reachable reducer killed with SIGKILL in the middle of a round: the round ends without
+    // its shard, and the survivors (behind NAT, averaging through serve) hold one model again
+    // from the next step on, and at every averaged step after that.
+    void aReducerKilledMidRoundLeavesOneModel()
+    {
+        const auto root = std::filesystem::path(m_tmp.path().toStdString()) / "kill";
+        std::filesystem::create_directories(root);
+        SwarmHarness h(m_app, writeSignedTinyRun(root, 64, 1000, dedloc::Compression::Blockwise8Bit), root / "peers");
+        h.setLauncher([&](const QString &name) {
+            return QStringList{QStringLiteral("ip"), QStringLiteral("netns"), QStringLiteral("exec"),
+                               QString::fromStdString(m_net->namespaceOf(m_hosts.at(name)))};
+        });
+        auto address = [&](const char *name) {
+            return QString::fromStdString(m_net->addressOf(m_hosts.at(QString::fromLatin1(name))));
+        };
+        h.setBootstrapHost(address("serve"));
+        const QStringList stateEvery{QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &serve = h.startLeadServe(m_lead, QStringList(stateEvery) << QStringLiteral("--host") << address("serve"));
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return serve.logText().contains(QStringLiteral("DHT bootstrap")); }, 60),
+                     {&serve});
+        QTest::qWait(1500);
+        constexpr long KillSteps = 14;
+        const QStringList args = QStringList{QStringLiteral("--steps"), QString::number(KillSteps), QStringLiteral("--min-peers"),
+                                             QStringLiteral("4"), QStringLiteral("--sender-timeout"), QStringLiteral("15"),
+                                             QStringLiteral("--reducer-timeout"), QStringLiteral("30")}
+                                 + stateEvery;
+        auto start = [&](const char *name) {
+            return &h.startPeer(QString::fromLatin1(name), QStringList(args) << QStringLiteral("--host") << address(name));
+        };
+        auto *reducer = start("public");
+        auto *a1 = start("home-a1");
+        auto *b = start("home-b");
+        // Mid-round: the reducer is in a group whose step it has not recorded yet.
+        const QRegularExpression grouped(QStringLiteral("(?:led|joined) group e(\\d+)-"));
+        long killedAt = -1;
+        SWARM_VERIFY(SwarmHarness::waitFor(
+                         [&] {
+                             long inGroup = -1;
+                             for (auto it = grouped.globalMatch(reducer->logText()); it.hasNext();)
+                                 inGroup = std::max(inGroup, it.next().captured(1).toLong());
+                             if (inGroup < 4 || reducer->lastStep() > inGroup)
+                                 return false;
+                             reducer->kill9();
+                             killedAt = inGroup;
+                             return true;
+                         },
+                         180),
+                     {reducer, a1, b, &serve});
+        qInfo("killed the reducer in its round of epoch %ld", killedAt);
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({a1, b}); }, 300), {a1, b, &serve});
+        const auto sa = byStep(*a1), sb = byStep(*b);
+        long together = 0;
+        for (long step = killedAt + 2; step <= KillSteps; ++step) {
+            if (!sa.count(step) || !sb.count(step))
+                continue;
+            SWARM_VERIFY(sa.at(step).value("averaged", false) && sb.at(step).value("averaged", false), {a1, b, &serve});
+            SWARM_VERIFY(sa.at(step).value("params_sha", std::string()) == sb.at(step).value("params_sha", std::string("-")),
+                         {a1, b, &serve});
+            ++together;
+        }
+        qInfo("%ld steps after the kill with one model", together);
+        SWARM_VERIFY(together >= 4, {a1, b, &serve});
         serve.stopGracefully();
     }
 
