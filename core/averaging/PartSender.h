@@ -91,9 +91,10 @@ inline constexpr double MaxSendSlice = 0.05;
 inline constexpr double StaggerPatience = 0.5;
 
 // The window of the staggered schedule, shared by both sides: the peers still owed something are
-// ranked in this member's order (me+1, me+2, ...), and only the first width() are fed. Staggered,
-// it starts at one peer and admits one more whenever nothing was handed over for StaggerPatience
-// seconds; otherwise it admits everyone from the start. Times are seconds into the round.
+// ranked in this member's order (me+1, me+2, ...), and only the first few (its width) are fed.
+// Staggered, the width starts at one peer and grows by one whenever nothing was handed over for
+// StaggerPatience seconds; otherwise it admits everyone from the start. Times are seconds into
+// the round.
 class StaggerWindow final {
   public:
     StaggerWindow(bool staggered, std::size_t peers) : m_width(staggered ? 1 : peers), m_peers(peers) {}

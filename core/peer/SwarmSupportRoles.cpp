@@ -61,7 +61,8 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
         auto o = roundOptions();
         o.myWeight = 0.0;
         // A monitor that holds the swarm's state of this epoch keeps what the round applies.
-        const bool mayFollow = opt.role == PeerRole::Monitor && stateIsSwarms && !repairWanted && trainer->step() == global;
+        const bool mayFollow =
+            opt.role == PeerRole::Monitor && stateIsSwarms && !repairWanted && trainer->step() == global;
         std::vector<EncodedPiece> captured;
         if (mayFollow)
             o.capture = &captured;
@@ -110,15 +111,22 @@ bool SwarmPeer::Impl::followRound(const FormedGroup &group, const AllReduceRepor
                       ? assembleUpdate(epoch, batch, codec, averaged.size(), std::move(captured))
                       : std::nullopt;
     if (!update) {
-        log::info("monitor", "not following epoch " + std::to_string(epoch) + " through round " + group.info.groupId
-                                 + (report.complete && batch > 0 ? " (other members reduced shards of it)"
-                                                                 : " (incomplete, or no trainer sent a gradient)")
-                                 + ": it catches up from donors");
+        // Others reducing is the usual case of a swarm with reachable trainers: not worth a line a step.
+        const bool othersReduced = report.complete && batch > 0;
+        const auto line = "not following epoch " + std::to_string(epoch) + " through round " + group.info.groupId
+                          + (othersReduced ? " (other members reduced shards of it)"
+                                           : " (incomplete, or no trainer sent a gradient)")
+                          + ": it catches up from donors";
+        if (othersReduced)
+            log::debug("monitor", line);
+        else
+            log::info("monitor", line);
         return false;
     }
     // As the trainers do: the epoch's other groups, if any, merge into the step (GroupMerge.h).
     const auto own = std::make_shared<const AveragedUpdate>(std::move(*update));
-    auto merged = merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag);
+    auto merged =
+        merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag);
     if (!merged.note.empty())
         log::warning("monitor", "merging the epoch's groups: " + merged.note);
     const bool byMerge = merged.average.size() == averaged.size();
