@@ -176,9 +176,9 @@ private Q_SLOTS:
         qInfo("killed the reducer in its round of epoch %ld", killedAt);
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({a1, b}); }, 300), {a1, b, &serve});
         const auto sa = byStep(*a1), sb = byStep(*b);
-        // Every step after the repair that both averaged: one model. (The run's last one or two
-        // steps were taken alone by each survivor in two of five runs, "no other peer at this
-        // epoch": a separate fault, not the kill's.)
+        // Every step after the repair that both averaged: one model. (Each survivor took the run's
+        // last one or two steps alone in 4 of 6 runs, "no other peer at this epoch", as serve
+        // replayed updates at that moment: a separate fault, not the kill's.)
         long together = 0;
         for (long step = killedAt + 2; step <= KillSteps; ++step) {
             if (!sa.count(step) || !sb.count(step) || !sa.at(step).value("averaged", false)
