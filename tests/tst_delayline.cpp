@@ -2,17 +2,16 @@
 // is the sum of their delays, between public hosts and through a home router's NAT, while a
 // volunteer's own router stays undelayed. Root only (namespaces, TUN); skips otherwise.
 // The round trip is taken as the time a TCP connect() needs (SYN out, SYN-ACK back), from a
-// thread that enters the client's namespace; the server listens in the other's.
+// thread in the client's namespace (support/NetnsThread.h); the server listens in the other's.
 #include "EmulatedInternet.h"
+#include "NetnsThread.h"
 #include "net/TcpThroughput.h"
 
 #include <QtTest>
 
 #include <arpa/inet.h>
 #include <chrono>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -21,50 +20,29 @@ using namespace dedloc::test;
 
 namespace {
 
-// Runs `f` on a thread inside namespace `ns`; returns what it returns.
-template <typename F> auto inNamespace(const std::string &ns, F f)
+// A listening TCP socket on ip:port inside `ns`'s thread (the kernel answers SYNs; nobody accepts).
+int listenIn(NetnsThread &ns, const std::string &ip, std::uint16_t port)
 {
-    decltype(f()) result{};
-    std::thread([&] {
-        const int fd = ::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd >= 0 && ::setns(fd, CLONE_NEWNET) == 0)
-            result = f();
-        if (fd >= 0)
-            ::close(fd);
-    }).join();
-    return result;
-}
-
-sockaddr_in addressOf(const std::string &ip, std::uint16_t port)
-{
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
-    return a;
-}
-
-// A listening TCP socket on ip:port inside `ns` (the kernel answers SYNs; nobody accepts).
-int listenIn(const std::string &ns, const std::string &ip, std::uint16_t port)
-{
-    return inNamespace(ns, [&] {
-        const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int s = -1;
+    ns.run([&] {
+        s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         const int on = 1;
         ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
         const auto a = addressOf(ip, port);
         if (::bind(s, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0 || ::listen(s, 8) != 0) {
             ::close(s);
-            return -1;
+            s = -1;
         }
-        return s;
     });
+    return s;
 }
 
-// A TCP connection from `ns` to ip:port (-1 if it failed); *ms: how long connect() took.
-int connectIn(const std::string &ns, const std::string &ip, std::uint16_t port, double *ms)
+// A TCP connection from `ns`'s thread to ip:port (-1 if it failed); *ms: how long connect() took.
+int connectIn(NetnsThread &ns, const std::string &ip, std::uint16_t port, double *ms)
 {
-    return inNamespace(ns, [&] {
-        int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int s = -1;
+    ns.run([&] {
+        s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         const auto a = addressOf(ip, port);
         const auto t0 = std::chrono::steady_clock::now();
         if (::connect(s, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0) {
@@ -72,12 +50,12 @@ int connectIn(const std::string &ns, const std::string &ip, std::uint16_t port, 
             s = -1;
         }
         *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        return s;
     });
+    return s;
 }
 
-// Milliseconds that connect() from `ns` to ip:port took; -1 if it failed.
-double connectMs(const std::string &ns, const std::string &ip, std::uint16_t port)
+// Milliseconds that connect() from `ns`'s thread to ip:port took; -1 if it failed.
+double connectMs(NetnsThread &ns, const std::string &ip, std::uint16_t port)
 {
     double ms = 0;
     const int s = connectIn(ns, ip, port, &ms);
@@ -112,7 +90,8 @@ private Q_SLOTS:
         }
         const std::uint16_t port = 47311;
         for (int server : {slow, plain}) {
-            const int s = listenIn(net->namespaceOf(server), net->addressOf(server), port);
+            NetnsThread serverNs(net->namespaceOf(server));
+            const int s = listenIn(serverNs, net->addressOf(server), port);
             QVERIFY(s >= 0);
             struct Case {
                 int client;
@@ -123,7 +102,8 @@ private Q_SLOTS:
                 // The least of three: a busy machine only adds time.
                 double best = 1e9;
                 for (int i = 0; i < 3; ++i) {
-                    const double ms = connectMs(net->namespaceOf(c.client), net->addressOf(server), port);
+                    NetnsThread clientNs(net->namespaceOf(c.client));
+                    const double ms = connectMs(clientNs, net->addressOf(server), port);
                     QVERIFY2(ms >= 0, "connect failed");
                     best = std::min(best, ms);
                 }
@@ -134,18 +114,20 @@ private Q_SLOTS:
         }
         // The volunteer's own LAN is not delayed: its router answers at once.
         const auto lan = EmulatedInternet::routerLanAddress(router);
-        const int s = listenIn(net->routerNamespace(router), lan, port);
+        NetnsThread routerNs(net->routerNamespace(router)), homeNs(net->namespaceOf(home));
+        const int s = listenIn(routerNs, lan, port);
         QVERIFY(s >= 0);
-        const double ms = connectMs(net->namespaceOf(home), lan, port);
+        const double ms = connectMs(homeNs, lan, port);
         QVERIFY2(ms >= 0 && ms < 20, qPrintable(QStringLiteral("round trip to the router %1 ms").arg(ms)));
         ::close(s);
 
         // The kernel's own figure (net/TcpThroughput.h, what a staggered sender sizes its buffers
         // by) sees the delay: the least round trip on a connection from `fast` to `slow`.
-        const int server = listenIn(net->namespaceOf(slow), net->addressOf(slow), port);
+        NetnsThread slowNs(net->namespaceOf(slow)), fastNs(net->namespaceOf(fast));
+        const int server = listenIn(slowNs, net->addressOf(slow), port);
         QVERIFY(server >= 0);
         double connectTook = 0;
-        const int client = connectIn(net->namespaceOf(fast), net->addressOf(slow), port, &connectTook);
+        const int client = connectIn(fastNs, net->addressOf(slow), port, &connectTook);
         QVERIFY(client >= 0);
         const char bytes[4096] = {};
         QCOMPARE(::send(client, bytes, sizeof bytes, 0), static_cast<ssize_t>(sizeof bytes));

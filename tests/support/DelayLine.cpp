@@ -1,4 +1,5 @@
 #include "DelayLine.h"
+#include "NetnsThread.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -32,19 +33,12 @@ void must(const std::string &command)
         throw std::runtime_error("delay line: \"" + command + "\" failed");
 }
 
-// The TUN device and the raw socket, made inside namespace `ns` (a thread of their own enters
-// it; file descriptors keep their namespace).
+// The TUN device and the raw socket, made inside namespace `ns` (file descriptors keep their
+// namespace).
 void openInNamespace(const std::string &ns, int &tun, int &raw, std::string &error)
 {
-    std::thread([&] {
-        const int nsFd = ::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-        if (nsFd < 0 || ::setns(nsFd, CLONE_NEWNET) != 0) {
-            error = "cannot enter namespace " + ns + ": " + std::strerror(errno);
-            if (nsFd >= 0)
-                ::close(nsFd);
-            return;
-        }
-        ::close(nsFd);
+    NetnsThread inside(ns);
+    const bool entered = inside.run([&] {
         tun = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
         ifreq ifr{};
         ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
@@ -57,7 +51,9 @@ void openInNamespace(const std::string &ns, int &tun, int &raw, std::string &err
         const char eth0[] = "eth0";
         if (raw < 0 || ::setsockopt(raw, SOL_SOCKET, SO_BINDTODEVICE, eth0, sizeof eth0) != 0)
             error = std::string("cannot make a raw socket on eth0: ") + std::strerror(errno);
-    }).join();
+    });
+    if (!entered)
+        error = "cannot enter namespace " + ns;
 }
 
 } // namespace
