@@ -38,6 +38,21 @@ class TestDhtNode final : public QObject {
     PeerIdentity m_c = PeerIdentity::generate();
     std::unique_ptr<DhtNode> m_nodeA, m_nodeB, m_nodeC;
 
+    // A fourth node, which a test may stop: it has joined the three others when this returns.
+    std::unique_ptr<DhtNode> startNode()
+    {
+        auto node = std::make_unique<DhtNode>(PeerIdentity::generate());
+        node->bootstrap("127.0.0.1:" + std::to_string(m_nodeA->port()));
+        if (!node->waitForNodes(3, 20.0))
+            qWarning("the fourth node knows %u nodes", node->knownNodes());
+        return node;
+    }
+
+    static std::function<bool(const std::vector<SignedRecord> &)> payloadIs(std::string payload)
+    {
+        return [payload](const auto &r) { return r.size() == 1 && r[0].payload == payload; };
+    }
+
 private Q_SLOTS:
     void initTestCase()
     {
@@ -74,6 +89,41 @@ private Q_SLOTS:
                                         [](const auto &r) { return r.size() == 1 && r[0].payload == "new"; });
         QCOMPARE(records.size(), std::size_t{1}); // one record per peer, never the old beside the new
         QCOMPARE(records[0].payload, std::string("new"));
+    }
+
+    // Every node that holds a key keeps the newest copy of a peer's record, not the first: once
+    // the publisher is gone (or in a swarm larger than the nodes holding a key, where readers
+    // never ask the publisher's node), the others' copies are all that readers get.
+    void aNewerRecordReplacesItsCopiesOnOtherNodes()
+    {
+        const auto key = runKey("dht-test", "replaced");
+        auto publisher = startNode();
+        QVERIFY(publisher->publish(key, "first", 60.0));
+        QCOMPARE(fetchUntil(*m_nodeC, key, payloadIs("first")).size(), std::size_t{1});
+        QVERIFY(publisher->publish(key, "second", 60.0));
+        publisher.reset();
+        const auto records = fetchUntil(*m_nodeC, key, payloadIs("second"));
+        QCOMPARE(records.size(), std::size_t{1});
+        QCOMPARE(records[0].payload, std::string("second"));
+    }
+
+    // A record signed by another peer under the value id of a peer's record does not take its
+    // place, nor does an older record of the same peer.
+    void nobodyElseReplacesAPeersRecord()
+    {
+        const auto key = runKey("dht-test", "squatted");
+        auto publisher = startNode();
+        QVERIFY(publisher->publish(key, "mine", 60.0));
+        QCOMPARE(fetchUntil(*m_nodeC, key, payloadIs("mine")).size(), std::size_t{1});
+        const auto id = publisher->valueId(key);
+        const double now = unixNow();
+        (void)m_nodeC->publishRaw(key, m_nodeC->encodeRecord(key, "squatter", 1, now, now + 60), id);
+        (void)m_nodeC->publishRaw(key, publisher->encodeRecord(key, "older", 1, now, now + 60), id);
+        publisher.reset();
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        const auto records = fetchUntil(*m_nodeA, key, payloadIs("mine"));
+        QCOMPARE(records.size(), std::size_t{1});
+        QCOMPARE(records[0].payload, std::string("mine"));
     }
 
     void forgedReplayedExpiredAndFutureRecordsAreRefused()

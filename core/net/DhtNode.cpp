@@ -39,6 +39,13 @@ std::string signedBytes(const nlohmann::json &recordWithoutSignature)
     return {bytes.begin(), bytes.end()};
 }
 
+// The OpenDHT value type of every record: nodes of this type store a record that verifies, and
+// let a newer record of the same signer replace it (OpenDHT's default type stores anything and
+// replaces nothing, so the nodes other than the publisher's kept a peer's first record).
+constexpr dht::ValueType::Id RecordType = 0x6464;
+// Storage is lenient with the publisher's clock; readers apply their own allowance.
+constexpr double StoreClockSkewSeconds = 300.0;
+
 } // namespace
 
 std::optional<SignedRecord> verifySignedRecord(const std::string &key, std::span<const std::uint8_t> bytes, double now,
@@ -82,6 +89,48 @@ std::optional<SignedRecord> verifySignedRecord(const std::string &key, std::span
     }
 }
 
+namespace {
+
+// The record a stored value holds: one that verifies, under the text key whose hash is `hash`.
+std::optional<SignedRecord> recordUnder(const dht::InfoHash &hash, const dht::Value &value, double now)
+{
+    std::string key;
+    try {
+        const auto j = parseCbor(value.data);
+        if (j.is_object() && j.contains("k") && j.at("k").is_string())
+            key = j.at("k").get<std::string>();
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+    if (key.empty() || dht::InfoHash::get(key) != hash)
+        return std::nullopt;
+    return verifySignedRecord(key, value.data, now, StoreClockSkewSeconds);
+}
+
+dht::ValueType recordType()
+{
+    const auto store = [](dht::InfoHash key, std::shared_ptr<dht::Value> &value, const dht::InfoHash &,
+                          const dht::SockAddr &) {
+        return value && value->data.size() <= dht::MAX_VALUE_SIZE && recordUnder(key, *value, unixNow()).has_value();
+    };
+    // A newer record (higher sequence) of the same signer replaces the stored one; anybody's
+    // valid record replaces one that has expired.
+    const auto edit = [](dht::InfoHash key, const std::shared_ptr<dht::Value> &old, std::shared_ptr<dht::Value> &value,
+                         const dht::InfoHash &, const dht::SockAddr &) {
+        if (!old || !value || value->data.size() > dht::MAX_VALUE_SIZE)
+            return false;
+        const double now = unixNow();
+        const auto fresh = recordUnder(key, *value, now);
+        if (!fresh)
+            return false;
+        const auto held = recordUnder(key, *old, now);
+        return !held || (held->publicKey == fresh->publicKey && fresh->sequence > held->sequence);
+    };
+    return dht::ValueType(RecordType, "dedloc signed record", std::chrono::minutes(10), store, edit);
+}
+
+} // namespace
+
 std::string runKey(const std::string &runId, const std::string &kind) { return "dedloc/" + runId + "/" + kind; }
 
 struct DhtNode::Impl {
@@ -90,6 +139,7 @@ struct DhtNode::Impl {
     std::mutex sequenceMutex;
     std::map<std::string, std::uint64_t> sequences;
     std::atomic<std::uint64_t> bytesPut{0}, bytesGot{0};
+    std::string valueIdSalt = dht::InfoHash::getRandom().toString();
     explicit Impl(const PeerIdentity &id) : identity(id) {}
 };
 
@@ -104,6 +154,7 @@ DhtNode::DhtNode(const PeerIdentity &identity, std::uint16_t port, const std::st
             throw Error("\"" + bindAddress + "\" is not an IPv4 address");
         config.bind4 = addresses.front();
         d->runner.run(config, dht::DhtRunner::Context{});
+        d->runner.registerType(recordType());
     } catch (const std::exception &e) {
         throw Error("cannot start the DHT node on " + bindAddress + ":" + std::to_string(port) + ": " + e.what());
     }
@@ -169,6 +220,7 @@ bool DhtNode::publishRaw(const std::string &key, const std::string &bytes, std::
 {
     auto value = std::make_shared<dht::Value>(reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size());
     value->id = valueId;
+    value->type = RecordType;
     // A put fails at once while the node has no neighbours yet (just started, bootstrap under
     // way): try again until the deadline instead of reporting the first failure.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
@@ -202,11 +254,18 @@ bool DhtNode::publish(const std::string &key, const std::string &payload, double
         sequence = seq;
     }
     const auto bytes = encodeRecord(key, payload, sequence, now, now + ttlSeconds);
+    return publishRaw(key, bytes, valueId(key), timeout);
+}
+
+std::uint64_t DhtNode::valueId(const std::string &key) const
+{
     // One value id per (peer, key), so a re-put replaces this peer's value where it is stored.
+    // Salted per node: a stranger cannot place a value under it before this peer does (a value of
+    // a type that is not a record could then never be replaced).
     std::uint64_t id = 0;
-    const auto h = dht::InfoHash::get(d->identity.peerId() + "|" + key);
+    const auto h = dht::InfoHash::get(d->valueIdSalt + "|" + d->identity.peerId() + "|" + key);
     std::memcpy(&id, h.data(), sizeof id);
-    return publishRaw(key, bytes, id, timeout);
+    return id;
 }
 
 std::vector<SignedRecord> DhtNode::fetch(const std::string &key, double timeout, double allowedClockSkew)

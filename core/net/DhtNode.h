@@ -74,6 +74,9 @@ public:
     // number than the last for that key. Retries while the node has no neighbours yet; returns
     // false if the DHT did not confirm within `timeout` seconds.
     bool publish(const std::string &key, const std::string &payload, double ttlSeconds, double timeout = 5.0);
+    // The DHT value id of this node's records under `key` (one value per key, which each newer
+    // record replaces wherever it is stored).
+    [[nodiscard]] std::uint64_t valueId(const std::string &key) const;
     // Publishes raw value bytes (for tests that forge or replay records).
     bool publishRaw(const std::string &key, const std::string &bytes, std::uint64_t valueId, double timeout = 5.0);
     // Verified, unexpired records, newest per peer.

@@ -69,12 +69,14 @@ void SwarmPeer::Impl::controlLoop()
         }
         // The record outlives three turns of the period chosen now (the wait below is at most that).
         const double ttl = progressTtl(nextProgressPeriod());
+        const double turnStart = unixNow();
         if (service && advert && !advert->mayDiffer) // the state served vouches for itself
             std::tie(mine.stateEpoch, mine.stateDigest) = service->stateDigest();
         else if (heldClaim) // a client-mode trainer's: the state it holds
             std::tie(mine.stateEpoch, mine.stateDigest) = *heldClaim;
-        if (!mine.peerId.empty())
-            dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), ttl, 2.0);
+        const bool progressPut =
+            mine.peerId.empty() || dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), ttl, 2.0);
+        const double progressPutSeconds = unixNow() - turnStart;
         if (metricsPayload)
             dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, 2.0);
         // A new advert (first one, new epoch) goes out at once, then every 10 s or so (it lives 30 s).
@@ -108,6 +110,10 @@ void SwarmPeer::Impl::controlLoop()
             reachabilityCheck = std::async(std::launch::async, [this] { recheckReachability(); });
         }
         firstFetchDone = true;
+        if (const double turn = unixNow() - turnStart; turn > ttl / 3.0 || !progressPut)
+            log::debug("swarm", "control turn took " + std::to_string(turn) + " s (record lives " + std::to_string(ttl)
+                                    + " s); progress record " + (progressPut ? "put in " : "not confirmed in ")
+                                    + std::to_string(progressPutSeconds) + " s");
         saveBansIfChanged();
         waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
@@ -170,8 +176,14 @@ void SwarmPeer::Impl::readProgress()
         }
     }
     std::lock_guard lock(mutex);
-    for (const auto &r : admitted)
+    std::string seen; // whose records a read returns: logged when that changes
+    for (const auto &r : admitted) {
         tracker.update(r, now);
+        seen += (seen.empty() ? "" : " ") + r.peerId.substr(0, 8);
+    }
+    if (seen != progressRecordsSeen)
+        log::debug("swarm", "progress records read: " + (seen.empty() ? std::string("none") : seen));
+    progressRecordsSeen = seen;
     refreshSwarmView(now);
 }
 
@@ -228,6 +240,23 @@ std::size_t SwarmPeer::Impl::expectedPeers(long epoch)
     for (const auto &id : tracker.expectedPeers(identity->peerId(), epoch, ExpectedLag, 3 * opt.progressPeriod + 5, now))
         n += bans->isBanned(id, now) ? 0 : 1;
     return n;
+}
+
+std::string SwarmPeer::Impl::describeRecords()
+{
+    const double now = unixNow();
+    std::lock_guard lock(mutex);
+    std::string out;
+    for (const auto &r : tracker.liveRecords(now)) {
+        if (r.peerId == identity->peerId())
+            continue;
+        char age[32];
+        std::snprintf(age, sizeof age, "%.1f", now - r.time);
+        out += (out.empty() ? "" : "; ") + r.peerId.substr(0, 8) + " " + peerRoleName(r.role) + " epoch "
+               + std::to_string(r.epoch) + " made " + age + " s ago" + (r.averages ? "" : ", not averaging")
+               + (r.paused ? ", paused" : "") + (r.syncing ? ", syncing" : "");
+    }
+    return out.empty() ? "no live record of another peer" : out;
 }
 
 } // namespace dedloc

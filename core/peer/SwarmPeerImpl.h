@@ -267,6 +267,9 @@ struct SwarmPeer::Impl {
     // minutes (real runs).
     static constexpr long ExpectedLag = 3;
     std::size_t expectedPeers(long epoch);
+    // The live records of the other peers, one line (debug logs).
+    std::string describeRecords();
+    std::string progressRecordsSeen; // control thread: whose records the last read returned
 
     // --- state sharing and round options (SwarmStateSharing.cpp)
     // The donors advertised on the DHT, less the ones this peer has banned.

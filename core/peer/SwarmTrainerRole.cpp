@@ -292,6 +292,8 @@ SwarmPeer::Impl::GroupWait SwarmPeer::Impl::waitForGroup(GroupSearch &search, lo
 {
     GroupWait w;
     w.why = alone ? "no other peer at this epoch" : search.why();
+    if (alone)
+        log::debug("swarm", "alone at epoch " + std::to_string(epoch) + ": " + describeRecords());
     if (search.active() && search.epoch() == epoch) {
         // While the group forms, the others may step without us (we came too late): then
         // stop looking at once and resynchronise instead of waiting out the deadlines.
