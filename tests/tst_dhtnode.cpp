@@ -6,6 +6,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -105,6 +106,28 @@ private Q_SLOTS:
         const auto records = fetchUntil(*m_nodeC, key, payloadIs("second"));
         QCOMPARE(records.size(), std::size_t{1});
         QCOMPARE(records[0].payload, std::string("second"));
+    }
+
+    // More nodes than hold a key (OpenDHT stores a value on the 8 closest): a reader is answered
+    // by the nodes that hold the key, rarely by the publisher's own, and still gets each peer's
+    // newest record.
+    void eachPeersNewestRecordReachesEveryReaderInALargerSwarm()
+    {
+        const auto key = runKey("dht-test", "twelve");
+        std::vector<std::unique_ptr<DhtNode>> swarm;
+        for (int i = 0; i < 12; ++i)
+            swarm.push_back(startNode());
+        for (const auto &n : swarm)
+            QVERIFY(n->publish(key, "first", 60.0));
+        for (const auto &n : swarm)
+            QVERIFY(n->publish(key, "second", 60.0));
+        const auto newest = [](const std::vector<SignedRecord> &r) {
+            return std::count_if(r.begin(), r.end(), [](const auto &x) { return x.payload == "second"; });
+        };
+        for (DhtNode *reader : {swarm[0].get(), swarm[11].get(), m_nodeB.get()}) {
+            const auto records = fetchUntil(*reader, key, [&](const auto &r) { return newest(r) == 12; });
+            QCOMPARE(newest(records), 12);
+        }
     }
 
     // A record signed by another peer under the value id of a peer's record does not take its

@@ -176,14 +176,13 @@ private Q_SLOTS:
         qInfo("killed the reducer in its round of epoch %ld", killedAt);
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({a1, b}); }, 300), {a1, b, &serve});
         const auto sa = byStep(*a1), sb = byStep(*b);
-        // Every step after the repair that both averaged: one model. (Each survivor took the run's
-        // last one or two steps alone in 4 of 6 runs, "no other peer at this epoch", as serve
-        // replayed updates at that moment: a separate fault, not the kill's.)
+        // Every step after the repair: averaged by both, one model. (Each survivor used to take
+        // the run's last one or two steps alone when serve's record said it was syncing: the DHT
+        // nodes kept each trainer's first progress record, so neither read the other's.)
         long together = 0;
         for (long step = killedAt + 2; step <= KillSteps; ++step) {
-            if (!sa.count(step) || !sb.count(step) || !sa.at(step).value("averaged", false)
-                || !sb.at(step).value("averaged", false))
-                continue;
+            SWARM_VERIFY(sa.count(step) && sb.count(step), {a1, b, &serve});
+            SWARM_VERIFY(sa.at(step).value("averaged", false) && sb.at(step).value("averaged", false), {a1, b, &serve});
             SWARM_VERIFY(sa.at(step).value("params_sha", std::string()) == sb.at(step).value("params_sha", std::string("-")),
                          {a1, b, &serve});
             ++together;
