@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
@@ -75,11 +76,30 @@ double median(std::vector<double> v)
     return v[v.size() / 2];
 }
 
+constexpr const char *Usage =
+    "usage: bench_scale [--peers 16,64,128] [--seconds 120] [--group-size 16] [--elements 100000]\n"
+    "                   [--step-seconds 10] [--churn 0.1] [--speed 20] [--window 5]\n"
+    "  --peers         swarm sizes to run, one after another\n"
+    "  --seconds       length of each run\n"
+    "  --group-size    averaging group size\n"
+    "  --elements      elements of the synthetic model (averaged in fp16)\n"
+    "  --step-seconds  about how long a global step takes (the target batch is peers x speed x this)\n"
+    "  --churn         share of the peers replaced per minute (0.1: 10%)\n"
+    "  --speed         median samples/s of a peer (log-normal, sigma 0.5)\n"
+    "  --window        matchmaking window, seconds\n";
+
 Options parse(int argc, char **argv)
 {
     Options o;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string k = argv[i], v = argv[i + 1];
+    for (int i = 1; i < argc; i += 2) {
+        const std::string k = argv[i];
+        if (k == "--help" || k == "-h") {
+            std::fputs(Usage, stdout);
+            std::exit(0);
+        }
+        if (i + 1 >= argc)
+            throw std::runtime_error("option " + k + " needs a value");
+        const std::string v = argv[i + 1];
         if (k == "--peers") {
             o.peers.clear();
             std::stringstream list(v);

@@ -8,13 +8,16 @@
 #include <nlohmann/json.hpp>
 #include <opendht.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <future>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 namespace dedloc {
@@ -45,6 +48,17 @@ std::string signedBytes(const nlohmann::json &recordWithoutSignature)
 constexpr dht::ValueType::Id RecordType = 0x6464;
 // Storage is lenient with the publisher's clock; readers apply their own allowance.
 constexpr double StoreClockSkewSeconds = 300.0;
+
+// Benchmarks of the earlier behaviour: DEDLOC_DHT_UNTYPED=1 puts records as OpenDHT's default
+// type, whose nodes keep a peer's first record and refuse the later ones.
+bool untypedRecords()
+{
+    static const bool untyped = [] {
+        const char *v = std::getenv("DEDLOC_DHT_UNTYPED");
+        return v && std::string_view(v) == "1";
+    }();
+    return untyped;
+}
 
 } // namespace
 
@@ -137,7 +151,8 @@ struct DhtNode::Impl {
     PeerIdentity identity;
     dht::DhtRunner runner;
     std::mutex sequenceMutex;
-    std::map<std::string, std::uint64_t> sequences;
+    std::map<std::string, std::uint64_t> sequences;   // guarded by sequenceMutex
+    std::vector<std::string> bootstrapPeers;          // guarded by sequenceMutex
     std::atomic<std::uint64_t> bytesPut{0}, bytesGot{0};
     std::string valueIdSalt = dht::InfoHash::getRandom().toString();
     explicit Impl(const PeerIdentity &id) : identity(id) {}
@@ -183,6 +198,32 @@ void DhtNode::bootstrap(const std::string &hostPort)
     if (colon == std::string::npos)
         throw Error("bootstrap peer \"" + hostPort + "\" is not host:port");
     d->runner.bootstrap(hostPort.substr(0, colon), hostPort.substr(colon + 1));
+    std::lock_guard lock(d->sequenceMutex);
+    if (std::find(d->bootstrapPeers.begin(), d->bootstrapPeers.end(), hostPort) == d->bootstrapPeers.end())
+        d->bootstrapPeers.push_back(hostPort);
+}
+
+void DhtNode::bootstrapAgain()
+{
+    std::vector<std::string> peers;
+    {
+        std::lock_guard lock(d->sequenceMutex);
+        peers = d->bootstrapPeers;
+    }
+    // A ping of each address (OpenDHT's bootstrap by name pings only while the node knows nobody).
+    std::vector<dht::SockAddr> addresses;
+    for (const auto &hostPort : peers) {
+        const auto colon = hostPort.rfind(':');
+        try {
+            for (auto &a : dht::SockAddr::resolve(hostPort.substr(0, colon), hostPort.substr(colon + 1)))
+                if (a.getFamily() == AF_INET)
+                    addresses.push_back(std::move(a));
+        } catch (const std::exception &e) {
+            log::debug("dht", "bootstrap peer " + hostPort + " not resolved: " + e.what());
+        }
+    }
+    if (!addresses.empty())
+        d->runner.bootstrap(std::move(addresses));
 }
 
 std::string DhtNode::encodeRecord(const std::string &key, const std::string &payload, std::uint64_t sequence,
@@ -220,7 +261,7 @@ bool DhtNode::publishRaw(const std::string &key, const std::string &bytes, std::
 {
     auto value = std::make_shared<dht::Value>(reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size());
     value->id = valueId;
-    value->type = RecordType;
+    value->type = untypedRecords() ? 0 : RecordType;
     // A put fails at once while the node has no neighbours yet (just started, bootstrap under
     // way): try again until the deadline instead of reporting the first failure.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);

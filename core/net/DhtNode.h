@@ -9,6 +9,11 @@
 // that have not expired and are not more than `allowedClockSkew` in the future, and of those the
 // highest sequence per peer (OpenDHT can return an older copy beside a newer one).
 // Payloads are limited to 60 KiB (OpenDHT values to 64 KiB).
+// Records are values of one OpenDHT type that every DhtNode registers: the nodes holding a key
+// store only records that verify under it, and a peer's newer record (higher sequence, same
+// signer) replaces its older one there (docs/PROTOCOL.md "DHT records"). For benchmarks of the
+// earlier behaviour, DEDLOC_DHT_UNTYPED=1 puts them as OpenDHT's default type, whose nodes keep a
+// peer's first record and refuse its later ones.
 //
 // Threads: OpenDHT runs its own thread; publish() and fetch() block the caller until the DHT
 // answers or `timeout` passes (never forever). Thread-safe: several threads may publish and
@@ -64,6 +69,10 @@ public:
     [[nodiscard]] std::uint16_t port() const;
     // "host:port"; returns immediately (OpenDHT connects in the background).
     void bootstrap(const std::string &hostPort);
+    // Pings every peer bootstrap() was given again (resolving names again); returns immediately. A node forgets a peer
+    // that stopped answering (after about half a minute), and a bootstrap node that restarts
+    // knows nobody: only a ping from this side joins them again. Call it now and then.
+    void bootstrapAgain();
     // Nodes this node knows (good + dubious, IPv4).
     [[nodiscard]] unsigned knownNodes() const;
     // Waits until at least `count` nodes are known or `timeout` seconds pass; returns whether

@@ -48,6 +48,7 @@ void SwarmPeer::Impl::controlLoop()
     long advertisedEpoch = -1;
     double advertisedAt = -1e9;             // Unix seconds
     double creditReadAt = unixNow() - 12.0; // the first read ~3 s after the start
+    double bootstrappedAt = unixNow();
     // Credit reads and publications run beside the loop: a slow DHT answer must not delay the
     // progress records that groups are formed from.
     std::future<void> creditRead, creditPublish, reachabilityCheck;
@@ -110,6 +111,12 @@ void SwarmPeer::Impl::controlLoop()
             reachabilityCheck = std::async(std::launch::async, [this] { recheckReachability(); });
         }
         firstFetchDone = true;
+        // The bootstrap peers (the lead's server) again every 30 s: one that restarted after
+        // this node forgot it would otherwise never hear of this peer.
+        if (unixNow() - bootstrappedAt >= BootstrapAgainSeconds) {
+            dht->bootstrapAgain();
+            bootstrappedAt = unixNow();
+        }
         if (const double turn = unixNow() - turnStart; turn > ttl / 3.0 || !progressPut)
             log::debug("swarm", "control turn took " + std::to_string(turn) + " s (record lives " + std::to_string(ttl)
                                     + " s); progress record " + (progressPut ? "put in " : "not confirmed in ")

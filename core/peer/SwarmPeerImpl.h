@@ -256,6 +256,8 @@ struct SwarmPeer::Impl {
     void refreshSwarmView(double now);
     // The wait before the next progress record (adaptiveProgressPeriod of the swarm's ETA).
     double nextProgressPeriod();
+    // How often the control loop pings the bootstrap peers again (DhtNode::bootstrapAgain).
+    static constexpr double BootstrapAgainSeconds = 30.0;
     // Sleeps `period` seconds, until a record changed (publishSoon) or the peer stops.
     void waitForNextRecord(double period);
     // Peers (this one included, banned ones not) that will average at `epoch`

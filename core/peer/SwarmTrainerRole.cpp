@@ -254,27 +254,6 @@ void SwarmPeer::Impl::setRepair(bool wanted)
     matchmaker->setRepair(wanted);
 }
 
-bool SwarmPeer::Impl::repairByDownload()
-{
-    // A donor already at this epoch whose advert does not say its state may differ holds the
-    // group's state: downloading it costs the downlink, the fast side of a home connection,
-    // where a state round would cost every member's uplink.
-    // The donors of this step advertise it within a progress period or two: wait that long.
-    std::string why;
-    syncingFlag = true;
-    bool loaded = false;
-    for (const double until = unixNow() + 3.0 * opt.progressPeriod + 1.0; !loaded && !stopFlag.load();) {
-        loaded = downloadAndLoadState(trainer->step(), &why, true);
-        if (loaded || unixNow() > until)
-            break;
-        sleepFor(0.5);
-    }
-    syncingFlag = false;
-    if (!loaded)
-        log::info("swarm", "no donor to repair from (" + why + "): the next group averages the state");
-    return loaded;
-}
-
 int SwarmPeer::Impl::fittedMicroBatch(double now, int fullMicroBatch)
 {
     double eta;
