@@ -186,7 +186,9 @@ void SwarmPeer::Impl::readProgress()
     std::string seen; // whose records a read returns: logged when that changes
     for (const auto &r : admitted) {
         tracker.update(r, now);
-        seen += (seen.empty() ? "" : " ") + r.peerId.substr(0, 8);
+        if (!seen.empty())
+            seen += ' ';
+        seen += r.peerId.substr(0, 8);
     }
     if (seen != progressRecordsSeen)
         log::debug("swarm", "progress records read: " + (seen.empty() ? std::string("none") : seen));

@@ -65,6 +65,8 @@ struct SwarmPeer::Impl {
     // holds, claimed in its records all the same (afterStateChange), so that its group's claims
     // vouch for a donor that holds the same state, such as a monitor that follows the group.
     std::optional<std::pair<long, std::string>> heldStateClaim;
+    // Worker thread: the hash of the latest claim, computed beside training (one at a time).
+    std::future<void> claimHashing;
     ProgressTracker tracker{TrackerOptions{}};
     std::atomic<bool> stopFlag{false};
     std::atomic<bool> pausedFlag{false};

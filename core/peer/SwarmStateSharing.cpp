@@ -180,15 +180,22 @@ void SwarmPeer::Impl::afterStateChange()
             donorAdvert = DonorAdvert{identity->peerId(), service->endpoint(), trainer->step(), {}, repairWanted};
     }
     // A client-mode trainer serves nothing, yet its record vouches for what it holds (a state
-    // that may differ from the swarm's vouches for nothing).
-    std::optional<std::pair<long, std::string>> claim;
-    if (opt.role == PeerRole::Trainer && inClientMode() && !repairWanted) {
-        const auto state = trainer->stateFlat();
-        claim.emplace(trainer->step(), sha256Hex(state.data(), state.size() * sizeof(float)));
-    }
+    // that may differ from the swarm's vouches for nothing). The hash (tens of ms for the tiny
+    // model, far more for large ones) runs beside training; the previous claim is withdrawn
+    // until it is done, and claims are made in the order of the states.
+    if (claimHashing.valid())
+        claimHashing.wait();
     {
         std::lock_guard lock(mutex);
-        heldStateClaim = std::move(claim);
+        heldStateClaim.reset();
+    }
+    if (opt.role == PeerRole::Trainer && inClientMode() && !repairWanted) {
+        auto state = std::make_shared<const std::vector<float>>(trainer->stateFlat());
+        claimHashing = std::async(std::launch::async, [this, state, epoch = trainer->step()] {
+            auto digest = sha256Hex(state->data(), state->size() * sizeof(float));
+            std::lock_guard lock(mutex);
+            heldStateClaim.emplace(epoch, std::move(digest));
+        });
     }
     update([&](PeerSnapshot &s) { s.localEpoch = trainer->step(); });
 }
