@@ -111,28 +111,6 @@ private Q_SLOTS:
         QCOMPARE(records[0].payload, std::string("second"));
     }
 
-    // More nodes than hold a key (OpenDHT stores a value on the 8 closest): a reader is answered
-    // by the nodes that hold the key, rarely by the publisher's own, and still gets each peer's
-    // newest record.
-    void eachPeersNewestRecordReachesEveryReaderInALargerSwarm()
-    {
-        const auto key = runKey("dht-test", "twelve");
-        std::vector<std::unique_ptr<DhtNode>> swarm;
-        for (int i = 0; i < 12; ++i)
-            swarm.push_back(startNode());
-        for (const auto &n : swarm)
-            QVERIFY(n->publish(key, "first", 60.0));
-        for (const auto &n : swarm)
-            QVERIFY(n->publish(key, "second", 60.0));
-        const auto newest = [](const std::vector<SignedRecord> &r) {
-            return std::count_if(r.begin(), r.end(), [](const auto &x) { return x.payload == "second"; });
-        };
-        for (DhtNode *reader : {swarm[0].get(), swarm[11].get(), m_nodeB.get()}) {
-            const auto records = fetchUntil(*reader, key, [&](const auto &r) { return newest(r) == 12; });
-            QCOMPARE(newest(records), 12);
-        }
-    }
-
     // A record signed by another peer under the value id of a peer's record does not take its
     // place, nor does an older record of the same peer.
     void nobodyElseReplacesAPeersRecord()
@@ -150,6 +128,26 @@ private Q_SLOTS:
         const auto records = fetchUntil(*m_nodeA, key, payloadIs("mine"));
         QCOMPARE(records.size(), std::size_t{1});
         QCOMPARE(records[0].payload, std::string("mine"));
+    }
+
+    // Nor does anybody else's record take the place of one that expired (its owner, silent for a
+    // while, would find its next records refused wherever the stranger's stayed).
+    void anExpiredRecordIsNotTakenByAnotherPeer()
+    {
+        const auto key = runKey("dht-test", "lapsed");
+        auto publisher = startNode();
+        QVERIFY(publisher->publish(key, "lapses", 5.0));
+        QCOMPARE(fetchUntil(*m_nodeC, key, payloadIs("lapses")).size(), std::size_t{1});
+        std::this_thread::sleep_for(std::chrono::seconds(6));
+        const double now = unixNow();
+        (void)m_nodeC->publishRaw(key, m_nodeC->encodeRecord(key, "squatter", 1, now, now + 60), publisher->valueId(key));
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        QVERIFY(publisher->publish(key, "back", 60.0));
+        publisher.reset();
+        const auto records = fetchUntil(*m_nodeA, key, [](const auto &r) {
+            return std::any_of(r.begin(), r.end(), [](const auto &x) { return x.payload == "back"; });
+        });
+        QVERIFY(std::any_of(records.begin(), records.end(), [](const auto &x) { return x.payload == "back"; }));
     }
 
     // The lead's server restarts (same address, a fresh node that knows nobody) after the peers'
@@ -225,6 +223,29 @@ private Q_SLOTS:
     void oversizedPayloadIsRefused()
     {
         QVERIFY_THROWS_EXCEPTION(Error, m_nodeA->publish(runKey("dht-test", "big"), std::string(70 * 1024, 'x'), 60.0));
+    }
+
+    // Last: the nodes it stops stay in the others' routing tables a while, and slow their reads.
+    // More nodes than hold a key (OpenDHT stores a value on the 8 closest): a reader is answered
+    // by the nodes that hold the key, rarely by the publisher's own, and still gets each peer's
+    // newest record.
+    void eachPeersNewestRecordReachesEveryReaderInALargerSwarm()
+    {
+        const auto key = runKey("dht-test", "twelve");
+        std::vector<std::unique_ptr<DhtNode>> swarm;
+        for (int i = 0; i < 12; ++i)
+            swarm.push_back(startNode());
+        for (const auto &n : swarm)
+            QVERIFY(n->publish(key, "first", 60.0));
+        for (const auto &n : swarm)
+            QVERIFY(n->publish(key, "second", 60.0));
+        const auto newest = [](const std::vector<SignedRecord> &r) {
+            return std::count_if(r.begin(), r.end(), [](const auto &x) { return x.payload == "second"; });
+        };
+        for (DhtNode *reader : {swarm[0].get(), swarm[11].get(), m_nodeB.get()}) {
+            const auto records = fetchUntil(*reader, key, [&](const auto &r) { return newest(r) == 12; });
+            QCOMPARE(newest(records), 12);
+        }
     }
 
     void cleanupTestCase()

@@ -121,14 +121,33 @@ std::optional<SignedRecord> recordUnder(const dht::InfoHash &hash, const dht::Va
     return verifySignedRecord(key, value.data, now, StoreClockSkewSeconds);
 }
 
+// The signer and sequence of a record already stored (it verified when it was stored; it may
+// have expired since).
+std::optional<std::pair<std::array<unsigned char, PeerIdentity::PublicKeyBytes>, std::uint64_t>>
+heldRecord(const dht::Value &value)
+{
+    try {
+        const auto j = parseCbor(value.data);
+        const std::string pk = fromBinary(j.at("p"));
+        if (pk.size() != PeerIdentity::PublicKeyBytes)
+            return std::nullopt;
+        std::array<unsigned char, PeerIdentity::PublicKeyBytes> key{};
+        std::copy(pk.begin(), pk.end(), key.begin());
+        return std::make_pair(key, j.at("q").get<std::uint64_t>());
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+}
+
 dht::ValueType recordType()
 {
     const auto store = [](dht::InfoHash key, std::shared_ptr<dht::Value> &value, const dht::InfoHash &,
                           const dht::SockAddr &) {
         return value && value->data.size() <= dht::MAX_VALUE_SIZE && recordUnder(key, *value, unixNow()).has_value();
     };
-    // A newer record (higher sequence) of the same signer replaces the stored one; anybody's
-    // valid record replaces one that has expired.
+    // Only a newer record (higher sequence) of the same signer replaces the stored one, expired
+    // or not: a stranger who could take an expired record's place would keep it, and every
+    // later record of its owner would be refused there.
     const auto edit = [](dht::InfoHash key, const std::shared_ptr<dht::Value> &old, std::shared_ptr<dht::Value> &value,
                          const dht::InfoHash &, const dht::SockAddr &) {
         if (!old || !value || value->data.size() > dht::MAX_VALUE_SIZE)
@@ -137,8 +156,8 @@ dht::ValueType recordType()
         const auto fresh = recordUnder(key, *value, now);
         if (!fresh)
             return false;
-        const auto held = recordUnder(key, *old, now);
-        return !held || (held->publicKey == fresh->publicKey && fresh->sequence > held->sequence);
+        const auto held = heldRecord(*old);
+        return held && held->first == fresh->publicKey && fresh->sequence > held->second;
     };
     return dht::ValueType(RecordType, "dedloc signed record", std::chrono::minutes(10), store, edit);
 }

@@ -51,7 +51,7 @@ void SwarmPeer::Impl::controlLoop()
     double bootstrappedAt = unixNow();
     // Credit reads and publications run beside the loop: a slow DHT answer must not delay the
     // progress records that groups are formed from.
-    std::future<void> creditRead, creditPublish, reachabilityCheck;
+    std::future<void> creditRead, creditPublish, reachabilityCheck, bootstrapping;
     double reachabilityCheckStart = unixNow();
     auto idle = [](const std::future<void> &f) {
         return !f.valid() || f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -112,10 +112,11 @@ void SwarmPeer::Impl::controlLoop()
         }
         firstFetchDone = true;
         // The bootstrap peers (the lead's server) again every 30 s: one that restarted after
-        // this node forgot it would otherwise never hear of this peer.
-        if (unixNow() - bootstrappedAt >= BootstrapAgainSeconds) {
-            dht->bootstrapAgain();
+        // this node forgot it would otherwise never hear of this peer. Beside the loop: resolving
+        // a name can take as long as the resolver's timeout.
+        if (unixNow() - bootstrappedAt >= BootstrapAgainSeconds && idle(bootstrapping)) {
             bootstrappedAt = unixNow();
+            bootstrapping = std::async(std::launch::async, [this] { dht->bootstrapAgain(); });
         }
         if (const double turn = unixNow() - turnStart; turn > ttl / 3.0 || !progressPut)
             log::debug("swarm", "control turn took " + std::to_string(turn) + " s (record lives " + std::to_string(ttl)
@@ -124,7 +125,7 @@ void SwarmPeer::Impl::controlLoop()
         saveBansIfChanged();
         waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
-    for (auto *f : {&creditRead, &creditPublish, &reachabilityCheck})
+    for (auto *f : {&creditRead, &creditPublish, &reachabilityCheck, &bootstrapping})
         if (f->valid())
             f->wait();
     saveBansIfChanged(); // a ban of the last period
