@@ -69,9 +69,10 @@ public:
     [[nodiscard]] std::uint16_t port() const;
     // "host:port"; returns immediately (OpenDHT connects in the background).
     void bootstrap(const std::string &hostPort);
-    // Pings every peer bootstrap() was given again (resolving names again); returns immediately. A node forgets a peer
-    // that stopped answering (after about half a minute), and a bootstrap node that restarts
-    // knows nobody: only a ping from this side joins them again. Call it now and then.
+    // Pings every peer bootstrap() was given again. A node forgets a peer that stopped answering
+    // (after about half a minute), and a bootstrap node that restarts knows nobody: only a ping
+    // from this side joins them again. Call it now and then, off any thread that must not wait:
+    // it resolves the names again, which blocks up to the resolver's timeout.
     void bootstrapAgain();
     // Nodes this node knows (good + dubious, IPv4).
     [[nodiscard]] unsigned knownNodes() const;
