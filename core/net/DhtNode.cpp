@@ -171,7 +171,8 @@ struct DhtNode::Impl {
     dht::DhtRunner runner;
     std::mutex sequenceMutex;
     std::map<std::string, std::uint64_t> sequences;   // guarded by sequenceMutex
-    std::vector<std::string> bootstrapPeers;          // guarded by sequenceMutex
+    std::mutex bootstrapMutex;
+    std::vector<std::pair<std::string, std::string>> bootstrapPeers; // (host, port), guarded by bootstrapMutex
     std::atomic<std::uint64_t> bytesPut{0}, bytesGot{0};
     std::string valueIdSalt = dht::InfoHash::getRandom().toString();
     explicit Impl(const PeerIdentity &id) : identity(id) {}
@@ -216,29 +217,29 @@ void DhtNode::bootstrap(const std::string &hostPort)
     const auto colon = hostPort.rfind(':');
     if (colon == std::string::npos)
         throw Error("bootstrap peer \"" + hostPort + "\" is not host:port");
-    d->runner.bootstrap(hostPort.substr(0, colon), hostPort.substr(colon + 1));
-    std::lock_guard lock(d->sequenceMutex);
-    if (std::find(d->bootstrapPeers.begin(), d->bootstrapPeers.end(), hostPort) == d->bootstrapPeers.end())
-        d->bootstrapPeers.push_back(hostPort);
+    std::pair<std::string, std::string> peer{hostPort.substr(0, colon), hostPort.substr(colon + 1)};
+    d->runner.bootstrap(peer.first, peer.second);
+    std::lock_guard lock(d->bootstrapMutex);
+    if (std::find(d->bootstrapPeers.begin(), d->bootstrapPeers.end(), peer) == d->bootstrapPeers.end())
+        d->bootstrapPeers.push_back(std::move(peer));
 }
 
 void DhtNode::bootstrapAgain()
 {
-    std::vector<std::string> peers;
+    std::vector<std::pair<std::string, std::string>> peers;
     {
-        std::lock_guard lock(d->sequenceMutex);
+        std::lock_guard lock(d->bootstrapMutex);
         peers = d->bootstrapPeers;
     }
     // A ping of each address (OpenDHT's bootstrap by name pings only while the node knows nobody).
     std::vector<dht::SockAddr> addresses;
-    for (const auto &hostPort : peers) {
-        const auto colon = hostPort.rfind(':');
+    for (const auto &[host, port] : peers) {
         try {
-            for (auto &a : dht::SockAddr::resolve(hostPort.substr(0, colon), hostPort.substr(colon + 1)))
+            for (auto &a : dht::SockAddr::resolve(host, port))
                 if (a.getFamily() == AF_INET)
                     addresses.push_back(std::move(a));
         } catch (const std::exception &e) {
-            log::debug("dht", "bootstrap peer " + hostPort + " not resolved: " + e.what());
+            log::debug("dht", "bootstrap peer " + host + ":" + port + " not resolved: " + e.what());
         }
     }
     if (!addresses.empty())
