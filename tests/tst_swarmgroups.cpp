@@ -10,6 +10,31 @@
 using namespace dedloc;
 using namespace dedloc::test;
 
+namespace {
+
+// One line per step: each peer's params_sha (first 8 digits), group size and groups merged.
+std::string describeSteps(const std::vector<std::map<long, nlohmann::json>> &peers, long steps)
+{
+    std::string out;
+    for (long step = 1; step <= steps; ++step) {
+        out += "step " + std::to_string(step) + ":";
+        for (const auto &m : peers) {
+            const auto it = m.find(step);
+            if (it == m.end()) {
+                out += " (none)";
+                continue;
+            }
+            out += " " + it->second.value("params_sha", std::string("?")).substr(0, 8) + "/g" +
+                   std::to_string(it->second.value("group_size", 0)) + "/m" +
+                   std::to_string(it->second.value("merged_groups", 0));
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+} // namespace
+
 class TestSwarmGroups : public SwarmTestCase {
     Q_OBJECT
 
@@ -38,6 +63,15 @@ private Q_SLOTS:
             QCOMPARE(p->process->exitCode(), 0);
             s.push_back(byStep(*p));
         }
+        // Printed if a check below fails: which step split, and how each peer averaged it.
+        struct StepsOnFailure {
+            std::string text;
+            ~StepsOnFailure()
+            {
+                if (QTest::currentTestFailed())
+                    std::fprintf(stderr, "steps (params_sha/group size/groups merged, p1..p4):\n%s", text.c_str());
+            }
+        } stepsOnFailure{describeSteps(s, steps)};
         long merged = 0;
         for (long step = 1; step <= steps; ++step) {
             SWARM_VERIFY(std::all_of(s.begin(), s.end(), [&](const auto &m) { return m.count(step) > 0; }), all);

@@ -11,6 +11,7 @@
 #include "run/RunManifest.h"
 #include "security/Minisign.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
@@ -121,10 +122,13 @@ private:
 
 } // namespace dedloc::test
 
-// Like QVERIFY2, but prints the peers' logs only when the condition fails (needs <QTest>).
+// Like QVERIFY2, but prints the peers' logs only when the condition fails (needs <QTest>). The
+// condition is printed first as well: a CI excerpt that keeps only the head and tail of a long
+// output still shows which check failed.
 #define SWARM_VERIFY(condition, ...)                                                               \
     do {                                                                                           \
         if (!(condition)) {                                                                        \
+            std::fprintf(stderr, "===== failed at %s:%d: %s\n", __FILE__, __LINE__, #condition);   \
             const QString report = dedloc::test::failureReport(__VA_ARGS__);                       \
             QVERIFY2(false, qPrintable(QStringLiteral(#condition " failed") + report));            \
         }                                                                                          \
