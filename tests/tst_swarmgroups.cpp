@@ -63,15 +63,8 @@ private Q_SLOTS:
             QCOMPARE(p->process->exitCode(), 0);
             s.push_back(byStep(*p));
         }
-        // Printed if a check below fails: which step split, and how each peer averaged it.
-        struct StepsOnFailure {
-            std::string text;
-            ~StepsOnFailure()
-            {
-                if (QTest::currentTestFailed())
-                    std::fprintf(stderr, "steps (params_sha/group size/groups merged, p1..p4):\n%s", text.c_str());
-            }
-        } stepsOnFailure{describeSteps(s, steps)};
+        // Printed first if a check below fails: which step split, and how each peer averaged it.
+        setFailureContext("steps (params_sha/group size/groups merged, p1..p4):\n" + describeSteps(s, steps));
         long merged = 0;
         for (long step = 1; step <= steps; ++step) {
             SWARM_VERIFY(std::all_of(s.begin(), s.end(), [&](const auto &m) { return m.count(step) > 0; }), all);

@@ -304,9 +304,21 @@ bool finished(std::initializer_list<SwarmPeerProcess *> peers)
     return true;
 }
 
+namespace {
+std::string &failureContext()
+{
+    static std::string text;
+    return text;
+}
+} // namespace
+
+void setFailureContext(const std::string &text) { failureContext() = text; }
+
 QString failureReport(std::initializer_list<SwarmPeerProcess *> peers)
 {
     QString out;
+    if (!failureContext().empty())
+        std::fprintf(stderr, "%s\n", failureContext().c_str());
     for (auto *p : peers)
         std::fprintf(stderr, "\n===== %s log =====\n%s\n", qPrintable(p->name), qPrintable(p->logText()));
     for (auto *p : peers)

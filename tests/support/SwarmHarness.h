@@ -119,6 +119,9 @@ private:
 // Prints the peers' logs in full on stderr (a QVERIFY2 message is cut short) and returns a short
 // summary per peer (last step, running or exit code, end of its log) for the assertion message.
 [[nodiscard]] QString failureReport(std::initializer_list<SwarmPeerProcess *> peers);
+// Text that failureReport prints before the logs (a test's own summary of what it checks), until
+// replaced; "" for none.
+void setFailureContext(const std::string &text);
 
 } // namespace dedloc::test
 
