@@ -75,7 +75,7 @@ struct SimPeer::Impl {
     void checkAgreement();
     void step(std::future<std::optional<FormedGroup>> &search, std::atomic<bool> &cancel, double decidedAt);
     void apply(std::vector<float> gradient, SimStep s);
-    void adoptMerge(long at, std::vector<float> &gradient, SimStep &s);
+    void adoptMerge(long at, std::vector<float> &gradient, SimStep &s, const GroupInfo &round);
 };
 
 std::size_t SimPeer::Impl::expectedPeers(long atEpoch)
@@ -234,9 +234,9 @@ void SimPeer::Impl::apply(std::vector<float> gradient, SimStep s)
 
 // Without a complete round (no group, or a part of the round lost): the merge the members of
 // the epoch's groups apply, as a trainer takes it (GroupMerger::adopt), instead of its own gradient.
-void SimPeer::Impl::adoptMerge(long at, std::vector<float> &gradient, SimStep &s)
+void SimPeer::Impl::adoptMerge(long at, std::vector<float> &gradient, SimStep &s, const GroupInfo &round)
 {
-    auto m = merger->adopt(at, config.elements, [this, at] { return expectedPeers(at); }, stopFlag);
+    auto m = merger->adopt(at, config.elements, [this, at] { return expectedPeers(at); }, stopFlag, round);
     if (!m.note.empty())
         log::warning("sim", identity.peerId().substr(0, 8) + ": " + m.note);
     if (m.average.size() != gradient.size())
@@ -304,7 +304,7 @@ void SimPeer::Impl::step(std::future<std::optional<FormedGroup>> &search, std::a
             }
     }
     if (!s.complete)
-        adoptMerge(at, gradient, s);
+        adoptMerge(at, gradient, s, group ? group->info : GroupInfo{});
     apply(std::move(gradient), std::move(s));
 }
 

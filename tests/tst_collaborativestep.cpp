@@ -211,8 +211,10 @@ private Q_SLOTS:
         const auto swarm = merged->meanGradientFlat(); // another peer's gradient: the swarm's merge
         GroupMergeHook hook;
         long askedEpoch = -1;
-        hook.adopt = [&](long epoch, std::size_t elements) {
+        bool askedWithRound = false;
+        hook.adopt = [&](long epoch, std::size_t elements, const GroupInfo *round) {
             askedEpoch = epoch;
+            askedWithRound = round != nullptr;
             MergeResult m;
             m.average = elements == swarm.size() ? swarm : std::vector<float>{};
             m.weight = 96;
@@ -226,6 +228,7 @@ private Q_SLOTS:
         auto r = applyCollaborativeStep(*a, pair.a, std::nullopt, "no group", options(Compression::Fp16), true, {}, hook);
         QVERIFY(r && r->averaged);
         QCOMPARE(askedEpoch, 0L);
+        QVERIFY(!askedWithRound); // no round of its own
         QCOMPARE(r->batchSamples, 96L);
         QCOMPARE(r->mergedGroups, std::size_t{3});
         QVERIFY2(r->status.find("took the merge of 3 group(s), 9 peers") != std::string::npos, r->status.c_str());
@@ -236,7 +239,7 @@ private Q_SLOTS:
         QVERIFY(rd && rd->averaged);
         finishDetachedStep(*b, db, *rd);
         QCOMPARE(b->parametersFlat(), replay->parametersFlat());
-        hook.adopt = [](long, std::size_t) { return MergeResult{}; }; // nothing to take
+        hook.adopt = [](long, std::size_t, const GroupInfo *) { return MergeResult{}; }; // nothing to take
         auto c = trainer(1), alone = trainer(1);
         (void)c->accumulateMicroBatch(16);
         (void)alone->accumulateMicroBatch(16);
@@ -244,6 +247,52 @@ private Q_SLOTS:
         QVERIFY(r && !r->averaged);
         (void)alone->applyStep();
         QCOMPARE(c->parametersFlat(), alone->parametersFlat());
+    }
+
+    // A round that lost a part (the other member never took part: its shard's average never
+    // came) leaves this peer a gradient partly its own; the epoch's merge, asked for with the
+    // round's group, replaces it. Without one to take, the partial average stays.
+    void anIncompleteRoundTakesTheEpochsMerge()
+    {
+        auto a = trainer(1), replay = trainer(1), merged = trainer(2);
+        Pair pair;
+        (void)merged->accumulateMicroBatch(16);
+        const auto swarm = merged->meanGradientFlat();
+        GroupMergeHook hook;
+        std::string askedGroup;
+        hook.adopt = [&](long, std::size_t elements, const GroupInfo *round) {
+            askedGroup = round ? round->groupId : "(none)";
+            MergeResult m;
+            m.average = elements == swarm.size() ? swarm : std::vector<float>{};
+            m.weight = 64;
+            m.groups = 2;
+            m.peers = 5;
+            m.ownMerged = false;
+            return m;
+        };
+        auto o = options(Compression::Fp16);
+        o.senderTimeout = 0.5;
+        o.reducerTimeout = 1.0;
+        (void)a->accumulateMicroBatch(16);
+        auto r = applyCollaborativeStep(*a, pair.a, pair.groupOf(0), {}, o, true, {}, hook);
+        QVERIFY(r && r->averaged);
+        QVERIFY(!r->complete);
+        QCOMPARE(QString::fromStdString(askedGroup), QStringLiteral("step-test"));
+        QCOMPARE(r->batchSamples, 64L);
+        QCOMPARE(r->mergedGroups, std::size_t{2});
+        QVERIFY2(r->status.find("instead of this incomplete round") != std::string::npos, r->status.c_str());
+        (void)replay->applyAveragedStep(swarm, 64);
+        QCOMPARE(a->parametersFlat(), replay->parametersFlat());
+
+        hook.adopt = [](long, std::size_t, const GroupInfo *) { return MergeResult{}; }; // nothing to take
+        auto c = trainer(1);
+        (void)c->accumulateMicroBatch(16);
+        auto second = pair.groupOf(0);
+        second.info.groupId = "step-test-2";
+        r = applyCollaborativeStep(*c, pair.a, second, {}, o, true, {}, hook);
+        QVERIFY(r && r->averaged && !r->complete);
+        QVERIFY2(r->status.find("instead of") == std::string::npos, r->status.c_str());
+        QVERIFY(c->parametersFlat() != replay->parametersFlat());
     }
 
     // A member whose gradient is not finite sends weight 0 (no values): the other's average is its

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <future>
 #include <memory>
+#include <thread>
 
 using namespace dedloc;
 
@@ -329,6 +330,42 @@ private Q_SLOTS:
         const auto none = peers[4]->merger->adopt(Epoch + 1, Elements, [] { return std::size_t{1}; }, stop);
         QVERIFY(none.average.empty());
         QCOMPARE(none.groups, std::size_t{0});
+    }
+
+    // A member whose round lost a part takes the epoch's merge (adopt, with its round's group):
+    // its own group, announced and never complete, is not another group to wait for (the wait for
+    // a forming group is 30 s here). Where its group held every peer expected there is nothing to
+    // read; where a third peer is expected it waits as a peer without a group, and finds nothing.
+    void aMemberOfAnIncompleteRoundDoesNotWaitForItsOwnGroup()
+    {
+        auto peers = makePeers(2);
+        const GroupInfo g = groupOf("e5-aaaa", peers, 0);
+        peers[0]->merger->announce(g);
+        peers[1]->merger->announce(g);
+        MergeOptions options;
+        options.maxGroupWeight = 100.0;
+        options.formingWait = 30.0;
+        options.targetGroupSize = 2;
+        GroupMerger patient(*peers[0]->dht, peers[0]->service.get(), MergeSelf{peers[0]->identity.peerId(), Run},
+                            options);
+        std::atomic<bool> stop{false};
+        bool announced = false; // both announcements read
+        for (int i = 0; i < 50 && !announced; ++i) {
+            announced = patient.groupsStillRunning(Epoch);
+            if (!announced)
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        QVERIFY(announced);
+        const auto whole = patient.adopt(Epoch, Elements, [] { return std::size_t{2}; }, stop, g);
+        QVERIFY(whole.average.empty());
+        QVERIFY2(whole.note.find("held every peer expected") != std::string::npos, whole.note.c_str());
+        const auto started = std::chrono::steady_clock::now();
+        const auto r = patient.adopt(Epoch, Elements, [] { return std::size_t{3}; }, stop, g);
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        QVERIFY(r.average.empty());
+        QCOMPARE(r.groups, std::size_t{0});
+        QVERIFY2(r.note.find("e5-aaaa not merged: its round did not end in time") != std::string::npos, r.note.c_str());
+        QVERIFY2(waited < 20.0, qPrintable(QString::number(waited)));
     }
 
     // A peer whose DHT reads show the groups' records but no seal (here its DHT is another

@@ -210,13 +210,19 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
 }
 
 MergeResult GroupMerger::adopt(long epoch, std::uint64_t elements, const std::function<std::size_t()> &expectedPeers,
-                               const std::atomic<bool> &stop)
+                               const std::atomic<bool> &stop, const GroupInfo &round)
 {
     MergeResult result;
+    if (!round.groupId.empty() && expectedPeers && round.members.size() >= expectedPeers()) {
+        result.groups = 0; // the round's group held every peer of the epoch: no other group to take
+        result.note = "the incomplete round's group held every peer expected at this epoch";
+        return result;
+    }
     const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
     const GroupInfo none{{}, epoch, {}};
+    const GroupInfo &waitAs = round.groupId.empty() ? none : round;
     const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}, {}};
-    auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, none, expectedPeers, 0.0, stop), stop, result);
+    auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, waitAs, expectedPeers, 0.0, stop), stop, result);
     mergeViews(views, none, {nullptr, {}, epoch, elements}, stop, result);
     if (!result.note.empty())
         result.note.erase(0, 2);

@@ -161,9 +161,13 @@ public:
     // lost a part): waits as merge() does, publishes nothing, and takes the best seal it can
     // check (else the complete groups it sees): the merge every member of those groups applies,
     // `elements` values, with ownMerged false. An empty average (groups 0) when no group of the
-    // epoch could be fetched: the peer then steps on its own gradient as before.
+    // epoch could be fetched: the peer then steps on its own gradient as before. `round`: the
+    // group whose round lost a part (empty groupId: none), counted as this peer's own while it
+    // waits (not another group to wait for) and merged only where a seal or two of its members'
+    // records show it complete; where it holds `expectedPeers()` or more, nothing is read (no
+    // other group can exist) and the answer is empty at once.
     [[nodiscard]] MergeResult adopt(long epoch, std::uint64_t elements, const std::function<std::size_t()> &expectedPeers,
-                                    const std::atomic<bool> &stop);
+                                    const std::atomic<bool> &stop, const GroupInfo &round = {});
 
 private:
     struct Awaited {

@@ -103,7 +103,7 @@ bool adoptMerge(const GroupMergeHook &merge, long epoch, const std::string &why,
 {
     if (!merge.adopt)
         return false;
-    auto m = merge.adopt(epoch, gradient.size());
+    auto m = merge.adopt(epoch, gradient.size(), nullptr);
     if (!m.note.empty())
         log::warning("swarm", "taking the epoch's merge: " + m.note);
     if (m.average.size() != gradient.size())
@@ -119,6 +119,28 @@ bool adoptMerge(const GroupMergeHook &merge, long epoch, const std::string &why,
     out.status = "took the merge of " + std::to_string(m.groups) + " group(s), " + std::to_string(m.peers)
                  + " peers, without a round of its own (" + why + ")";
     return true;
+}
+
+// After a round that lost part of its results (a member left mid-round: its shard's average
+// never came), this peer's gradient is partly its own and differs from its group's other members.
+// Where other groups of the epoch completed, the merge they apply replaces it (as a peer without
+// a round takes it): the step then holds the swarm's model, without this group's batch.
+void takeMergeAfterPartialRound(const GroupMergeHook &merge, const FormedGroup &group, long epoch,
+                                std::vector<float> &gradient, StepOutcome &out)
+{
+    if (!merge.adopt)
+        return;
+    auto m = merge.adopt(epoch, gradient.size(), &group.info);
+    if (!m.note.empty())
+        log::warning("swarm", "taking the epoch's merge after an incomplete round: " + m.note);
+    if (m.average.size() != gradient.size())
+        return; // no other group's average: the partial one stays (the agreement check repairs)
+    gradient = std::move(m.average);
+    out.batchSamples = m.weight;
+    out.mergedGroups = m.groups;
+    out.mergedPeers = m.peers;
+    out.status += "; took the merge of " + std::to_string(m.groups) + " group(s), " + std::to_string(m.peers)
+                  + " peers, instead of this incomplete round";
 }
 
 bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std::vector<float> &gradient, long epoch,
@@ -165,6 +187,8 @@ bool averageInGroup(AllReduceEndpoint &allReduce, const FormedGroup &group, std:
                               + "% of results)");
     mergeGroups(merge, group, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
                 gradient, out);
+    if (!out.report.complete)
+        takeMergeAfterPartialRound(merge, group, epoch, gradient, out);
     return true;
 }
 

@@ -99,9 +99,10 @@ struct GroupMergeHook {
     std::function<MergeResult(const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own,
                               double roundSeconds)>
         merge;
-    // For a step without a round of its own (no group formed for it, or its round could not
-    // run): the merge the epoch's groups apply, of `elements` values (GroupMerger::adopt).
-    std::function<MergeResult(long epoch, std::size_t elements)> adopt;
+    // For a step without a complete round of its own (no group formed for it, its round could
+    // not run, or lost a part): the merge the epoch's groups apply, of `elements` values
+    // (GroupMerger::adopt); `round` the group of the incomplete round (nullptr: none).
+    std::function<MergeResult(long epoch, std::size_t elements, const GroupInfo *round)> adopt;
 };
 
 // Averages this peer's gradient in `group` and applies the step; without a group (or a round)

@@ -305,10 +305,11 @@ GroupMergeHook SwarmPeer::Impl::mergeHook()
         const long epoch = own->epoch;
         return merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag);
     };
-    hook.adopt = [this](long epoch, std::size_t elements) {
+    hook.adopt = [this](long epoch, std::size_t elements, const GroupInfo *round) {
         if (expectedPeers(epoch) <= 1)
             return MergeResult{{}, 0, 0, 0, false, false, {}}; // alone in the swarm: its own step is the swarm's
-        return merger->adopt(epoch, elements, [this, epoch] { return expectedPeers(epoch); }, stopFlag);
+        return merger->adopt(epoch, elements, [this, epoch] { return expectedPeers(epoch); }, stopFlag,
+                             round ? *round : GroupInfo{});
     };
     return hook;
 }
