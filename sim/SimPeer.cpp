@@ -66,7 +66,7 @@ struct SimPeer::Impl {
     double agreementSince = 0.0;
 
     explicit Impl(SimPeerConfig c) : config(std::move(c)) {}
-    std::size_t expectedPeers(long atEpoch);
+    std::size_t expectedPeers(long atEpoch, bool pastIt = false); // as SwarmPeer's (SwarmPeerImpl.h)
     void publishOwn();
     void readProgress();
     void controlLoop();
@@ -78,10 +78,12 @@ struct SimPeer::Impl {
     void adoptMerge(long at, std::vector<float> &gradient, SimStep &s, const GroupInfo &round);
 };
 
-std::size_t SimPeer::Impl::expectedPeers(long atEpoch)
+std::size_t SimPeer::Impl::expectedPeers(long atEpoch, bool pastIt)
 {
     std::lock_guard lock(mutex);
-    return 1 + tracker.expectedPeers(identity.peerId(), atEpoch, ExpectedLag, 3 * config.progressPeriod + 5, unixNow()).size();
+    const long upTo = pastIt ? atEpoch + 1 : atEpoch;
+    return 1 + tracker.expectedPeers(identity.peerId(), upTo, ExpectedLag + (upTo - atEpoch), 3 * config.progressPeriod + 5,
+                                     unixNow()).size();
 }
 
 void SimPeer::Impl::publishOwn()
@@ -236,7 +238,7 @@ void SimPeer::Impl::apply(std::vector<float> gradient, SimStep s)
 // the epoch's groups apply, as a trainer takes it (GroupMerger::adopt), instead of its own gradient.
 void SimPeer::Impl::adoptMerge(long at, std::vector<float> &gradient, SimStep &s, const GroupInfo &round)
 {
-    auto m = merger->adopt(at, config.elements, [this, at] { return expectedPeers(at); }, stopFlag, round);
+    auto m = merger->adopt(at, config.elements, [this, at] { return expectedPeers(at, true); }, stopFlag, round);
     if (!m.note.empty())
         log::warning("sim", identity.peerId().substr(0, 8) + ": " + m.note);
     if (m.average.size() != gradient.size())
@@ -292,7 +294,7 @@ void SimPeer::Impl::step(std::future<std::optional<FormedGroup>> &search, std::a
         if (report.complete)
             if (auto u = assembleUpdate(at, batch, resultCodec(o.codec), gradient.size(), std::move(captured))) {
                 auto own = std::make_shared<const AveragedUpdate>(std::move(*u));
-                auto m = merger->merge(group->info, own, [this, at] { return expectedPeers(at); }, unixNow() - started,
+                auto m = merger->merge(group->info, own, [this, at] { return expectedPeers(at, true); }, unixNow() - started,
                                        stopFlag);
                 if (!m.note.empty())
                     log::warning("sim", identity.peerId().substr(0, 8) + ": " + m.note);

@@ -242,12 +242,14 @@ void SwarmPeer::Impl::refreshSwarmView(double now)
     ++snap.sequence;
 }
 
-std::size_t SwarmPeer::Impl::expectedPeers(long epoch)
+std::size_t SwarmPeer::Impl::expectedPeers(long epoch, bool pastIt)
 {
     const double now = unixNow();
     std::lock_guard lock(mutex);
     std::size_t n = 1;
-    for (const auto &id : tracker.expectedPeers(identity->peerId(), epoch, ExpectedLag, 3 * opt.progressPeriod + 5, now))
+    const long upTo = pastIt ? epoch + 1 : epoch;
+    for (const auto &id : tracker.expectedPeers(identity->peerId(), upTo, ExpectedLag + (upTo - epoch),
+                                                3 * opt.progressPeriod + 5, now))
         n += bans->isBanned(id, now) ? 0 : 1;
     return n;
 }

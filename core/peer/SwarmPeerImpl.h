@@ -270,7 +270,10 @@ struct SwarmPeer::Impl {
     // latency, which may span several steps when steps take a second (tests) rather than
     // minutes (real runs).
     static constexpr long ExpectedLag = 3;
-    std::size_t expectedPeers(long epoch);
+    // `pastIt`: also the trainers whose records already show the next epoch. They took this
+    // epoch's step, in a group whose records an epoch's merge waits for (GroupMerge.h): without
+    // them, the members of the last group to end would count only themselves and merge alone.
+    std::size_t expectedPeers(long epoch, bool pastIt = false);
     // The live records of the other peers, one line (debug logs).
     std::string describeRecords();
     std::string progressRecordsSeen; // control thread: whose records the last read returned

@@ -303,12 +303,13 @@ GroupMergeHook SwarmPeer::Impl::mergeHook()
     GroupMergeHook hook;
     hook.merge = [this](const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds) {
         const long epoch = own->epoch;
-        return merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag);
+        return merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch, true); }, roundSeconds,
+                             stopFlag);
     };
     hook.adopt = [this](long epoch, std::size_t elements, const GroupInfo *round) {
         if (expectedPeers(epoch) <= 1)
             return MergeResult{{}, 0, 0, 0, false, false, {}}; // alone in the swarm: its own step is the swarm's
-        return merger->adopt(epoch, elements, [this, epoch] { return expectedPeers(epoch); }, stopFlag,
+        return merger->adopt(epoch, elements, [this, epoch] { return expectedPeers(epoch, true); }, stopFlag,
                              round ? *round : GroupInfo{});
     };
     return hook;
