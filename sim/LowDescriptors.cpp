@@ -10,18 +10,23 @@
 
 namespace dedloc::sim {
 
-LowDescriptors::LowDescriptors(std::size_t count, int below)
+LowDescriptors::LowDescriptors(std::size_t count, int below) : m_below(below)
 {
     rlimit limit{};
     if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
         limit.rlim_cur = limit.rlim_max;
         (void)setrlimit(RLIMIT_NOFILE, &limit);
     }
+    take(count);
+}
+
+void LowDescriptors::take(std::size_t count)
+{
     while (m_held.size() < count) {
         const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             break;
-        if (fd >= below) {
+        if (fd >= m_below) {
             ::close(fd);
             break;
         }
@@ -29,6 +34,8 @@ LowDescriptors::LowDescriptors(std::size_t count, int below)
     }
     std::sort(m_held.begin(), m_held.end());
 }
+
+void LowDescriptors::refill() { take(static_cast<std::size_t>(m_below)); }
 
 LowDescriptors::~LowDescriptors()
 {

@@ -24,13 +24,20 @@ public:
 
     // Frees `count` held descriptors, the lowest first (fewer if fewer are held).
     void release(std::size_t count);
+    // Takes again every descriptor below the bound that is free now (those of peers that left):
+    // without it, the held range runs out after some joins, and later joiners' nodes land high.
+    void refill();
     [[nodiscard]] std::size_t held() const { return m_held.size(); }
 
     // Descriptors open in this process now (/proc/self/fd), -1 where it cannot be read.
     [[nodiscard]] static long openNow();
 
 private:
+    int m_below;
     std::vector<int> m_held; // ascending
+    // Opens /dev/null until a descriptor at or above the bound comes (closed again) or `count`
+    // are held.
+    void take(std::size_t count);
 };
 
 } // namespace dedloc::sim

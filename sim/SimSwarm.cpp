@@ -25,6 +25,8 @@ SimSwarm::Member SimSwarm::make()
     // Its DHT node's sockets take low descriptors however many the other peers hold open. While
     // peers run (a joiner), their threads open sockets at the same time and may take some of the
     // freed ones first: a joiner frees more.
+    if (m_running)
+        m_low.refill();
     m_low.release(static_cast<std::size_t>(m_running ? 6 * m_perNode : m_perNode));
     const long before = LowDescriptors::openNow();
     auto peer = std::make_unique<SimPeer>(c);

@@ -61,13 +61,14 @@ struct MergePeer {
     std::unique_ptr<GroupMerger> merger;
 };
 
-std::vector<std::unique_ptr<MergePeer>> makePeers(std::size_t count)
+// `targetGroupSize`: the largest group (MergeOptions): a swarm of more peers is larger than one group.
+std::vector<std::unique_ptr<MergePeer>> makePeers(std::size_t count, std::size_t targetGroupSize = 2)
 {
     std::vector<std::unique_ptr<MergePeer>> peers;
     MergeOptions options;
     options.maxGroupWeight = 100.0;
     options.formingWait = 3.0;
-    options.targetGroupSize = 2;
+    options.targetGroupSize = targetGroupSize;
     for (std::size_t i = 0; i < count; ++i) {
         auto p = std::make_unique<MergePeer>();
         p->dht = std::make_unique<DhtNode>(p->identity);
@@ -302,6 +303,36 @@ private Q_SLOTS:
             QCOMPARE(r.groups, std::size_t{1});
             QCOMPARE(r.weight, 10L);
             QCOMPARE(r.peers, std::size_t{2});
+            QVERIFY(r.average == decodeUpdate(*a));
+        }
+    }
+
+    // Four peers that one group could hold split into two groups (matchmaking views differ); B
+    // forms only after A's round ended. A's members, seeing two of the four peers they expect,
+    // wait and seal A alone, instead of merging A without a seal; B's members then take the sealed
+    // merge: one model. (Without the seal B would merge A and B, A's members A alone.)
+    void aGroupMissingExpectedPeersSealsEvenWhereOneGroupCouldHoldThem()
+    {
+        auto peers = makePeers(4, 16);
+        const auto a = fp16Update(ramp(2.0F, 0.5F), 10), b = fp16Update(ramp(-1.0F, 0.25F), 30);
+        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
+        std::atomic<bool> stop{false};
+        const auto four = [] { return std::size_t{4}; };
+        std::vector<std::future<MergeResult>> first;
+        for (std::size_t i = 0; i < 2; ++i)
+            first.push_back(std::async(std::launch::async, [&, i] { return peers[i]->merger->merge(ga, a, four, 0.1, stop); }));
+        for (auto &f : first) {
+            const auto r = f.get();
+            QVERIFY2(r.sealed, r.note.c_str());
+            QCOMPARE(r.groups, std::size_t{1});
+            QVERIFY(r.average.empty()); // A's own average
+        }
+        std::vector<std::future<MergeResult>> late;
+        for (std::size_t i = 2; i < 4; ++i)
+            late.push_back(std::async(std::launch::async, [&, i] { return peers[i]->merger->merge(gb, b, four, 0.1, stop); }));
+        for (auto &f : late) {
+            const auto r = f.get();
+            QVERIFY2(r.sealed && !r.ownMerged, r.note.c_str());
             QVERIFY(r.average == decodeUpdate(*a));
         }
     }

@@ -125,7 +125,11 @@ GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const Grou
             } else {
                 ownConfirmed = !v.forming; // two of its members' records agree: others can check it
             }
-        a.others = seen > group.members.size() || expected > m_options.targetGroupSize;
+        // A member that sees fewer peers in groups than it expects at this epoch waits as in a
+        // larger swarm, and seals: the peers it misses may be in a group that formed later (split
+        // matchmaking views), whose members then find the seal instead of merging a set of their own.
+        a.others = seen > group.members.size() || expected > m_options.targetGroupSize
+                   || (!group.groupId.empty() && expected > seen);
         const double wait = forming ? std::max(fullWait, m_options.formingWait) : a.others ? fullWait : m_options.splitWait;
         if (a.sealed || (seen >= expected && !forming && (ownConfirmed || !a.others)) || unixNow() >= started + wait)
             break;
