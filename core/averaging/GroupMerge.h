@@ -24,8 +24,8 @@
 // (averaging/ModelAgreement.h).
 // Sealing the merge: which groups make up the epoch's step must be the same set for every peer,
 // though each reads the records at another moment. A peer whose wait ends (and that has seen
-// another group, or expects more peers than its group holds) without having seen a seal
-// publishes one: its record again, now listing the groups it saw complete, confirmed by two
+// another group, expects more peers than one group holds, or more than the groups it saw hold)
+// without having seen a seal publishes one: its record again, now listing the groups it saw complete, confirmed by two
 // members' records each (GroupRecord::seal; its own group too only when so confirmed: it waits
 // for that, within its wait). Every peer that saw or made a seal reads again `sealSettle` seconds later
 // and merges exactly the groups of the best seal it then sees: the largest sealed weight, then
@@ -101,7 +101,8 @@ struct MergeSelf {
 
 struct MergeOptions {
     // Seconds it waits at least for the other groups' records, or this share of its own round's
-    // seconds if longer, when the swarm is larger than one group or another group was seen...
+    // seconds if longer, when the swarm is larger than one group, another group was seen or the
+    // groups seen hold fewer peers than expected...
     double minWait = 2.0;
     double roundShare = 1.0;
     // ... and otherwise (a swarm that one group can hold, whose matchmaking views may still have
