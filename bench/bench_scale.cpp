@@ -3,7 +3,8 @@
 // each N asked. Per N: steps and the share of them averaged, merged, and taken from the epoch's
 // merge by peers without a complete round (GroupMerger::adopt), epochs that ended with
 // one model, the time from a step's first trigger to the last peer holding its parameters, DHT
-// record bytes per peer and second, open sockets and resident memory per peer. A benchmark
+// record bytes per peer and second, open sockets per peer (the mean and the largest of samples
+// taken every second), resident memory per peer. A benchmark
 // measures; it asserts nothing.
 //
 //   bench_scale [--peers 16,64,128] [--seconds 120] [--group-size 16] [--elements 100000]
@@ -142,10 +143,20 @@ void runOne(const Options &o, std::size_t n)
     const double started = unixNow();
     swarm.start();
     const double startSeconds = unixNow() - started;
-    swarm.run(o.seconds / 2);
+    // Open sockets sampled every second: a member holds one per other reducer during a round and
+    // closes them after it, so one sample says mostly whether a round was running then.
+    double socketSum = 0.0, socketMax = 0.0;
+    long socketSamples = 0;
+    const auto sampleSockets = [&] {
+        const double s = static_cast<double>(openSockets() - baseSockets);
+        socketSum += s;
+        socketMax = std::max(socketMax, s);
+        ++socketSamples;
+    };
+    swarm.run(o.seconds / 2, sampleSockets);
     const double kib = static_cast<double>(residentKiB() - baseKiB);
-    const double sockets = static_cast<double>(openSockets() - baseSockets);
-    swarm.run(o.seconds / 2);
+    swarm.run(o.seconds / 2, sampleSockets);
+    const double sockets = socketSamples ? socketSum / static_cast<double>(socketSamples) : 0.0;
     swarm.stop();
     const auto r = swarm.report();
     std::size_t stepped = 0, alone = 0, merged = 0, adopted = 0, oneModel = 0, full = 0;
@@ -164,12 +175,13 @@ void runOne(const Options &o, std::size_t n)
             latency.push_back(e.triggerToAll);
         }
     }
-    std::printf("| %zu | %.0f | %zu | %zu (%zu by >= 90%%) | %.3f | %.3f | %.3f | %zu/%zu | %.2f | %.0f | %.1f | %.1f | %zu/%zu | %ld |\n",
+    std::printf("| %zu | %.0f | %zu | %zu (%zu by >= 90%%) | %.3f | %.3f | %.3f | %zu/%zu | %.2f | %.0f | %.1f / %.1f | %.1f | %zu/%zu | %ld |\n",
                 n, startSeconds, c.peers <= o.groupSize ? std::size_t{1} : (n + o.groupSize - 1) / o.groupSize,
                 r.epochs.size() - (last >= 0 ? 1 : 0), full, stepped ? 1.0 - double(alone) / double(stepped) : 0.0,
                 stepped ? double(merged) / double(stepped) : 0.0, stepped ? double(adopted) / double(stepped) : 0.0,
                 oneModel, r.epochs.size() - (last >= 0 ? 1 : 0), median(latency),
-                r.recordBytesPerPeerSecond, sockets / double(n), kib / 1024.0 / double(n), r.joins - n, r.leaves - n,
+                r.recordBytesPerPeerSecond, sockets / double(n), socketMax / double(n), kib / 1024.0 / double(n),
+                r.joins - n, r.leaves - n,
                 r.stateDownloads);
     std::string detail;
     for (const auto &[epoch, e] : r.epochs) {
@@ -199,7 +211,7 @@ int main(int argc, char **argv)
                     "a step of about %.0f s, churn %.0f%% a minute, %.0f s a run\n\n",
                     o.groupSize, o.elements, o.speed, o.stepSeconds, o.churn * 100, o.seconds);
         std::printf("| peers | start s | groups (at least) | epochs | averaged | merged | took the merge | one model | median trigger-to-all s "
-                    "| DHT record B/s per peer | sockets per peer | RSS MiB per peer | joins/leaves (churn) | state downloads |\n"
+                    "| DHT record B/s per peer | sockets per peer (mean / max) | RSS MiB per peer | joins/leaves (churn) | state downloads |\n"
                     "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (const auto n : o.peers)
             runOne(o, n);

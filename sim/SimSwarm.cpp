@@ -67,16 +67,21 @@ void SimSwarm::start(double stagger)
     }
 }
 
-void SimSwarm::run(double seconds)
+void SimSwarm::run(double seconds, const std::function<void()> &everySecond)
 {
     const double end = unixNow() + seconds;
     const double perSecond = m_config.churnPerMinute * static_cast<double>(m_config.peers) / 60.0;
     double nextChurn = perSecond > 0 ? unixNow() + 1.0 / perSecond : end + 1.0;
+    double nextSample = unixNow() + 1.0;
     while (unixNow() < end) {
         if (unixNow() >= nextChurn) {
             leaveOne();
             join();
             nextChurn += 1.0 / perSecond;
+        }
+        if (everySecond && unixNow() >= nextSample) {
+            everySecond();
+            nextSample += 1.0;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

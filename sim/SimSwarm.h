@@ -6,6 +6,7 @@
 #include "LowDescriptors.h"
 #include "SimPeer.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -51,8 +52,9 @@ public:
     ~SimSwarm();
     // Starts the peers (each bootstraps from the first one), `stagger` seconds apart.
     void start(double stagger = 0.02);
-    // Runs for `seconds`, replacing peers at the churn rate; returns at the end.
-    void run(double seconds);
+    // Runs for `seconds`, replacing peers at the churn rate; returns at the end. `everySecond`
+    // (optional) is called about once a second meanwhile, on this thread (a benchmark's samples).
+    void run(double seconds, const std::function<void()> &everySecond = {});
     // Stops every peer; report() reads the steps of all peers, departed ones included.
     void stop();
     [[nodiscard]] SimReport report() const;
