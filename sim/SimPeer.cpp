@@ -221,7 +221,7 @@ void SimPeer::Impl::checkAgreement()
 void SimPeer::Impl::apply(std::vector<float> gradient, SimStep s)
 {
     std::lock_guard lock(mutex);
-    diverged = s.groupSize <= 1 || !s.complete;
+    diverged = !s.adopted && (s.groupSize <= 1 || !s.complete); // a merge taken is the swarm's state
     s.startDigest = sha256Hex(params.data(), params.size() * sizeof(float));
     for (std::size_t i = 0; i < params.size(); ++i)
         params[i] -= config.learningRate * gradient[i];

@@ -281,6 +281,7 @@ private Q_SLOTS:
         QCOMPARE(r->batchSamples, 64L);
         QCOMPARE(r->mergedGroups, std::size_t{2});
         QVERIFY2(r->status.find("instead of this incomplete round") != std::string::npos, r->status.c_str());
+        QVERIFY(r->tookMerge); // the swarm's parameters: no repair wanted
         (void)replay->applyAveragedStep(swarm, 64);
         QCOMPARE(a->parametersFlat(), replay->parametersFlat());
 
@@ -292,6 +293,7 @@ private Q_SLOTS:
         r = applyCollaborativeStep(*c, pair.a, second, {}, o, true, {}, hook);
         QVERIFY(r && r->averaged && !r->complete);
         QVERIFY2(r->status.find("instead of") == std::string::npos, r->status.c_str());
+        QVERIFY(!r->tookMerge);
         QVERIFY(c->parametersFlat() != replay->parametersFlat());
     }
 

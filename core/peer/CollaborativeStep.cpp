@@ -139,6 +139,7 @@ void takeMergeAfterPartialRound(const GroupMergeHook &merge, const FormedGroup &
     out.batchSamples = m.weight;
     out.mergedGroups = m.groups;
     out.mergedPeers = m.peers;
+    out.tookMerge = true;
     out.status += "; took the merge of " + std::to_string(m.groups) + " group(s), " + std::to_string(m.peers)
                   + " peers, instead of this incomplete round";
 }

@@ -82,6 +82,8 @@ struct StepOutcome {
     std::size_t groupSize = 1;
     std::size_t mergedGroups = 1;  // groups whose averages make up the step (GroupMerge.h)
     std::size_t mergedPeers = 0;   // their members (0: not averaged)
+    bool tookMerge = false;        // applied the epoch's merge instead of an incomplete round's
+                                   // partial average: the parameters are the merging peers'
     std::size_t myIndex = 0;       // in the group
     std::int64_t shardElements = 0;// elements this peer reduced
     std::string status;            // "averaged with 2 peer(s)", "fell back to local gradients: ..."

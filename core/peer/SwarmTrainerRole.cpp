@@ -353,7 +353,8 @@ void SwarmPeer::Impl::afterStep(const std::optional<FormedGroup> &group, const s
     // received our results, the excluded one included, holds what we hold.) A peer alone in the
     // swarm holds the swarm's state by definition: waiting for a donor at every step would only
     // slow it down; whoever comes back later resynchronises from it.
-    bool diverged = (!outcome->averaged && !alone) || (outcome->averaged && outcome->report.receivedFraction < 1.0)
+    bool diverged = (!outcome->averaged && !alone)
+                    || (outcome->averaged && outcome->report.receivedFraction < 1.0 && !outcome->tookMerge)
                     || (repairWanted && !alone);
     bool stateRound = false;
     stateRoundChanged = false;
