@@ -307,7 +307,7 @@ GroupMergeHook SwarmPeer::Impl::mergeHook()
                              stopFlag);
     };
     hook.adopt = [this](long epoch, std::size_t elements, const GroupInfo *round) {
-        if (expectedPeers(epoch) <= 1)
+        if (expectedPeers(epoch, true) <= 1)
             return MergeResult{{}, 0, 0, 0, false, false, {}}; // alone in the swarm: its own step is the swarm's
         return merger->adopt(epoch, elements, [this, epoch] { return expectedPeers(epoch, true); }, stopFlag,
                              round ? *round : GroupInfo{});
