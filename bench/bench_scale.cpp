@@ -159,12 +159,12 @@ void runOne(const Options &o, std::size_t n)
     const double sockets = socketSamples ? socketSum / static_cast<double>(socketSamples) : 0.0;
     swarm.stop();
     const auto r = swarm.report();
-    std::size_t stepped = 0, alone = 0, merged = 0, adopted = 0, oneModel = 0, full = 0;
+    std::size_t stepped = 0, alone = 0, merged = 0, adopted = 0, oneModel = 0, full = 0, counted = 0;
     std::vector<double> latency;
-    const long last = r.epochs.empty() ? -1 : r.epochs.rbegin()->first;
     for (const auto &[epoch, e] : r.epochs) {
-        if (epoch == last)
-            continue; // cut by the end of the run: its merges were stopped
+        if (e.afterStop > 0)
+            continue; // cut by the end of the run: its rounds and merges were stopped
+        ++counted;
         stepped += e.stepped;
         alone += e.alone;
         merged += e.merged;
@@ -175,25 +175,28 @@ void runOne(const Options &o, std::size_t n)
             latency.push_back(e.triggerToAll);
         }
     }
-    std::printf("| %zu | %.0f | %zu | %zu (%zu by >= 90%%) | %.3f | %.3f | %.3f | %zu/%zu | %.2f | %.0f | %.1f / %.1f | %.1f | %zu/%zu | %ld |\n",
-                n, startSeconds, c.peers <= o.groupSize ? std::size_t{1} : (n + o.groupSize - 1) / o.groupSize,
-                r.epochs.size() - (last >= 0 ? 1 : 0), full, stepped ? 1.0 - double(alone) / double(stepped) : 0.0,
+    std::printf("| %zu | %.0f | %zu | %zu (%zu by >= 90%%) | %.3f | %.3f | %.3f | %zu/%zu | %.2f | %.0f | %.1f / %.1f "
+                "| %.1f | %zu/%zu | %ld |\n",
+                n, startSeconds, c.peers <= o.groupSize ? std::size_t{1} : (n + o.groupSize - 1) / o.groupSize, counted,
+                full, stepped ? 1.0 - double(alone) / double(stepped) : 0.0,
                 stepped ? double(merged) / double(stepped) : 0.0, stepped ? double(adopted) / double(stepped) : 0.0,
-                oneModel, r.epochs.size() - (last >= 0 ? 1 : 0), median(latency),
-                r.recordBytesPerPeerSecond, sockets / double(n), socketMax / double(n), kib / 1024.0 / double(n),
-                r.joins - n, r.leaves - n,
-                r.stateDownloads);
+                oneModel, counted, median(latency), r.recordBytesPerPeerSecond, sockets / double(n),
+                socketMax / double(n), kib / 1024.0 / double(n), r.joins - n, r.leaves - n, r.stateDownloads);
     std::string detail;
     for (const auto &[epoch, e] : r.epochs) {
         detail += ' '; // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on " " + ...
         detail += std::to_string(epoch);
-        const std::size_t fields[] = {e.stepped, e.merged, e.adopted, e.alone, e.starts, e.digests};
+        const std::size_t fields[] = {e.stepped, e.merged,  e.adopted,   e.alone,
+                                      e.starts,  e.digests, e.afterStop, e.leaving};
         for (std::size_t k = 0; k < std::size(fields); ++k) {
             detail += k == 0 ? ':' : '/';
             detail += std::to_string(fields[k]);
         }
     }
-    std::fprintf(stderr, "N=%zu epochs (epoch:stepped/merged/took the merge/alone/models before/after):%s\n", n, detail.c_str());
+    std::fprintf(
+        stderr,
+        "N=%zu epochs (epoch:stepped/merged/took the merge/alone/models before/after/after the stop/leaving):%s\n", n,
+        detail.c_str());
     for (const auto &[epoch, e] : r.epochs)
         for (const auto &stray : e.strays)
             std::fprintf(stderr, "N=%zu epoch %ld stray: %s\n", n, epoch, stray.c_str());

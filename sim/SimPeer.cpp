@@ -227,6 +227,7 @@ void SimPeer::Impl::apply(std::vector<float> gradient, SimStep s)
         params[i] -= config.learningRate * gradient[i];
     s.epoch = epoch;
     s.appliedAt = unixNow();
+    s.leaving = stopFlag.load();
     s.paramsDigest = sha256Hex(params.data(), params.size() * sizeof(float));
     steps.push_back(std::move(s));
     ++epoch;
@@ -410,6 +411,11 @@ void SimPeer::start()
     d->stopFlag = false;
     d->control = std::thread([this] { d->controlLoop(); });
     d->worker = std::thread([this] { d->workerLoop(); });
+}
+
+void SimPeer::requestStop()
+{
+    d->stopFlag = true;
 }
 
 void SimPeer::stop()

@@ -55,6 +55,8 @@ struct SimStep {
     std::size_t mergedPeers = 0;
     bool complete = false;       // every shard's average arrived
     bool adopted = false;        // without a complete round, it took the epoch's merge (GroupMerger::adopt)
+    bool leaving = false;        // applied while the peer was stopping: its waits were cut short, and
+                                 // the parameters leave with it
     std::string startDigest;     // SHA-256 of the parameters the step started from
     std::string paramsDigest;    // SHA-256 of the parameters after the step
 };
@@ -69,6 +71,8 @@ public:
     void start();
     // Leaves the swarm at once (its records expire); returns once its threads ended.
     void stop();
+    // Asks the peer to stop and returns at once: many peers stop together (stop() then joins).
+    void requestStop();
 
     [[nodiscard]] const std::string &peerId() const;
     [[nodiscard]] std::uint16_t dhtPort() const;

@@ -22,17 +22,11 @@ SimSwarm::Member SimSwarm::make()
     if (!m_live.empty())
         c.bootstrap = "127.0.0.1:" + std::to_string(m_live.front().peer->dhtPort());
     ++m_joins;
-    // Its DHT node's sockets take low descriptors however many the other peers hold open. While
-    // peers run (a joiner), their threads open sockets at the same time and may take some of the
-    // freed ones first: a joiner frees more.
-    if (m_running)
-        m_low.refill();
-    m_low.release(static_cast<std::size_t>(m_running ? 6 * m_perNode : m_perNode));
-    const long before = LowDescriptors::openNow();
-    auto peer = std::make_unique<SimPeer>(c);
-    if (m_joins == 1 && before >= 0)
-        m_perNode = std::clamp(LowDescriptors::openNow() - before, 2L, 16L);
-    return {std::move(peer), unixNow(), 0.0};
+    // Its DHT node's sockets take low descriptors however many the other peers hold open (the
+    // node makes them on this thread), those of peers that left first.
+    m_low.refill();
+    const LowDescriptors::Claim claim(m_low);
+    return {std::make_unique<SimPeer>(c), unixNow(), 0.0};
 }
 
 void SimSwarm::join()
@@ -59,7 +53,6 @@ void SimSwarm::start(double stagger)
     // Every DHT node first (low file descriptors: SimPeer.h), then the peers' other sockets.
     while (m_live.size() < m_config.peers)
         m_live.push_back(make());
-    m_running = true;
     for (auto &m : m_live) {
         m.peer->start();
         m.joinedAt = unixNow();
@@ -89,6 +82,9 @@ void SimSwarm::run(double seconds, const std::function<void()> &everySecond)
 
 void SimSwarm::stop()
 {
+    m_stopBegan = unixNow();
+    for (auto &m : m_live) // all at once: each one's waits end together, not one after another
+        m.peer->requestStop();
     for (auto &m : m_live) {
         m.peer->stop();
         m.leftAt = unixNow();
@@ -116,10 +112,15 @@ SimReport SimSwarm::report() const
             r.stateDownloads += m.peer->stateDownloads();
             for (const auto &s : m.peer->steps()) {
                 auto &e = r.epochs[s.epoch];
+                if (s.leaving) {
+                    ++e.leaving;
+                    continue;
+                }
                 ++e.stepped;
                 e.alone += s.groupSize <= 1 && !s.adopted ? 1 : 0;
                 e.adopted += s.adopted ? 1 : 0;
                 e.merged += s.mergedGroups > 1 ? 1 : 0;
+                e.afterStop += m_stopBegan > 0 && s.appliedAt >= m_stopBegan ? 1 : 0;
                 digests[s.epoch].insert(s.paramsDigest);
                 ++starts[s.epoch][s.startDigest];
                 auto [it, fresh] = times.try_emplace(s.epoch, s.decidedAt, s.appliedAt);
@@ -147,6 +148,8 @@ void SimSwarm::describeStrays(SimReport &r) const
     for (const auto *list : {&m_live, &m_departed})
         for (const auto &m : *list)
             for (const auto &s : m.peer->steps()) {
+                if (s.leaving)
+                    continue;
                 ++after[s.epoch][s.paramsDigest];
                 ++before[s.epoch][s.startDigest];
                 steps.emplace_back(m.peer->peerId(), s);
@@ -169,6 +172,8 @@ void SimSwarm::describeStrays(SimReport &r) const
             d += " incomplete";
         if (s.startDigest != commonest(before[s.epoch]))
             d += " other start";
+        if (m_stopBegan > 0 && s.appliedAt >= m_stopBegan)
+            d += " after the stop";
         r.epochs[s.epoch].strays.push_back(std::move(d));
     }
 }

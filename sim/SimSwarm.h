@@ -23,18 +23,22 @@ struct SimSwarmConfig {
     std::uint64_t seed = 1;
 };
 
-// One epoch as the peers that stepped at it saw it.
+// One epoch as the peers that stepped at it saw it. A step a peer applied while it was leaving
+// (SimStep::leaving) is counted in `leaving` only: no peer holds its parameters afterwards.
 struct SimEpoch {
-    std::size_t stepped = 0;       // peers that applied a step at this epoch
+    std::size_t leaving = 0;       // steps applied by peers while they were leaving
+    std::size_t stepped = 0;       // peers that applied a step at this epoch (not leaving)
     std::size_t alone = 0;         // ... on its own gradient (no group, and no merge to take)
     std::size_t adopted = 0;       // ... without a complete round, taking the epoch's merge
     std::size_t merged = 0;        // ... merging several groups
+    std::size_t afterStop = 0;     // ... after stop() began: the run's end cut its round or waits short
     std::size_t digests = 0;       // distinct parameters after it (1: one model)
     std::size_t starts = 0;        // distinct parameters it started from (1: every stray repaired)
     std::size_t fromCommonStart = 0; // steps that started from the parameters most of them started from
     double triggerToAll = 0.0;     // seconds from the first Step decision to the last applied step
     // The steps that did not end on the parameters most peers hold after it, as
-    // "<peer id, 8> group <n> merged <groups> [took the merge] [incomplete] [other start]": which
+    // "<peer id, 8> group <n> merged <groups> [took the merge] [incomplete] [other start]
+    // [after the stop]": which
     // kind of step strayed (bench_scale prints it).
     std::vector<std::string> strays;
 };
@@ -72,8 +76,7 @@ private:
     };
     SimSwarmConfig m_config;
     LowDescriptors m_low{900};     // for the DHT nodes of joiners (LowDescriptors.h)
-    long m_perNode = 8;            // descriptors a DHT node opens (measured on the first)
-    bool m_running = false;        // peers started: a joiner's node races their sockets
+    double m_stopBegan = 0.0;      // Unix seconds; 0 before stop()
     std::mt19937_64 m_random;
     std::vector<Member> m_live, m_departed;
     std::uint64_t m_nextSeed = 1;
