@@ -12,7 +12,9 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 using namespace dedloc;
@@ -118,6 +120,47 @@ private Q_SLOTS:
     // A peer whose parameters may differ asks for repair: the group it joins averages the state
     // too, as both members' BEGIN says; once repaired, the next group does not. The bandwidths
     // set last (rates measured in rounds) decide the leader's shares: 30 and 10 give 3/4 and 1/4.
+    // More peers than one group holds (32, groups of 8), all at once: each finds a group, the
+    // groups are disjoint and none exceeds the target size. With every peer asking the earliest
+    // one first, 19-22 of the 32 found a group: the unmatched ones asked one another while each
+    // had closed its own gather to ask.
+    void morePeersThanOneGroupHoldsAllFindAGroup()
+    {
+        auto options = fastOptions();
+        options.targetGroupSize = 8;
+        options.window = 3.0;
+        constexpr std::size_t count = 32;
+        auto peers = makePeers(std::vector<bool>(count, false), options);
+        std::atomic<bool> stop{false};
+        std::vector<std::future<std::optional<FormedGroup>>> results;
+        for (auto &p : peers)
+            results.push_back(std::async(std::launch::async, [&p, &stop] {
+                return p->matchmaker->formGroup(5, "schema-a", [] { return count; }, stop);
+            }));
+        std::map<std::string, std::set<std::string>> groups;
+        std::size_t found = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            const auto g = results[i].get();
+            if (!g)
+                continue;
+            ++found;
+            QVERIFY(g->info.members.size() <= options.targetGroupSize);
+            auto &members = groups[g->info.groupId];
+            for (const auto &m : g->info.members)
+                members.insert(m.peerId);
+            QVERIFY(members.count(peers[i]->identity.peerId()) == 1);
+        }
+        std::set<std::string> all;
+        std::size_t inGroups = 0;
+        for (const auto &[id, members] : groups) {
+            inGroups += members.size();
+            all.insert(members.begin(), members.end());
+        }
+        QCOMPARE(all.size(), inGroups); // no peer in two groups
+        QVERIFY2(found == count, qPrintable(QStringLiteral("%1 of %2 peers found a group, in %3 groups")
+                                                .arg(found).arg(count).arg(groups.size())));
+    }
+
     void repairAndBandwidthReachTheWholeGroup()
     {
         auto peers = makePeers({false, false}, fastOptions());

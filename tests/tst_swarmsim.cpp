@@ -93,7 +93,7 @@ private Q_SLOTS:
         c.churnPerMinute = 0.1; // four peers a minute leave, mid-round or not, and fresh ones join
         SimSwarm swarm(c);
         swarm.start();
-        swarm.run(75.0); // four epochs or more, the last cut by the end of the run
+        swarm.run(90.0); // four epochs or more, the last cut by the end of the run
         swarm.stop();
         const auto r = swarm.report();
         const QString epochs = describe(r);

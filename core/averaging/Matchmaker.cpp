@@ -209,6 +209,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
 // a short back-off passes (not leading right now: it may lead again after its own attempt).
 struct Matchmaker::SearchView {
     std::string key;
+    bool reachable = false; // this peer gathers (not in client mode) for the whole search
     std::vector<Declaration> declarations, suggested;
     std::map<std::string, double> retryAfter;
     double lastFetch = 0.0;
@@ -240,6 +241,16 @@ std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, 
         return followers && std::any_of(followers->begin(), followers->end(),
                                         [&](const JoinRequest &f) { return f.peerId == id; });
     };
+    if (auto part = partLeader(view, epoch, schema, now, deadline)) {
+        if (part->peerId == m_self.peerId) {
+            if (followers || !anyOrder)
+                return std::nullopt; // it leads its part: it asks nobody, nor merges into another part
+        } else if (!(view.retryAfter.count(part->peerId) && view.retryAfter[part->peerId] > now)
+                   && !(m_bans && m_bans->isBanned(part->peerId, now))
+                   && !(m_security && !m_security->admission(part->publicKey).empty()) && !isFollower(part->peerId)) {
+            return part;
+        }
+    }
     for (const auto *list : {&view.declarations, &view.suggested}) {
         if (followers && list == &view.suggested)
             break; // a leader merges only into one its own view of the DHT knows
@@ -264,6 +275,36 @@ std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, 
     return best ? std::optional<Declaration>(*best) : std::nullopt;
 }
 
+// More reachable peers declared at this epoch than one group holds: in (deadline, peer id) order
+// they are cut into consecutive parts of targetGroupSize, and the first peer of each part leads
+// it (Matchmaker.h). Returns the leader of this peer's part (this peer's own declaration when it
+// leads it), nothing when one group holds the declared peers or this peer does not gather.
+std::optional<Declaration> Matchmaker::partLeader(const SearchView &view, long epoch, const std::string &schema,
+                                                  double now, double deadline) const
+{
+    if (!view.reachable || m_options.targetGroupSize < 2)
+        return std::nullopt;
+    std::vector<const Declaration *> order;
+    for (const auto &d : view.declarations)
+        if (d.peerId != m_self.peerId && !d.clientMode && d.epoch == epoch && d.schema == schema && d.expiresAt > now)
+            order.push_back(&d);
+    if (order.size() + 1 <= m_options.targetGroupSize)
+        return std::nullopt;
+    std::sort(order.begin(), order.end(), [](const Declaration *a, const Declaration *b) {
+        return before(a->expiresAt, a->peerId, b->expiresAt, b->peerId);
+    });
+    const auto mine = static_cast<std::size_t>(
+        std::count_if(order.begin(), order.end(),
+                      [&](const Declaration *d) { return before(d->expiresAt, d->peerId, deadline, m_self.peerId); }));
+    const std::size_t first = mine - mine % m_options.targetGroupSize;
+    if (first == mine) {
+        Declaration self;
+        self.peerId = m_self.peerId;
+        return self;
+    }
+    return *order[first];
+}
+
 std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &schema,
                                                  const std::function<std::size_t()> &expectedPeers,
                                                  const std::atomic<bool> &stop, std::string *why)
@@ -274,6 +315,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     SearchView view;
     view.key = runKey(m_self.runId, "mm/" + std::to_string(epoch) + "/" + schema);
     const bool reachable = m_service != nullptr && !m_clientMode.load(); // for the whole search
+    view.reachable = reachable;
 
     if (reachable)
         m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});

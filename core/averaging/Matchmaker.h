@@ -7,6 +7,12 @@
 // followers on their service socket (averaging/PeerService.h) until that deadline. Candidates are
 // ordered by (deadline, peer id): a peer only ever asks a candidate that orders BEFORE itself,
 // so two peers never wait on each other (no deadlock), and the earliest peer ends up leading.
+// Where more reachable peers declared than one group holds, the declarations in that order are
+// cut into consecutive parts of the target group size: a peer first asks the first peer of its
+// own part, and that one asks nobody ordered before it (nor merges its group into another): it
+// gathers its part, several groups form at once, and no single peer receives every request.
+// Declarations that arrive later mostly come later in the order, so they add parts at the end;
+// where views differ, a refusal sends the asker back to the rules below.
 // A leader forms the group when it reaches the target group size, when every peer expected at
 // this epoch (from the progress records) has joined, or at its deadline if it has at least the
 // minimum group size; it draws a random group id, sorts members by peer id and sends BEGIN to
@@ -113,6 +119,8 @@ private:
                                          const std::function<std::size_t()> &expectedPeers, const std::atomic<bool> &stop);
     struct SearchView;
     void refresh(SearchView &view, double now) const;
+    [[nodiscard]] std::optional<Declaration> partLeader(const SearchView &view, long epoch, const std::string &schema,
+                                                        double now, double deadline) const;
     // `followers` given: a merge target, never one of them nor one known only from a suggestion.
     [[nodiscard]] std::optional<Declaration> pickLeader(SearchView &view, long epoch, const std::string &schema, double now,
                                                         double deadline, bool anyOrder,
