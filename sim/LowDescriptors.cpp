@@ -1,8 +1,6 @@
 #include "LowDescriptors.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <system_error>
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -77,15 +75,6 @@ LowDescriptors::~LowDescriptors()
 {
     for (const int fd : m_held)
         ::close(fd);
-}
-
-long LowDescriptors::openNow()
-{
-    std::error_code ec;
-    long n = 0;
-    for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec))
-        ++n;
-    return ec ? -1 : n;
 }
 
 } // namespace dedloc::sim

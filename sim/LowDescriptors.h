@@ -51,9 +51,6 @@ public:
     // The descriptor a call on this thread made, moved onto a held one where a Claim asks for it.
     static int claimed(int fd);
 
-    // Descriptors open in this process now (/proc/self/fd), -1 where it cannot be read.
-    [[nodiscard]] static long openNow();
-
 private:
     int m_below;
     int moveOnto(int fd);

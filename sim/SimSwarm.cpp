@@ -120,7 +120,7 @@ SimReport SimSwarm::report() const
                 e.alone += s.groupSize <= 1 && !s.adopted ? 1 : 0;
                 e.adopted += s.adopted ? 1 : 0;
                 e.merged += s.mergedGroups > 1 ? 1 : 0;
-                e.afterStop += m_stopBegan > 0 && s.appliedAt >= m_stopBegan ? 1 : 0;
+                e.afterStop += afterStop(s) ? 1 : 0;
                 digests[s.epoch].insert(s.paramsDigest);
                 ++starts[s.epoch][s.startDigest];
                 auto [it, fresh] = times.try_emplace(s.epoch, s.decidedAt, s.appliedAt);
@@ -172,7 +172,7 @@ void SimSwarm::describeStrays(SimReport &r) const
             d += " incomplete";
         if (s.startDigest != commonest(before[s.epoch]))
             d += " other start";
-        if (m_stopBegan > 0 && s.appliedAt >= m_stopBegan)
+        if (afterStop(s))
             d += " after the stop";
         r.epochs[s.epoch].strays.push_back(std::move(d));
     }

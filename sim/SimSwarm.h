@@ -36,10 +36,9 @@ struct SimEpoch {
     std::size_t starts = 0;        // distinct parameters it started from (1: every stray repaired)
     std::size_t fromCommonStart = 0; // steps that started from the parameters most of them started from
     double triggerToAll = 0.0;     // seconds from the first Step decision to the last applied step
-    // The steps that did not end on the parameters most peers hold after it, as
-    // "<peer id, 8> group <n> merged <groups> [took the merge] [incomplete] [other start]
-    // [after the stop]": which
-    // kind of step strayed (bench_scale prints it).
+    // The steps that did not end on the parameters most peers hold after it, as "<peer id, 8>
+    // group <n> merged <groups> [took the merge] [incomplete] [other start] [after the stop]":
+    // which kind of step strayed (bench_scale prints it).
     std::vector<std::string> strays;
 };
 
@@ -68,6 +67,7 @@ private:
     struct Member;
     Member make();
     void describeStrays(SimReport &r) const;
+    [[nodiscard]] bool afterStop(const SimStep &s) const { return m_stopBegan > 0 && s.appliedAt >= m_stopBegan; }
     void join();
     void leaveOne();
     struct Member {

@@ -27,9 +27,9 @@
 // another group, expects more peers than one group holds, or more than the groups it saw hold)
 // without having seen a seal publishes one: its record again, now listing the groups it saw
 // complete, confirmed by two members' records each (GroupRecord::seal; its own group too only
-// when so confirmed: it waits for that, within its wait). Every peer that saw or made a seal reads again `sealSettle` seconds later
-// and merges exactly the groups of the best seal it then sees: the largest sealed weight, then
-// the most groups, then the smallest sealer id. Seals are only made by peers that saw none, so
+// when so confirmed: it waits for that, within its wait). Every peer that saw or made a seal
+// reads again `sealSettle` seconds later and merges exactly the groups of the best seal it then
+// sees: the largest sealed weight, then the most groups, then the smallest sealer id. Seals are only made by peers that saw none, so
 // they are all published within one DHT propagation delay P of the first one, and every final
 // read, made at least `sealSettle` after the first seal, sees all of them if sealSettle >= 2P:
 // every peer picks the same seal. A seal counts only where each group it names is complete in

@@ -241,13 +241,25 @@ std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, 
         return followers && std::any_of(followers->begin(), followers->end(),
                                         [&](const JoinRequest &f) { return f.peerId == id; });
     };
+    const auto askable = [&](const Declaration &d) {
+        if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
+            || d.expiresAt <= now || (view.retryAfter.count(d.peerId) && view.retryAfter[d.peerId] > now)
+            || isFollower(d.peerId))
+            return false;
+        if (m_bans && m_bans->isBanned(d.peerId, now))
+            return false; // it sent us invalid data: we neither follow it nor average with it
+        if (m_security && !m_security->admission(d.publicKey).empty()) {
+            // Closed run: never ask a peer whose access token we have not verified.
+            view.retryAfter[d.peerId] = now + 1.0;
+            return false;
+        }
+        return true;
+    };
     if (auto part = partLeader(view, epoch, schema, now, deadline)) {
         if (part->peerId == m_self.peerId) {
             if (followers || !anyOrder)
                 return std::nullopt; // it leads its part: it asks nobody, nor merges into another part
-        } else if (!(view.retryAfter.count(part->peerId) && view.retryAfter[part->peerId] > now)
-                   && !(m_bans && m_bans->isBanned(part->peerId, now))
-                   && !(m_security && !m_security->admission(part->publicKey).empty()) && !isFollower(part->peerId)) {
+        } else if (askable(*part)) {
             return part;
         }
     }
@@ -255,17 +267,8 @@ std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, 
         if (followers && list == &view.suggested)
             break; // a leader merges only into one its own view of the DHT knows
         for (const auto &d : *list) {
-            if (d.peerId == m_self.peerId || d.clientMode || d.epoch != epoch || d.schema != schema
-                || d.expiresAt <= now || (view.retryAfter.count(d.peerId) && view.retryAfter[d.peerId] > now)
-                || isFollower(d.peerId))
+            if (!askable(d))
                 continue;
-            if (m_bans && m_bans->isBanned(d.peerId, now))
-                continue; // it sent us invalid data: we neither follow it nor average with it
-            if (m_security && !m_security->admission(d.publicKey).empty()) {
-                // Closed run: never ask a peer whose access token we have not verified.
-                view.retryAfter[d.peerId] = now + 1.0;
-                continue;
-            }
             if (!anyOrder && !before(d.expiresAt, d.peerId, deadline, m_self.peerId))
                 continue;
             if (!best || before(d.expiresAt, d.peerId, best->expiresAt, best->peerId))
