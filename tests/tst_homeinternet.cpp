@@ -287,15 +287,24 @@ private Q_SLOTS:
         qInfo("the joiner was ready at epoch %ld and recorded its first step at %ld", ready, first);
         SWARM_VERIFY(ready > 0 && first <= ready + 2 && steps[2].begin()->second.value("averaged", false), {&joiner});
         // Its first complete step (the first, unless that was the round the killed reducer left
-        // incomplete): the parameters of its group, bit for bit.
+        // incomplete): the parameters of a trainer it averaged with, bit for bit. That is a
+        // trainer of its own group, or, where two groups formed at that epoch and the joiner's
+        // group merged with others or took their merge (its step's merged groups or merged peers
+        // are not its own group alone), a trainer of the merge. Either way a joiner whose
+        // downloaded or replayed state was off holds other parameters.
         auto c = std::find_if(steps[2].begin(), steps[2].end(), [](const auto &s) { return s.second.value("complete", false); });
         SWARM_VERIFY(c != steps[2].end() && c->first <= first + 1, {&joiner});
         const auto &[step, e] = *c;
+        const bool merged = e.value("merged_groups", 1) > 1 || e.value("merged_peers", 0) != e.value("group_size", 0);
         bool sameAsItsGroup = false;
         for (std::size_t i : {0, 1, 3})
-            if (steps[i].count(step) && steps[i].at(step).value("group_size", 0) == e.value("group_size", -1))
+            if (steps[i].count(step) &&
+                (merged || steps[i].at(step).value("group_size", 0) == e.value("group_size", -1)))
                 sameAsItsGroup = sameAsItsGroup
                                  || steps[i].at(step).value("params_sha", std::string()) == e.value("params_sha", std::string("?"));
+        if (!sameAsItsGroup)
+            qWarning("the joiner's step %ld (group of %d, %d merged group(s)) matches no trainer's parameters", step,
+                     e.value("group_size", 0), e.value("merged_groups", 0));
         SWARM_VERIFY(sameAsItsGroup, {&joiner});
     }
 
