@@ -62,6 +62,7 @@ struct SimPeer::Impl {
     std::vector<SimStep> steps;
     long downloads = 0;
     bool diverged = false;        // the last step was alone or incomplete: the state may differ
+    double lastRoundSeconds = 0.0; // the last complete round's (worker thread): GroupMerger::adopt
     long agreementChecked = -1, agreementEpoch = -1;
     double agreementSince = 0.0;
 
@@ -239,7 +240,8 @@ void SimPeer::Impl::apply(std::vector<float> gradient, SimStep s)
 // the epoch's groups apply, as a trainer takes it (GroupMerger::adopt), instead of its own gradient.
 void SimPeer::Impl::adoptMerge(long at, std::vector<float> &gradient, SimStep &s, const GroupInfo &round)
 {
-    auto m = merger->adopt(at, config.elements, [this, at] { return expectedPeers(at, true); }, stopFlag, round);
+    auto m = merger->adopt(
+        at, config.elements, [this, at] { return expectedPeers(at, true); }, stopFlag, round, lastRoundSeconds);
     if (!m.note.empty())
         log::warning("sim", identity.peerId().substr(0, 8) + ": " + m.note);
     if (m.average.size() != gradient.size())
@@ -295,8 +297,9 @@ void SimPeer::Impl::step(std::future<std::optional<FormedGroup>> &search, std::a
         if (report.complete)
             if (auto u = assembleUpdate(at, batch, resultCodec(o.codec), gradient.size(), std::move(captured))) {
                 auto own = std::make_shared<const AveragedUpdate>(std::move(*u));
-                auto m = merger->merge(group->info, own, [this, at] { return expectedPeers(at, true); }, unixNow() - started,
-                                       stopFlag);
+                lastRoundSeconds = unixNow() - started;
+                auto m = merger->merge(
+                    group->info, own, [this, at] { return expectedPeers(at, true); }, lastRoundSeconds, stopFlag);
                 if (!m.note.empty())
                     log::warning("sim", identity.peerId().substr(0, 8) + ": " + m.note);
                 if (!m.average.empty()) {

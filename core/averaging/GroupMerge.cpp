@@ -195,7 +195,8 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     // Published beside the wait (it does not need its own record): the step is not delayed by a
     // DHT put, also where one group holds the swarm. The next announcement waits for it.
     m_announcing = std::async(std::launch::async, [this, key, payload] { publishRecord(key, payload); });
-    auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, group, expectedPeers, roundSeconds, stop), stop, result);
+    auto views = agreeOnGroups(
+        key, mine, awaitGroups(key, mine, group, expectedPeers, roundSeconds, roundSeconds, stop), stop, result);
     // Unsealed, this peer's own group is merged whatever the records say (its members may not
     // have published yet), at its place in the order of group ids.
     if (!result.sealed
@@ -210,19 +211,23 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
 }
 
 MergeResult GroupMerger::adopt(long epoch, std::uint64_t elements, const std::function<std::size_t()> &expectedPeers,
-                               const std::atomic<bool> &stop, const GroupInfo &round)
+                               const std::atomic<bool> &stop, const GroupInfo &round, double roundSeconds)
 {
     MergeResult result;
-    if (!round.groupId.empty() && expectedPeers && round.members.size() >= expectedPeers()) {
-        result.groups = 0; // the round's group held every peer of the epoch: no other group to take
-        result.note = "the incomplete round's group held every peer expected at this epoch";
-        return result;
-    }
     const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
+    if (!round.groupId.empty() && expectedPeers && round.members.size() >= expectedPeers()) {
+        const auto views = groupViews(readRecords(key), epoch, m_options.maxGroupWeight);
+        if (std::all_of(views.begin(), views.end(), [&](const GroupView &v) { return v.groupId == round.groupId; })) {
+            result.groups = 0; // the round's group held every peer of the epoch: no other group to take
+            result.note = "the incomplete round's group held every peer expected at this epoch";
+            return result;
+        }
+    }
     const GroupInfo none{{}, epoch, {}};
     const GroupInfo &waitAs = round.groupId.empty() ? none : round;
     const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}, {}};
-    auto views = agreeOnGroups(key, mine, awaitGroups(key, mine, waitAs, expectedPeers, 0.0, stop), stop, result);
+    auto views =
+        agreeOnGroups(key, mine, awaitGroups(key, mine, waitAs, expectedPeers, 0.0, roundSeconds, stop), stop, result);
     mergeViews(views, none, {nullptr, {}, epoch, elements}, stop, result);
     if (!result.note.empty())
         result.note.erase(0, 2);

@@ -107,7 +107,8 @@ struct MergeOptions {
     double roundShare = 1.0;
     // ... and otherwise (a swarm that one group can hold, whose matchmaking views may still have
     // split it) this long. A group that two of its members announced is waited for up to
-    // `formingWait` seconds in all: its members may decide to step a progress period later.
+    // `formingWait` seconds in all, or its round's seconds if longer (merge: this peer's own
+    // round; adopt: its recent rounds): its members may decide to step a progress period later.
     double splitWait = 0.5;
     double formingWait = 15.0;
     std::size_t targetGroupSize = 16; // MatchmakingOptions::targetGroupSize
@@ -165,12 +166,16 @@ public:
     // epoch could be fetched: the peer then steps on its own gradient as before. `round`: the
     // group whose round lost a part (empty groupId: none), counted as this peer's own while it
     // waits (not another group to wait for) and merged only where a seal or two of its members'
-    // records show it complete; where it holds `expectedPeers()` or more, nothing is read (no
-    // other group can exist) and the answer is empty at once.
-    [[nodiscard]] MergeResult adopt(long epoch, std::uint64_t elements, const std::function<std::size_t()> &expectedPeers,
-                                    const std::atomic<bool> &stop, const GroupInfo &round = {});
+    // records show it complete; where it holds `expectedPeers()` or more and one read of the
+    // records shows no other group of the epoch, the answer is empty at once (the count may be
+    // low where records arrive late: the read is what rules another group out).
+    // `roundSeconds`: how long this peer's recent rounds took (0: unknown); a group its members
+    // announced is waited for that long (formingWait at least), since its round runs as long.
+    [[nodiscard]] MergeResult adopt(long epoch, std::uint64_t elements,
+                                    const std::function<std::size_t()> &expectedPeers, const std::atomic<bool> &stop,
+                                    const GroupInfo &round = {}, double roundSeconds = 0.0);
 
-private:
+  private:
     struct Awaited {
         std::vector<GroupView> views;
         bool others = false; // another group seen, or more peers expected than one group holds
@@ -182,9 +187,11 @@ private:
     [[nodiscard]] std::vector<GroupRecord> readRecords(const std::string &key) const;
     [[nodiscard]] std::vector<GroupRecord> admitted(const std::vector<SignedRecord> &signed_) const;
     void publishRecord(const std::string &key, const std::string &payload) const;
+    // `roundSeconds` sets the wait for missing peers (MergeOptions), `formingSeconds` the wait
+    // for an announced group's round (formingWait at least).
     [[nodiscard]] Awaited awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
                                       const std::function<std::size_t()> &expectedPeers, double roundSeconds,
-                                      const std::atomic<bool> &stop) const;
+                                      double formingSeconds, const std::atomic<bool> &stop) const;
     [[nodiscard]] std::vector<GroupView> agreeOnGroups(const std::string &key, GroupRecord mine, Awaited awaited,
                                                        const std::atomic<bool> &stop, MergeResult &result);
     void publishSeal(const std::string &key, GroupRecord &mine, Awaited &awaited);

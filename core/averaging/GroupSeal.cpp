@@ -106,10 +106,11 @@ void sleepFor(double seconds, const std::atomic<bool> &stop)
 // MergeOptions) ends.
 GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
                                               const std::function<std::size_t()> &expectedPeers, double roundSeconds,
-                                              const std::atomic<bool> &stop) const
+                                              double formingSeconds, const std::atomic<bool> &stop) const
 {
     const double started = unixNow();
     const double fullWait = std::max(m_options.minWait, m_options.roundShare * roundSeconds);
+    const double formingWait = std::max({fullWait, m_options.formingWait, m_options.roundShare * formingSeconds});
     Awaited a;
     while (!stop.load()) {
         const std::size_t expected = expectedPeers ? expectedPeers() : 0;
@@ -130,7 +131,7 @@ GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const Grou
         // matchmaking views), whose members then find the seal instead of merging a set of their own.
         a.others = seen > group.members.size() || expected > m_options.targetGroupSize
                    || (!group.groupId.empty() && expected > seen);
-        const double wait = forming ? std::max(fullWait, m_options.formingWait) : a.others ? fullWait : m_options.splitWait;
+        const double wait = forming ? formingWait : a.others ? fullWait : m_options.splitWait;
         if (a.sealed || (seen >= expected && !forming && (ownConfirmed || !a.others)) || unixNow() >= started + wait)
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -145,6 +145,9 @@ struct SwarmPeer::Impl {
     long long swarmSamplesSeen = 0, mySamplesSeen = 0;
     double uploadMbit = -1.0; // measured in rounds (afterRound); < 0 none yet
     double roundTripSeconds = 0.0; // to the farthest member of the last group (afterRound); 0: none yet
+    // Seconds the last complete round of this peer's group took (the merge hook; step thread):
+    // how long a peer without a round waits for another group's round (GroupMerger::adopt).
+    double lastRoundSeconds = 0.0;
     static constexpr double MaxMeasuredMbit = 200.0; // measured rates above it count as equal
     // Fault injection for tests (tst_swarm): DEDLOC_FAULT_STALL_ROUND=<epoch> makes this peer
     // freeze inside its first round at that epoch or later, as a peer that hangs mid-round.

@@ -303,14 +303,16 @@ GroupMergeHook SwarmPeer::Impl::mergeHook()
     GroupMergeHook hook;
     hook.merge = [this](const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds) {
         const long epoch = own->epoch;
+        lastRoundSeconds = roundSeconds;
         return merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch, true); }, roundSeconds,
                              stopFlag);
     };
     hook.adopt = [this](long epoch, std::size_t elements, const GroupInfo *round) {
         if (expectedPeers(epoch, true) <= 1)
             return MergeResult{{}, 0, 0, 0, false, false, {}}; // alone in the swarm: its own step is the swarm's
-        return merger->adopt(epoch, elements, [this, epoch] { return expectedPeers(epoch, true); }, stopFlag,
-                             round ? *round : GroupInfo{});
+        return merger->adopt(
+            epoch, elements, [this, epoch] { return expectedPeers(epoch, true); }, stopFlag,
+            round ? *round : GroupInfo{}, lastRoundSeconds);
     };
     return hook;
 }
