@@ -9,6 +9,8 @@
 #include "util/Clock.h"
 #include "util/Error.h"
 
+#include "SwarmHarness.h"
+
 #include <QTest>
 
 #include <nlohmann/json.hpp>
@@ -361,13 +363,7 @@ private Q_SLOTS:
         GroupMerger patient(*peers[0]->dht, peers[0]->service.get(), MergeSelf{peers[0]->identity.peerId(), Run},
                             options);
         std::atomic<bool> stop{false};
-        bool announced = false; // both announcements read
-        for (int i = 0; i < 50 && !announced; ++i) {
-            announced = patient.groupsStillRunning(Epoch);
-            if (!announced)
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        QVERIFY(announced);
+        QVERIFY(test::SwarmHarness::waitFor([&] { return patient.groupsStillRunning(Epoch); }, 10.0));
         const auto whole = patient.adopt(Epoch, Elements, [] { return std::size_t{2}; }, stop, g);
         QVERIFY(whole.average.empty());
         QVERIFY2(whole.note.find("held every peer expected") != std::string::npos, whole.note.c_str());
@@ -381,36 +377,26 @@ private Q_SLOTS:
     }
 
     // A member of an incomplete round whose group held every peer it expected (a count that is
-    // low where records arrive late) still takes another group's merge once the records show
-    // that group: here A (peers 0 and 1) completed, and B's member expects 2 peers.
+    // low where records arrive late) takes another group's merge that the records show: A
+    // (peers 0 and 1) completed alone, and B's member expects 2 peers.
     void anIncompleteRoundThatSeemedToHoldEveryPeerTakesAnotherGroupsMerge()
     {
         auto peers = makePeers(4);
         const auto a = fp16Update(ramp(1.0F, 0.5F), 10);
         const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
-        const auto two = [] { return std::size_t{2}; };
         std::atomic<bool> stop{false};
-        auto first = std::async(std::launch::async, [&] { return peers[0]->merger->merge(ga, a, two, 0.1, stop); });
-        auto second = std::async(std::launch::async, [&] { return peers[1]->merger->merge(ga, a, two, 0.1, stop); });
-        QVERIFY(first.get().average.empty() && second.get().average.empty()); // A alone: its own average
+        for (auto &f : mergeAtOnce(peers, 2, ga, a, ga, a, 2, stop))
+            QVERIFY(f.get().average.empty()); // A alone: its own average
         const auto key = runKey(Run, "groups/" + std::to_string(Epoch));
-        bool landed = false; // both of A's records readable where B's member reads
-        for (int i = 0; i < 50 && !landed; ++i) {
-            landed = peers[2]->dht->fetch(key, 1.0).size() >= 2;
-            if (!landed)
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        QVERIFY(landed);
-        const auto r = peers[2]->merger->adopt(Epoch, Elements, two, stop, gb);
+        QVERIFY(test::SwarmHarness::waitFor([&] { return peers[2]->dht->fetch(key, 1.0).size() >= 2; }, 10.0));
+        const auto r = peers[2]->merger->adopt(
+            Epoch, Elements, [] { return std::size_t{2}; }, stop, gb);
         QVERIFY2(r.average == decodeUpdate(*a), r.note.c_str());
-        QCOMPARE(r.groups, std::size_t{1});
-        QCOMPARE(r.weight, 10L);
-        QVERIFY(!r.ownMerged);
+        QVERIFY(r.groups == 1 && r.weight == 10 && !r.ownMerged);
     }
 
     // A peer without a round waits for an announced group as long as its own recent rounds took
-    // (8 s here), not only formingWait (3 s): a round that ends 4.5 s after it began to wait is
-    // taken.
+    // (8 s here), not only formingWait (3 s): a round ending 4.5 s into its wait is taken.
     void aPeerWithoutARoundWaitsForAFormingGroupAsLongAsItsRoundsTake()
     {
         auto peers = makePeers(3);
@@ -418,25 +404,17 @@ private Q_SLOTS:
         const GroupInfo ga = groupOf("e5-aaaa", peers, 0);
         peers[0]->merger->announce(ga);
         peers[1]->merger->announce(ga);
-        bool announced = false;
-        for (int i = 0; i < 50 && !announced; ++i) {
-            announced = peers[2]->merger->groupsStillRunning(Epoch);
-            if (!announced)
-                std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        QVERIFY(announced);
-        const auto two = [] { return std::size_t{2}; };
+        QVERIFY(test::SwarmHarness::waitFor([&] { return peers[2]->merger->groupsStillRunning(Epoch); }, 10.0));
         std::atomic<bool> stop{false};
-        auto waiting = std::async(std::launch::async,
-                                  [&] { return peers[2]->merger->adopt(Epoch, Elements, two, stop, {}, 8.0); });
+        auto waiting = std::async(std::launch::async, [&] {
+            return peers[2]->merger->adopt(
+                Epoch, Elements, [] { return std::size_t{2}; }, stop, {}, 8.0);
+        });
         std::this_thread::sleep_for(std::chrono::milliseconds(4500));
-        auto first = std::async(std::launch::async, [&] { return peers[0]->merger->merge(ga, a, two, 0.1, stop); });
-        auto second = std::async(std::launch::async, [&] { return peers[1]->merger->merge(ga, a, two, 0.1, stop); });
-        QVERIFY(first.get().average.empty() && second.get().average.empty());
+        for (auto &f : mergeAtOnce(peers, 2, ga, a, ga, a, 2, stop))
+            QVERIFY(f.get().average.empty());
         const auto r = waiting.get();
-        QVERIFY2(r.average == decodeUpdate(*a), r.note.c_str());
-        QCOMPARE(r.groups, std::size_t{1});
-        QCOMPARE(r.weight, 10L);
+        QVERIFY2(r.average == decodeUpdate(*a) && r.groups == 1 && r.weight == 10, r.note.c_str());
     }
 
     // A peer whose DHT reads show the groups' records but no seal (here its DHT is another

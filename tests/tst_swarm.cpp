@@ -223,13 +223,9 @@ private Q_SLOTS:
                 failedStep = step;
         }
         SWARM_VERIFY(failedStep >= 2, {&p1, &p2});
-        // round_s covers the gradients' round and, when the group repaired a divergence, the
-        // state round too; each waits at most the reducer timeout after the victim's last progress,
-        // and the incomplete round one DHT read more (at most 1 s: the victim's node no longer
-        // answers), which shows that no other group of the epoch has a merge to take.
+        // round_s: the gradients' round and, when the group repaired a divergence, the state round,
+        // each at most the reducer timeout after the victim's last progress, plus a DHT read (1 s).
         const double rounds = s1.at(failedStep).value("state_round", false) ? 2.0 : 1.0;
-        qInfo("the round the victim left: step %ld, %.1f s, group of %d", failedStep,
-              s1.at(failedStep).value("round_s", 100.0), s1.at(failedStep).value("group_size", 0));
         SWARM_VERIFY(s1.at(failedStep).value("round_s", 100.0) < rounds * (6.0 + 3.0) + 1.0, {&p1, &p2});
         // All three, or p1 and the victim while p2 stepped apart (a split matchmaking, under load).
         const auto groupSize = s1.at(failedStep).value("group_size", 0);
