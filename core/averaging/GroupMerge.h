@@ -175,7 +175,7 @@ public:
                                     const std::function<std::size_t()> &expectedPeers, const std::atomic<bool> &stop,
                                     const GroupInfo &round = {}, double roundSeconds = 0.0);
 
-  private:
+private:
     struct Awaited {
         std::vector<GroupView> views;
         bool others = false; // another group seen, or more peers expected than one group holds
