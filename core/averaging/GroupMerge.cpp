@@ -215,14 +215,6 @@ MergeResult GroupMerger::adopt(long epoch, std::uint64_t elements, const std::fu
 {
     MergeResult result;
     const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
-    if (!round.groupId.empty() && expectedPeers && round.members.size() >= expectedPeers()) {
-        const auto views = groupViews(readRecords(key), epoch, m_options.maxGroupWeight);
-        if (std::all_of(views.begin(), views.end(), [&](const GroupView &v) { return v.groupId == round.groupId; })) {
-            result.groups = 0; // the round's group held every peer of the epoch: no other group to take
-            result.note = "the incomplete round's group held every peer expected at this epoch";
-            return result;
-        }
-    }
     const GroupInfo none{{}, epoch, {}};
     const GroupInfo &waitAs = round.groupId.empty() ? none : round;
     const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}, {}};

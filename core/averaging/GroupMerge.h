@@ -166,9 +166,9 @@ public:
     // epoch could be fetched: the peer then steps on its own gradient as before. `round`: the
     // group whose round lost a part (empty groupId: none), counted as this peer's own while it
     // waits (not another group to wait for) and merged only where a seal or two of its members'
-    // records show it complete; where it holds `expectedPeers()` or more and one read of the
-    // records shows no other group of the epoch, the answer is empty at once (the count may be
-    // low where records arrive late: the read is what rules another group out).
+    // records show it complete; where it holds `expectedPeers()` or more and the first read of
+    // the records shows no other group of the epoch, the wait ends there (the count may be low
+    // where records arrive late: the read is what rules another group out).
     // `roundSeconds`: how long this peer's recent rounds took (0: unknown); a group its members
     // announced is waited for that long (formingWait at least), since its round runs as long.
     [[nodiscard]] MergeResult adopt(long epoch, std::uint64_t elements,
