@@ -314,10 +314,10 @@ AllReduceReport RoundRunner::finish()
     }
     report.uploadBytesPerSecond = measuredUpload();
     report.roundTripSeconds = m_upload.roundTrip();
-    if (m_round.security && m_options.outliersOffend) // the connection's key proved who sent the parts
+    if (m_round.security && m_options.reportOutliers) // the connection's key proved who sent the parts
         for (std::size_t i = 0; i < m_round.size(); ++i)
-            if (m_reducer.outliers()[i])
-                offence(i, "parts far from the other senders' (CenteredClip)");
+            if (m_reducer.judged()[i])
+                report.clipVerdicts.push_back({i, m_reducer.outliers()[i]});
     return std::move(m_report);
 }
 

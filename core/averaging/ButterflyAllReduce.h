@@ -112,12 +112,12 @@ struct AllReduceOptions {
     // stops computing when the swarm's samples reach the target).
     double maxWeight = 0.0;
     // How this member's reducer combines the copies of each part (averaging/RobustAggregation.h):
-    // the weighted mean, or CenteredClip; a sender CenteredClip finds far from the others is an
-    // offence of that member (secured rounds, where the link proves who sent it).
+    // the weighted mean, or CenteredClip, whose verdicts on the senders (far from the others or
+    // not) the report carries in secured rounds, where the link proves who sent the parts.
     AggregationSpec aggregation;
-    // Whether such an outlier is an offence. State rounds say no: an honest peer's parameters may
-    // lie far from the others' (it stepped alone), and that is what the round repairs.
-    bool outliersOffend = true;
+    // Whether the report carries those verdicts. State rounds say no: an honest peer's parameters
+    // may lie far from the others' (it stepped alone), and that is what the round repairs.
+    bool reportOutliers = true;
     // Upload cap (the volunteer's setting): every PART and RESULT payload this member sends first takes
     // its size in tokens from this bucket (core/net/TokenBucket.h), sleeping when the bucket is
     // empty. nullptr: no cap. Shared by the rounds of a peer; must outlive run().
@@ -146,6 +146,12 @@ struct AllReduceOffence {
     std::string reason;      // why the first one was rejected
 };
 
+// This member's CenteredClip verdict on one member whose parts its reducer weighed.
+struct ClipVerdict {
+    std::size_t member = 0; // index in the group
+    bool outlier = false;   // some block of its parts lay far from the others' (SenderFit::outlier)
+};
+
 struct AllReduceReport {
     std::vector<std::int64_t> shardSizes;       // elements, per member
     std::vector<std::uint32_t> excludedSenders; // for this member's shard
@@ -166,6 +172,10 @@ struct AllReduceReport {
     // (seconds; UploadMeter::roundTrip): the path to the farthest member. 0: none measured.
     double roundTripSeconds = 0.0;
     std::vector<AllReduceOffence> offences;     // by member index, each member at most once
+    // Verdicts on the senders this member's reducer weighed with CenteredClip (secured rounds with
+    // reportOutliers), in member order. One outlier is no offence by itself: an honest small batch
+    // lies far off now and then; the caller strikes persistent ones (averaging/OutlierRecord.h).
+    std::vector<ClipVerdict> clipVerdicts;
 };
 
 class AllReduceEndpoint final {

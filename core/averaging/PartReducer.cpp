@@ -16,7 +16,7 @@ namespace dedloc::allreduce {
 PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
     : m_round(round), m_router(router), m_parts(pieces(round.shard(round.me), round.partElements)),
       m_partStates(m_parts.size()), m_senders(round.size()),
-      m_expectedSender(round.size(), false), m_outliers(round.size(), false),
+      m_expectedSender(round.size(), false), m_outliers(round.size(), false), m_judged(round.size(), false),
       m_schema{round.groupId, static_cast<std::uint32_t>(round.size()), round.shard(round.me), round.partElements,
                round.codec},
       m_blockParts(round.aggregation.rule == AggregationRule::Mean
@@ -240,6 +240,8 @@ void PartReducer::noteOutliers(std::size_t p, const std::vector<std::size_t> &wh
 {
     for (std::size_t j = 0; j < who.size(); ++j) {
         const auto i = who[j];
+        if (i != m_round.me && fits[j].judged)
+            m_judged[i] = true;
         if (!fits[j].outlier || i == m_round.me || m_outliers[i])
             continue;
         m_outliers[i] = true;

@@ -80,6 +80,8 @@ class PartReducer final {
     [[nodiscard]] double shardWeight() const { return m_shardWeight; }
     // Per member: whether any of its parts was an outlier (averaging/RobustAggregation.h).
     [[nodiscard]] const std::vector<bool> &outliers() const { return m_outliers; }
+    // Per member: whether CenteredClip weighed any of its blocks (SenderFit::judged); never this member.
+    [[nodiscard]] const std::vector<bool> &judged() const { return m_judged; }
     // Seconds into the round when finishShard() ran (0 if it did not).
     [[nodiscard]] double reducedAt() const { return m_reducedAt; }
 
@@ -133,6 +135,7 @@ class PartReducer final {
     std::vector<SenderState> m_senders; // per member
     std::vector<bool> m_expectedSender; // per member
     std::vector<bool> m_outliers;       // per member
+    std::vector<bool> m_judged;         // per member
     std::uint32_t m_expectedCount = 0;
     std::size_t m_partsReduced = 0;
     ShardSchema m_schema;         // what a PART for this shard must match

@@ -105,6 +105,7 @@ void centeredClip(double radius, const std::vector<const float *> &xs, const std
     for (std::size_t i = 0; i < xs.size(); ++i) {
         fits[i].clip = tau > 0.0 ? clipFactor(distance(xs[i], v), tau) : (dist[i] > 0.0 ? 0.0 : 1.0);
         fits[i].outlier = typicalSpread > 0.0 && spread[i] > OutlierRatio * typicalSpread;
+        fits[i].judged = true;
     }
     for (std::size_t k = 0; k < out.size(); ++k)
         out[k] = static_cast<float>(v[k]);

@@ -39,6 +39,7 @@ inline constexpr double OutlierRatio = 16.0;
 struct SenderFit {
     double clip = 1.0;     // c_i at the end: 1 when the sender counted fully
     bool outlier = false;  // far from the others (see above)
+    bool judged = false;   // CenteredClip weighed it (w_i > 0 and three or more such senders)
 };
 
 // Writes the aggregate of the m pieces xs to out under `spec`; returns sum_i w_i, or 0 when every

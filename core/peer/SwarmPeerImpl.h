@@ -15,6 +15,7 @@
 #include "compress/ErrorFeedback.h"
 #include "averaging/BanList.h"
 #include "averaging/ButterflyAllReduce.h"
+#include "averaging/OutlierRecord.h"
 #include "averaging/PeerService.h"
 #include "averaging/ProgressTracker.h"
 #include "averaging/Reachability.h"
@@ -118,6 +119,9 @@ struct SwarmPeer::Impl {
     // Peers that sent invalid data (thread-safe): struck by the service, the rounds; banned
     // peers are not asked to lead, not accepted as followers, not expected, not state donors.
     std::shared_ptr<BanList> bans = std::make_shared<BanList>();
+    // This peer's reducers' CenteredClip verdicts on each sender (thread-safe): a persistent
+    // outlier is struck, an occasional one is not (averaging/OutlierRecord.h).
+    OutlierRecord outlierRecord;
     std::unique_ptr<Trainer> trainer;
     std::unique_ptr<DhtNode> dht;
     std::unique_ptr<PeerService> service;

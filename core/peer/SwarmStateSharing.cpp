@@ -205,6 +205,15 @@ void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport
     for (const auto &o : report.offences)
         bans->strike(group.info.members[o.member].peerId, "round " + group.info.groupId + ": " + o.reason, unixNow(),
                      o.messages);
+    for (const auto &v : report.clipVerdicts) {
+        const auto &sender = group.info.members[v.member].peerId;
+        const auto j = outlierRecord.judge(sender, v.outlier);
+        if (j.offence)
+            bans->strike(sender,
+                         "round " + group.info.groupId + ": parts far from the other senders' (CenteredClip) in "
+                             + std::to_string(j.outliers) + " of its last " + std::to_string(j.judged) + " rounds here",
+                         unixNow());
+    }
     if (report.roundTripSeconds > 0) // the farthest member of the last group: this peer's buffers cover it
         roundTripSeconds = report.roundTripSeconds;
     if (report.uploadBytesPerSecond <= 0) {
@@ -306,7 +315,7 @@ bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
     auto o = roundOptions();
     o.codec = Compression::None; // state is averaged exactly: equal states stay equal
     o.maxWeight = 1.0;           // every member sends weight 1 or 0 here
-    o.outliersOffend = false;    // a diverged honest peer is what the round repairs
+    o.reportOutliers = false;     // a diverged honest peer is what the round repairs
     o.myWeight = plan.myWeight;
     if (plan.source && *plan.source == group.myIndex)
         log::info("swarm", "the state round of group " + group.info.groupId + " copies this peer's state to "
