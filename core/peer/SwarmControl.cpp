@@ -123,6 +123,7 @@ void SwarmPeer::Impl::controlLoop()
                                     + " s); progress record " + (progressPut ? "put in " : "not confirmed in ")
                                     + std::to_string(progressPutSeconds) + " s");
         saveBansIfChanged();
+        heapTrimmer.due(unixNow());
         waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
     for (auto *f : {&creditRead, &creditPublish, &reachabilityCheck, &bootstrapping})

@@ -25,6 +25,7 @@
 #include "monitor/SwarmMetricsRecorder.h"
 #include "util/LineAppender.h"
 #include "peer/SwarmPeer.h"
+#include "system/HeapTrim.h"
 #include "train/MetricsWriter.h"
 #include "train/Trainer.h"
 #include "util/Clock.h"
@@ -122,6 +123,9 @@ struct SwarmPeer::Impl {
     // This peer's reducers' CenteredClip verdicts on each sender (thread-safe): a persistent
     // outlier is struck, an occasional one is not (averaging/OutlierRecord.h).
     OutlierRecord outlierRecord;
+    // Gives the allocator's free pages back every 30 s (control loop; system/HeapTrim.h): the
+    // buffers of every step leave freed blocks between live ones, and RSS would climb with steps.
+    HeapTrimmer heapTrimmer{30.0};
     std::unique_ptr<Trainer> trainer;
     std::unique_ptr<DhtNode> dht;
     std::unique_ptr<PeerService> service;

@@ -1,0 +1,107 @@
+// Giving the allocator's free memory back (core/system/HeapTrim.h): freed blocks held between live
+// ones stay resident until releaseFreeHeap(), in the main arena and in a thread's arena; the
+// figures follow what is allocated; HeapTrimmer trims at most once a period.
+#include "system/HeapTrim.h"
+
+#include <QTest>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace dedloc;
+
+namespace {
+
+constexpr std::size_t MiB = 1024 * 1024;
+
+// This process's resident bytes (/proc/self/statm).
+std::size_t residentBytes()
+{
+    std::ifstream statm("/proc/self/statm");
+    std::size_t size = 0, resident = 0;
+    statm >> size >> resident;
+    return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// 1 600 blocks of 64 KiB (100 MiB, each below glibc's mapping threshold, so from the arena),
+// touched, each followed by a small block that stays: the big ones, freed, cannot merge into the
+// arena's top. Returns the small ones.
+std::vector<void *> fragmentedFree()
+{
+    std::vector<void *> big, pins;
+    for (int i = 0; i < 1600; ++i) {
+        big.push_back(std::malloc(64 * 1024));
+        std::memset(big.back(), 1, 64 * 1024);
+        pins.push_back(std::malloc(64));
+    }
+    for (void *p : big)
+        std::free(p);
+    return pins;
+}
+
+} // namespace
+
+class TestHeapTrim final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void freedBlocksBetweenLiveOnesLeaveTheProcessOnlyWhenTrimmed()
+    {
+#if !defined(__GLIBC__)
+        QSKIP("the allocator is not glibc's: releaseFreeHeap() does nothing");
+#endif
+        for (const bool onAThread : {false, true}) {
+            std::vector<void *> pins;
+            if (onAThread)
+                std::thread([&] { pins = fragmentedFree(); }).join(); // that thread's arena
+            else
+                pins = fragmentedFree();
+            const auto held = residentBytes();
+            QVERIFY(releaseFreeHeap());
+            const auto trimmed = residentBytes();
+            qInfo("%s: resident %.1f MiB after the frees, %.1f MiB after the trim", onAThread ? "thread" : "main",
+                  double(held) / MiB, double(trimmed) / MiB);
+            QVERIFY2(held > trimmed + 80 * MiB, qPrintable(QStringLiteral("%1 -> %2 bytes").arg(held).arg(trimmed)));
+            for (void *p : pins)
+                std::free(p);
+        }
+    }
+
+    void figuresFollowWhatIsAllocated()
+    {
+#if !defined(__GLIBC__)
+        QSKIP("the allocator is not glibc's: no figures");
+#endif
+        const auto before = heapFigures();
+        std::vector<void *> blocks;
+        for (int i = 0; i < 40; ++i) {
+            blocks.push_back(std::malloc(MiB));
+            std::memset(blocks.back(), 1, MiB);
+        }
+        const auto during = heapFigures();
+        QVERIFY(during.inUse >= before.inUse + 40 * MiB);
+        QVERIFY(during.held >= during.inUse);
+        for (void *p : blocks)
+            std::free(p);
+        const auto after = heapFigures();
+        QVERIFY(after.inUse + 40 * MiB <= during.inUse);
+    }
+
+    void theTrimmerTrimsAtMostOncePerPeriod()
+    {
+        HeapTrimmer trimmer(30.0);
+        QVERIFY(trimmer.due(1000.0)); // the first call
+        QVERIFY(!trimmer.due(1000.0));
+        QVERIFY(!trimmer.due(1029.9));
+        QVERIFY(trimmer.due(1030.0));
+        QVERIFY(!trimmer.due(1045.0));
+        QVERIFY(trimmer.due(1061.0));
+    }
+};
+
+QTEST_MAIN(TestHeapTrim)
+#include "tst_heaptrim.moc"
