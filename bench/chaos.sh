@@ -19,8 +19,9 @@
 #   --hostile KIND     the hostile trainer's --attack (default scale:-1000); none: 4 honest ones
 #   --build DIR        build tree with app/dedloc and tests/dedloc-hostile-peer (default: build/)
 #   --target-batch N   samples per global step of a new run (default 64)
-#   --warmup S         RSS growth counts from the first sample S seconds after a process started
-#                      (default 120: a trainer's RSS climbs for its first 1-2 minutes, then levels)
+#   --warmup S         RSS growth counts from S seconds after a process started (the median of
+#                      its first minute of samples from then against that of its last minute;
+#                      default 120: a trainer's RSS climbs for its first 1-2 minutes, then levels)
 #   --seed N           seed of the kill order (default: the time)
 #   --peer-args ARGS   more dedloc options for every peer, e.g. "--matchmaking-time 4"
 set -euo pipefail

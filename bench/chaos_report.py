@@ -81,8 +81,14 @@ def longest_stall(times, begin, end):
     return gap, at, at + gap
 
 
+RSS_WINDOW = 60.0  # seconds of samples whose median stands for the start and for the end
+
+
 def rss_growth(rows, warmup):
-    """Per process lifetime (name, pid): first sample at least `warmup` s after its start, last one."""
+    """Per process lifetime (name, pid): the median RSS of its first RSS_WINDOW s of samples from
+    `warmup` s after its start against the median of its last RSS_WINDOW s. A peer gives its
+    allocator's free pages back every 30 s, so one sample lies anywhere in that cycle (+-5%); the
+    medians of six samples do not, and a climb over minutes still shows."""
     lives = collections.defaultdict(list)
     for t, name, pid, age, kib in rows:
         lives[(name, pid)].append((float(t), float(age), int(kib)))
@@ -92,13 +98,15 @@ def rss_growth(rows, warmup):
         if len(warm) < 2:
             short += 1
             continue
-        first, last = warm[0], warm[-1]
-        out.append((name, pid, samples[-1][1], first[2], last[2], 100.0 * (last[2] - first[2]) / first[2]))
+        first = statistics.median(s[2] for s in warm if s[1] <= warm[0][1] + RSS_WINDOW)
+        last = statistics.median(s[2] for s in warm if s[1] >= warm[-1][1] - RSS_WINDOW)
+        out.append((name, pid, samples[-1][1], first, last, 100.0 * (last - first) / first))
     return out, short
 
 
 def print_rss(lives, short, warmup):
-    print(f"RSS per process lifetime (first sample >= {warmup:.0f} s after its start vs its last sample; "
+    print(f"RSS per process lifetime (median of its first {RSS_WINDOW:.0f} s of samples from {warmup:.0f} s after "
+          f"its start vs of its last {RSS_WINDOW:.0f} s; "
           f"{short} lifetime(s) too short to tell):")
     for name, pid, age, first, last, pct in lives:
         print(f"  {name:<10} pid {pid:>7}  lived {age:>5.0f} s  {first / 1024:7.1f} -> {last / 1024:7.1f} MiB  "
