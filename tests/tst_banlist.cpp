@@ -118,6 +118,30 @@ private Q_SLOTS:
         QVERIFY(after.isBanned("x", 3e9));
     }
 
+    // A ban at once (ban()) is a ban like three strikes': it lasts banSeconds, logs its reason,
+    // counts, and escalates: after it, the next ban (at once or by strikes) is for the run. A
+    // ban() while banned changes nothing.
+    void aBanAtOnceLastsAndEscalatesLikeStrikes()
+    {
+        BanList bans; // 3 strikes, 60 s, 300 s, the second ban for the run
+        QVERIFY(bans.ban("x", "far off in 4 of 4 rounds", 0.0));
+        QVERIFY(bans.isBanned("x", 299.0));
+        QVERIFY(!bans.isBanned("x", 300.5));
+        QVERIFY(!bans.ban("x", "again", 100.0));
+        QCOMPARE(bans.bansImposed(), std::uint64_t(1));
+        QVERIFY(std::any_of(m_log.begin(), m_log.end(),
+                            [](const std::string &l) { return l == "x: far off in 4 of 4 rounds"; }));
+        QVERIFY(!bans.strike("x", "bad", 400.0));
+        QVERIFY(!bans.strike("x", "bad", 401.0));
+        QVERIFY(bans.strike("x", "bad", 402.0));
+        QVERIFY(bans.isBanned("x", 1e9));
+        QVERIFY(bans.ban("y", "far off", 0.0));
+        QVERIFY(!bans.isBanned("y", 301.0));
+        QVERIFY(bans.ban("y", "far off", 500.0));
+        QVERIFY(bans.isBanned("y", 1e9));
+        QCOMPARE(bans.bansImposed(), std::uint64_t(4));
+    }
+
     // Further strikes while banned do not end the ban early.
     void strikesDuringABanKeepItInForce()
     {

@@ -3,7 +3,7 @@
 // tests/hostile's dedloc-hostile-peer, which sends its true gradient times -1000 (an ascent
 // direction, a thousand times the honest size). The honest trainers must keep identical, finite
 // parameters at every step, ban the hostile peer from their own reducers' verdicts (its parts are
-// outliers, an offence each round), and never ban each other.
+// outliers in every round: an offence at its 3rd, a ban at its 4th), and never ban each other.
 #include "SwarmHarness.h"
 
 #include <QTemporaryDir>

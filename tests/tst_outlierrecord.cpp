@@ -14,10 +14,10 @@ class TestOutlierRecord final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    // Far off in every round: no offence at the 1st and 2nd verdicts, one at every verdict from the
-    // 3rd; with BanList's defaults (three strikes within 60 s) and a round a second it is banned
-    // at its 5th round.
-    void aSenderFarOffInEveryRoundOffendsFromItsThirdVerdictAndIsBannedAtItsFifth()
+    // Far off in every round: no offence at the 1st and 2nd verdicts, an offence at the 3rd, a ban
+    // at the 4th (4 of 4) and every one after; with rounds 120 s apart (a large global batch), so
+    // BanList's three strikes within 60 s alone would never ban it.
+    void aSenderFarOffInEveryRoundIsBannedAtItsFourthVerdictHoweverSlowItsRounds()
     {
         OutlierRecord record;
         BanList bans;
@@ -25,13 +25,15 @@ private Q_SLOTS:
         for (int round = 1; round <= 8; ++round) {
             const auto j = record.judge("rogue", true);
             QCOMPARE(j.offence, round >= 3);
+            QCOMPARE(j.ban, round >= 4);
             QCOMPARE(j.outliers, std::min(round, 6));
             QCOMPARE(j.judged, std::min(round, 6));
-            if (j.offence && bans.strike("rogue", "far off", round) && bannedAt == 0)
-                bannedAt = round;
+            const double now = 120.0 * round;
+            if (j.ban ? bans.ban("rogue", "far off", now) : j.offence && bans.strike("rogue", "far off", now))
+                bannedAt = bannedAt == 0 ? round : bannedAt;
         }
-        QCOMPARE(bannedAt, 5);
-        QVERIFY(bans.isBanned("rogue", 8.0));
+        QCOMPARE(bannedAt, 4);
+        QVERIFY(bans.isBanned("rogue", 8 * 120.0));
     }
 
     // The clean soak's pattern (one honest trainer judged far off at its 3rd, 6th, 54th and 123rd
@@ -46,21 +48,29 @@ private Q_SLOTS:
         }
         for (int v = 1; v <= 1000; ++v)
             QVERIFY2(!record.judge("quarter", v % 4 == 0).offence, qPrintable(QString::number(v)));
-        // Two outliers in a row are still no offence; a third within the window is.
+        // Two outliers in a row are still no offence; a third within the window is one, and not
+        // yet a ban; a fourth is.
         QVERIFY(!record.judge("honest", true).offence);
         QVERIFY(!record.judge("honest", true).offence);
         QVERIFY(!record.judge("honest", false).offence);
-        QVERIFY(record.judge("honest", true).offence);
+        const auto third = record.judge("honest", true);
+        QVERIFY(third.offence && !third.ban);
+        QVERIFY(record.judge("honest", true).ban);
     }
 
-    // Far off in every other round: 3 outliers of the last 5 verdicts at the 5th.
-    void aSenderFarOffEveryOtherRoundOffends()
+    // Far off in every other round: 3 outliers of the last 5 verdicts at the 5th, an offence then
+    // and at every outlier after; never 4 of 6, so no ban at once (BanList's strikes ban it).
+    void aSenderFarOffEveryOtherRoundOffendsFromItsFifth()
     {
         OutlierRecord record;
         int first = 0;
-        for (int v = 1; v <= 12 && first == 0; ++v)
-            if (record.judge("alternating", v % 2 == 1).offence)
+        for (int v = 1; v <= 40; ++v) {
+            const auto j = record.judge("alternating", v % 2 == 1);
+            QVERIFY(!j.ban);
+            QCOMPARE(j.offence, v >= 5 && v % 2 == 1);
+            if (j.offence && first == 0)
                 first = v;
+        }
         QCOMPARE(first, 5);
     }
 
@@ -86,7 +96,7 @@ private Q_SLOTS:
     // starts over; the others keep theirs.
     void theRecordForgetsTheSenderJudgedLeastRecently()
     {
-        OutlierRecord record({6, 3, 2});
+        OutlierRecord record({6, 3, 4, 2});
         record.judge("a", true);
         record.judge("a", true);
         record.judge("b", true);
@@ -101,20 +111,24 @@ private Q_SLOTS:
         QCOMPARE(record.senders(), std::size_t(2));
     }
 
-    // Options out of range are clamped: a window of 40 keeps 32 verdicts, and a threshold above
-    // the window is the window.
+    // Options out of range are clamped: a window of 40 keeps 32 verdicts, a threshold above the
+    // window is the window, and the ban's threshold is at least the offence's.
     void optionsAreClampedToWhatTheRecordHolds()
     {
-        OutlierRecord record({40, 50, 10});
+        OutlierRecord record({40, 50, 60, 10});
         OutlierJudgement j;
-        for (int v = 1; v <= 40; ++v)
+        for (int v = 1; v <= 40; ++v) {
             j = record.judge("x", true);
+            QCOMPARE(j.offence, v >= 32);
+            QCOMPARE(j.ban, v >= 32);
+        }
         QCOMPARE(j.judged, 32);
         QCOMPARE(j.outliers, 32);
-        QVERIFY(j.offence);
-        OutlierRecord small({2, 5, 10});
-        QVERIFY(!small.judge("y", true).offence);
-        QVERIFY(small.judge("y", true).offence);
+        OutlierRecord small({6, 3, 1, 10});
+        QVERIFY(!small.judge("y", true).ban);
+        QVERIFY(!small.judge("y", true).ban);
+        const auto third = small.judge("y", true);
+        QVERIFY(third.offence && third.ban);
     }
 };
 

@@ -30,6 +30,23 @@ bool BanList::strike(const std::string &sender, const std::string &reason, doubl
                             + std::to_string(m_options.strikesToBan) + " strikes)");
     if (e.strikes < m_options.strikesToBan)
         return false;
+    impose(e, sender, now);
+    return true;
+}
+
+bool BanList::ban(const std::string &sender, const std::string &reason, double now)
+{
+    std::lock_guard lock(m_mutex);
+    auto &e = m_entries[sender];
+    if (e.bannedUntil > now)
+        return false;
+    log::warning("ban", sender.substr(0, 16) + ": " + reason);
+    impose(e, sender, now);
+    return true;
+}
+
+void BanList::impose(Entry &e, const std::string &sender, double now)
+{
     e.strikes = 0;
     ++e.bans;
     ++m_bansImposed;
@@ -42,7 +59,6 @@ bool BanList::strike(const std::string &sender, const std::string &reason, doubl
         log::warning("ban", sender.substr(0, 16) + " is banned for "
                                 + std::to_string(static_cast<int>(m_options.banSeconds)) + " s");
     }
-    return true;
 }
 
 bool BanList::isBanned(const std::string &sender, double now) const

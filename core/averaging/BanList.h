@@ -33,6 +33,10 @@ public:
     // Records `count` strikes (one per rejected message) with their reason, logged once; returns
     // true if they ban the sender.
     bool strike(const std::string &sender, const std::string &reason, double now, int count = 1);
+    // Bans the sender at once, as `strikesToBan` strikes would (the ban escalates alike), for an
+    // offence proven over many rounds (averaging/OutlierRecord.h) rather than by one message; the
+    // reason is logged. Returns false if it was banned already.
+    bool ban(const std::string &sender, const std::string &reason, double now);
     [[nodiscard]] bool isBanned(const std::string &sender, double now) const;
     [[nodiscard]] int strikes(const std::string &sender, double now) const;
     // Counts the bans imposed so far (restored ones included): a change means toJson() changed.
@@ -51,6 +55,9 @@ private:
         double bannedUntil = 0.0; // +infinity: for the run
         int bans = 0;             // bans imposed on this sender
     };
+    // Bans e (the lock held): for banSeconds, or for the run at its bansForRun-th ban.
+    void impose(Entry &e, const std::string &sender, double now);
+
     BanOptions m_options;
     mutable std::mutex m_mutex;
     std::map<std::string, Entry> m_entries;

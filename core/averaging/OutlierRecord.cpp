@@ -9,6 +9,7 @@ OutlierRecord::OutlierRecord(OutlierRecordOptions options) : m_options(options)
 {
     m_options.window = std::clamp(m_options.window, 1, 32);
     m_options.outliersToOffend = std::clamp(m_options.outliersToOffend, 1, m_options.window);
+    m_options.outliersToBan = std::clamp(m_options.outliersToBan, m_options.outliersToOffend, m_options.window);
     m_options.maxSenders = std::max<std::size_t>(m_options.maxSenders, 1);
 }
 
@@ -30,6 +31,7 @@ OutlierJudgement OutlierRecord::judge(const std::string &sender, bool outlier)
     j.outliers = std::popcount(e.verdicts);
     j.judged = e.judged;
     j.offence = outlier && j.outliers >= m_options.outliersToOffend;
+    j.ban = outlier && j.outliers >= m_options.outliersToBan;
     return j;
 }
 

@@ -22,7 +22,8 @@
 //
 // Outliers: sender i is an outlier when ||x_i - v_0|| sqrt(w_i) exceeds OutlierRatio times the
 // median over senders of the same (a mean over w samples deviates by about 1/sqrt(w): a sender
-// with few samples is allowed a wider spread). The reducer reports outliers as offences.
+// with few samples is allowed a wider spread). The reducer reports its verdicts
+// (AllReduceReport::clipVerdicts); the peer strikes a persistent outlier (averaging/OutlierRecord.h).
 //
 // Units: none (the values' own). Threads: any; no state. Errors: none (sizes are the caller's).
 #include "run/RunManifest.h"

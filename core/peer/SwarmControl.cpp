@@ -123,7 +123,7 @@ void SwarmPeer::Impl::controlLoop()
                                     + " s); progress record " + (progressPut ? "put in " : "not confirmed in ")
                                     + std::to_string(progressPutSeconds) + " s");
         saveBansIfChanged();
-        heapTrimmer.due(unixNow());
+        heapTrimmer.due(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
         waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
     for (auto *f : {&creditRead, &creditPublish, &reachabilityCheck, &bootstrapping})

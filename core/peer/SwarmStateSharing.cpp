@@ -208,11 +208,12 @@ void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport
     for (const auto &v : report.clipVerdicts) {
         const auto &sender = group.info.members[v.member].peerId;
         const auto j = outlierRecord.judge(sender, v.outlier);
-        if (j.offence)
-            bans->strike(sender,
-                         "round " + group.info.groupId + ": parts far from the other senders' (CenteredClip) in "
-                             + std::to_string(j.outliers) + " of its last " + std::to_string(j.judged) + " rounds here",
-                         unixNow());
+        const auto why = "round " + group.info.groupId + ": parts far from the other senders' (CenteredClip) in "
+                         + std::to_string(j.outliers) + " of its last " + std::to_string(j.judged) + " rounds here";
+        if (j.ban)
+            bans->ban(sender, why, unixNow());
+        else if (j.offence)
+            bans->strike(sender, why, unixNow());
     }
     if (report.roundTripSeconds > 0) // the farthest member of the last group: this peer's buffers cover it
         roundTripSeconds = report.roundTripSeconds;

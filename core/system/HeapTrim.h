@@ -6,14 +6,13 @@
 // activations and gradients, a round's parts and results, state snapshots, averaged updates).
 // glibc keeps freed blocks in its arenas for reuse and returns only the free space at the top of
 // the main arena; free space between live blocks stays resident. Over a long run the process's
-// RSS climbs in jumps although what it uses does not: a trainer of the tiny run held 565 MB
-// in its arenas with 249 MB in use after 500 steps. Mapping large blocks instead (a fixed
-// M_MMAP_THRESHOLD of 1-4 MiB) returns them at once but made the tiny run's solo training 2-4x
-// slower (torch maps and faults its activations at every step); trimming now and then keeps the
-// allocator's reuse and releases what it holds beyond that.
+// RSS climbs in jumps although what it uses does not (docs/DECISIONS.md "Long runs"). Mapping
+// large blocks instead (a fixed M_MMAP_THRESHOLD) returns them at once, but torch would then map
+// and fault its activations at every step; trimming now and then keeps the allocator's reuse and
+// releases what it holds beyond that.
 //
-// Units: bytes. Threads: any (glibc locks each arena in turn; the trim takes milliseconds for a
-// few hundred megabytes). Errors: none.
+// Units: bytes. Threads: any (glibc locks each arena in turn while it walks it: a trim takes time
+// in proportion to the free memory held). Errors: none.
 #include <cstddef>
 
 namespace dedloc {
@@ -31,7 +30,8 @@ HeapFigures heapFigures();
 bool releaseFreeHeap();
 
 // Calls releaseFreeHeap() at most once per `periodSeconds` of the caller's clock (seconds, any
-// origin): a peer calls due() after each round. Threads: one caller at a time.
+// origin; a steady one, or a clock set back stops the trims until it catches up): a peer's control
+// loop calls due() at each turn. Threads: one caller at a time.
 class HeapTrimmer final {
 public:
     explicit HeapTrimmer(double periodSeconds = 30.0) : m_period(periodSeconds) {}
