@@ -100,17 +100,31 @@ def rss_growth(rows, warmup):
             continue
         first = statistics.median(s[2] for s in warm if s[1] <= warm[0][1] + RSS_WINDOW)
         last = statistics.median(s[2] for s in warm if s[1] >= warm[-1][1] - RSS_WINDOW)
-        out.append((name, pid, samples[-1][1], first, last, 100.0 * (last - first) / first))
+        out.append((name, pid, samples[-1][1], first, last, 100.0 * (last - first) / first, trend(warm)))
     return out, short
+
+
+def trend(warm):
+    """Growth over the samples' span by a least-squares line through all of them, in percent of
+    their mean: a process whose RSS swings (a monitor serving state to restarted peers) shows its
+    trend here rather than where its first and last minutes happened to fall."""
+    ages = [s[1] for s in warm]
+    kib = [s[2] for s in warm]
+    mean_age, mean_kib = statistics.mean(ages), statistics.mean(kib)
+    spread = sum((a - mean_age) ** 2 for a in ages)
+    if spread == 0 or mean_kib == 0:
+        return 0.0
+    slope = sum((a - mean_age) * (k - mean_kib) for a, k in zip(ages, kib)) / spread
+    return 100.0 * slope * (ages[-1] - ages[0]) / mean_kib
 
 
 def print_rss(lives, short, warmup):
     print(f"RSS per process lifetime (median of its first {RSS_WINDOW:.0f} s of samples from {warmup:.0f} s after "
           f"its start vs of its last {RSS_WINDOW:.0f} s; "
           f"{short} lifetime(s) too short to tell):")
-    for name, pid, age, first, last, pct in lives:
+    for name, pid, age, first, last, pct, line in lives:
         print(f"  {name:<10} pid {pid:>7}  lived {age:>5.0f} s  {first / 1024:7.1f} -> {last / 1024:7.1f} MiB  "
-              f"{pct:+6.1f}%")
+              f"{pct:+6.1f}%  (line through all: {line:+6.1f}%)")
 
 
 def restarts(events, times_by_name, end):
