@@ -110,11 +110,10 @@ def trend(warm):
     trend here rather than where its first and last minutes happened to fall."""
     ages = [s[1] for s in warm]
     kib = [s[2] for s in warm]
-    mean_age, mean_kib = statistics.mean(ages), statistics.mean(kib)
-    spread = sum((a - mean_age) ** 2 for a in ages)
-    if spread == 0 or mean_kib == 0:
+    mean_kib = statistics.mean(kib)
+    if len(set(ages)) < 2 or mean_kib == 0:
         return 0.0
-    slope = sum((a - mean_age) * (k - mean_kib) for a, k in zip(ages, kib)) / spread
+    slope = statistics.linear_regression(ages, kib).slope
     return 100.0 * slope * (ages[-1] - ages[0]) / mean_kib
 
 

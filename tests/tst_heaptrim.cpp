@@ -1,6 +1,6 @@
 // Giving the allocator's free memory back (core/system/HeapTrim.h): freed blocks held between live
-// ones stay resident until releaseFreeHeap(), in the main arena and in a thread's arena; the
-// figures follow what is allocated; HeapTrimmer trims at most once a period.
+// ones stay resident until releaseFreeHeap(), in the main arena and in a thread's arena;
+// HeapTrimmer trims at most once a period.
 #include "system/HeapTrim.h"
 
 #include <QTest>
@@ -69,26 +69,6 @@ private Q_SLOTS:
             for (void *p : pins)
                 std::free(p);
         }
-    }
-
-    void figuresFollowWhatIsAllocated()
-    {
-#if !defined(__GLIBC__)
-        QSKIP("the allocator is not glibc's: no figures");
-#endif
-        const auto before = heapFigures();
-        std::vector<void *> blocks;
-        for (int i = 0; i < 40; ++i) {
-            blocks.push_back(std::malloc(MiB));
-            std::memset(blocks.back(), 1, MiB);
-        }
-        const auto during = heapFigures();
-        QVERIFY(during.inUse >= before.inUse + 40 * MiB);
-        QVERIFY(during.held >= during.inUse);
-        for (void *p : blocks)
-            std::free(p);
-        const auto after = heapFigures();
-        QVERIFY(after.inUse + 40 * MiB <= during.inUse);
     }
 
     void theTrimmerTrimsAtMostOncePerPeriod()

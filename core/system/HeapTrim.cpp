@@ -1,21 +1,12 @@
 #include "system/HeapTrim.h"
 
+#include <cstdlib> // defines __GLIBC__ where the C library is glibc's
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace dedloc {
-
-HeapFigures heapFigures()
-{
-    HeapFigures f;
-#if defined(__GLIBC__)
-    const auto m = mallinfo2();
-    f.held = m.arena + m.hblkhd;
-    f.inUse = m.uordblks + m.hblkhd;
-#endif
-    return f;
-}
 
 bool releaseFreeHeap()
 {

@@ -11,19 +11,10 @@
 // and fault its activations at every step; trimming now and then keeps the allocator's reuse and
 // releases what it holds beyond that.
 //
-// Units: bytes. Threads: any (glibc locks each arena in turn while it walks it: a trim takes time
+// Units: seconds (HeapTrimmer). Threads: any (glibc locks each arena in turn while it walks it: a trim takes time
 // in proportion to the free memory held). Errors: none.
-#include <cstddef>
 
 namespace dedloc {
-
-struct HeapFigures {
-    std::size_t held = 0;  // bytes the allocator has from the kernel (arenas and mapped blocks)
-    std::size_t inUse = 0; // bytes of those in live allocations
-};
-
-// What the allocator holds and uses now (glibc's mallinfo2, summed over arenas); zeros elsewhere.
-HeapFigures heapFigures();
 
 // Returns to the kernel every whole free page the allocator holds, in every arena. True where it
 // released something (glibc), false otherwise.
