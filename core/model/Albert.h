@@ -11,7 +11,9 @@
 // Include only from core/ translation units that already pay for <torch/torch.h>.
 #include "model/ModelShape.h"
 
+#ifndef Q_MOC_RUN // moc needs no libtorch declaration (parsing it cost ~9 s a test's moc)
 #include <torch/torch.h>
+#endif
 
 namespace dedloc {
 

@@ -4,7 +4,9 @@
 // Errors: dedloc::Error when a flat vector's size is not the tensors' element count.
 #include "util/Error.h"
 
+#ifndef Q_MOC_RUN // moc needs no libtorch declaration (parsing it cost ~9 s a test's moc)
 #include <torch/torch.h>
+#endif
 
 #include <span>
 #include <string>

@@ -11,7 +11,9 @@
 // parameter's device. Not thread-safe: call from the trainer thread only.
 #include "run/RunManifest.h"
 
+#ifndef Q_MOC_RUN // moc needs no libtorch declaration (parsing it cost ~9 s a test's moc)
 #include <torch/torch.h>
+#endif
 
 #include <string>
 #include <vector>

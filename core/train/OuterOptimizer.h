@@ -13,7 +13,9 @@
 // Tensors are fp32 on the parameters' device; flat vectors are fp32 on the CPU, in parameter
 // registration order (Trainer::parametersFlat() layout). Not thread-safe: the trainer thread.
 // Errors: dedloc::Error for a vector of the wrong size.
+#ifndef Q_MOC_RUN // moc needs no libtorch declaration (parsing it cost ~9 s a test's moc)
 #include <torch/torch.h>
+#endif
 
 #include <span>
 #include <vector>
