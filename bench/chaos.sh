@@ -19,9 +19,11 @@
 #   --hostile KIND     the hostile trainer's --attack (default scale:-1000); none: 4 honest ones
 #   --build DIR        build tree with app/dedloc and tests/dedloc-hostile-peer (default: build/)
 #   --target-batch N   samples per global step of a new run (default 64)
-#   --warmup S         RSS growth counts from S seconds after a process started (the median of
-#                      its first minute of samples from then against that of its last minute;
-#                      default 120: a trainer's RSS climbs for its first 1-2 minutes, then levels)
+#   --warmup S         RSS growth counts from S seconds after a process started (default 120: a
+#                      trainer's RSS climbs for its first 1-2 minutes, then levels). A process
+#                      with 10 minutes of samples after that is judged by a least-squares line
+#                      through them; shorter lives (kills) by their RSS at the same age, early in
+#                      the soak against late (bench/chaos_report.py)
 #   --seed N           seed of the kill order (default: the time)
 #   --peer-args ARGS   more dedloc options for every peer, e.g. "--matchmaking-time 4"
 set -euo pipefail

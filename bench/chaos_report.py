@@ -82,26 +82,30 @@ def longest_stall(times, begin, end):
 
 
 RSS_WINDOW = 60.0  # seconds of samples whose median stands for the start and for the end
+LONG_LIFE = 600.0  # seconds of samples after warm-up from which a lifetime is judged on its own
 
 
-def rss_growth(rows, warmup):
-    """Per process lifetime (name, pid): the median RSS of its first RSS_WINDOW s of samples from
-    `warmup` s after its start against the median of its last RSS_WINDOW s. A peer gives its
-    allocator's free pages back every 30 s, so one sample lies anywhere in that cycle (+-5%); the
-    medians of six samples do not, and a climb over minutes still shows."""
+def rss_lives(rows, warmup):
+    """{(name, pid): [(time, age, KiB)]} of the samples from `warmup` s after each start, and the
+    count of lifetimes with fewer than two such samples."""
     lives = collections.defaultdict(list)
     for t, name, pid, age, kib in rows:
         lives[(name, pid)].append((float(t), float(age), int(kib)))
-    out, short = [], 0
-    for (name, pid), samples in sorted(lives.items(), key=lambda kv: kv[1][0][0]):
-        warm = [s for s in samples if s[1] >= warmup]
-        if len(warm) < 2:
-            short += 1
-            continue
+    warm = {k: [s for s in v if s[1] >= warmup] for k, v in lives.items()}
+    return {k: v for k, v in warm.items() if len(v) >= 2}, sum(1 for v in warm.values() if len(v) < 2)
+
+
+def rss_growth(lives):
+    """Per process lifetime (name, pid): the median RSS of its first RSS_WINDOW s of warm samples
+    against the median of its last RSS_WINDOW s (a peer gives its allocator's free pages back every
+    30 s, so one sample lies anywhere in that cycle), and trend(). Oldest first."""
+    out = []
+    for (name, pid), warm in sorted(lives.items(), key=lambda kv: kv[1][0][0]):
         first = statistics.median(s[2] for s in warm if s[1] <= warm[0][1] + RSS_WINDOW)
         last = statistics.median(s[2] for s in warm if s[1] >= warm[-1][1] - RSS_WINDOW)
-        out.append((name, pid, samples[-1][1], first, last, 100.0 * (last - first) / first, trend(warm)))
-    return out, short
+        span = warm[-1][1] - warm[0][1]
+        out.append((name, pid, warm[-1][1], first, last, 100.0 * (last - first) / first, trend(warm), span))
+    return out
 
 
 def trend(warm):
@@ -117,13 +121,59 @@ def trend(warm):
     return 100.0 * slope * (ages[-1] - ages[0]) / mean_kib
 
 
-def print_rss(lives, short, warmup):
+def role(name):
+    return "trainer" if name.startswith("trainer") else name
+
+
+def restart_growth(lives, begin, end, warmup):
+    """Lifetimes too short to be judged alone, compared across the run: per role (the honest
+    trainers pooled), the median RSS at the same age (the first RSS_WINDOW s after warm-up) of the
+    lifetimes that started in the run's first third against those that started in its last
+    third. A leak that outlives a process (state on disk, a donor's growing reply) shows here;
+    the climb of each young process, the same early and late, does not.
+    [(role, early lifetimes, late lifetimes, early MiB, late MiB, percent)], None where a third
+    holds no lifetime."""
+    third = (end - begin) / 3.0
+    at_age = collections.defaultdict(lambda: ([], []))
+    for (name, _), warm in lives.items():
+        if warm[-1][1] - warm[0][1] >= LONG_LIFE:
+            continue
+        started = warm[0][0] - warm[0][1]
+        young = statistics.median(s[2] for s in warm if s[1] <= warmup + RSS_WINDOW)
+        if started < begin + third:
+            at_age[role(name)][0].append(young)
+        elif started >= end - third:
+            at_age[role(name)][1].append(young)
+    out = []
+    for r, (early, late) in sorted(at_age.items()):
+        e = statistics.median(early) if early else None
+        l = statistics.median(late) if late else None
+        pct = 100.0 * (l - e) / e if e and l else None
+        out.append((r, len(early), len(late), (e or 0) / 1024, (l or 0) / 1024, pct))
+    return out
+
+
+def print_rss(growth, short, across, warmup):
     print(f"RSS per process lifetime (median of its first {RSS_WINDOW:.0f} s of samples from {warmup:.0f} s after "
-          f"its start vs of its last {RSS_WINDOW:.0f} s; "
+          f"its start vs of its last {RSS_WINDOW:.0f} s, and a least-squares line through all of them; "
           f"{short} lifetime(s) too short to tell):")
-    for name, pid, age, first, last, pct, line in lives:
+    for name, pid, age, first, last, pct, line, span in growth:
+        judged = "  judged by its line" if span >= LONG_LIFE else ""
         print(f"  {name:<10} pid {pid:>7}  lived {age:>5.0f} s  {first / 1024:7.1f} -> {last / 1024:7.1f} MiB  "
-              f"{pct:+6.1f}%  (line through all: {line:+6.1f}%)")
+              f"{pct:+6.1f}%  (line through all: {line:+6.1f}%){judged}")
+    print(f"RSS at the same age ({warmup:.0f}-{warmup + RSS_WINDOW:.0f} s) of lifetimes under {LONG_LIFE:.0f} s, "
+          "started in the run's first third vs its last third:")
+    for r, ne, nl, e, l, pct in across:
+        print(f"  {r:<10} {ne} early, {nl} late: {e:7.1f} -> {l:7.1f} MiB  "
+              + (f"{pct:+6.1f}%" if pct is not None else "(a third without a lifetime)"))
+
+
+def rss_verdict(growth, across):
+    """The largest judged growth: long lifetimes by their line, short ones across restarts.
+    (percent, what) or None when nothing could be judged."""
+    judged = [(g[6], f"{g[0]} pid {g[1]}, line through {g[7]:.0f} s") for g in growth if g[7] >= LONG_LIFE]
+    judged += [(a[5], f"{a[0]} restarts, {a[1]} early vs {a[2]} late") for a in across if a[5] is not None]
+    return max(judged, default=None)
 
 
 def restarts(events, times_by_name, end):
@@ -213,8 +263,10 @@ def main():
         print(f"val_loss: {first_val[2]:.4f} at step {first_val[1]} -> {last_val[2]:.4f} at step {last_val[1]} (last)")
     else:
         print("val_loss: none recorded")
-    lives, short = rss_growth(read_tsv(os.path.join(a.soak, "rss.tsv")), a.warmup)
-    print_rss(lives, short, a.warmup)
+    lives, short = rss_lives(read_tsv(os.path.join(a.soak, "rss.tsv")), a.warmup)
+    growth = rss_growth(lives)
+    across = restart_growth(lives, a.begin, a.end, a.warmup)
+    print_rss(growth, short, across, a.warmup)
     print_restarts(restarts(events, {n: stats[n]["times"] for n in names}, a.end), a.begin)
     crashes = [row for row in events if row[1] == "exit"]
     for row in crashes:
@@ -226,12 +278,12 @@ def main():
     for n, b in sorted(banned.items()):
         print(f"  {n} banned: {', '.join(sorted(b)) or 'nobody'}")
 
-    worst = max(lives, key=lambda r: r[5], default=None)
+    worst = rss_verdict(growth, across)
     ok = [judge(total > 0 and non_finite == 0, f"{non_finite} NaN or non-finite losses in {total} honest steps"),
           judge(gap <= a.stall_limit, f"no stall over {a.stall_limit:.0f} s (longest {gap:.1f} s)"),
-          judge(worst is None or worst[5] < a.rss_limit,
+          judge(worst is None or worst[0] < a.rss_limit,
                 f"RSS growth under {a.rss_limit:.0f}% (largest "
-                + (f"{worst[5]:+.1f}%, {worst[0]} pid {worst[1]})" if worst else "none measured)")),
+                + (f"{worst[0]:+.1f}%, {worst[1]})" if worst else "not judged: no lifetime long enough, no restarts)")),
           judge(not honest_bans, "no honest peer banned another honest one"
                 + "".join(f"; {n} banned {', '.join(b)}" for n, b in honest_bans.items())),
           judge(not crashes, f"no peer exited by itself ({len(crashes)} did)")]
