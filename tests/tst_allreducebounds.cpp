@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 using namespace dedloc;
@@ -59,9 +60,11 @@ struct BoundedGroup {
     }
 
     // One round of the honest members 0 and 1 with the bound set; the rogue stops after it.
-    void run(AggregationSpec aggregation = {})
+    // `rogueBound`: the weight the honest reducers count the rogue's PARTs for at most.
+    void run(AggregationSpec aggregation = {}, double rogueBound = std::numeric_limits<double>::infinity())
     {
         AllReduceOptions o;
+        o.senderWeightBounds[swarm.members[2].peerId] = rogueBound;
         o.aggregation = aggregation;
         o.partElements = PartElements;
         o.maxWeight = MaxWeight;
@@ -131,6 +134,27 @@ private Q_SLOTS:
         const auto averaged = static_cast<std::ptrdiff_t>(2 * ShardElements); // shards 0 and 1, bitwise equal
         QVERIFY(std::equal(s.values[0].begin(), s.values[0].begin() + averaged, s.values[1].begin()));
         QCOMPARE(g.rogue.resultWeights(), std::vector<double>{});
+    }
+
+    // The rogue claims a weight within the bound (3) but above what the honest reducers counted
+    // for it in its progress records (0.5, AllReduceOptions::senderWeightBounds): they count it
+    // for 0.5, as no offence (an honest sender's weight may run ahead of its records), so shards
+    // 0 and 1 hold (1 x0 + 3 x1 + 0.5 x2) / 4.5 instead of (1 x0 + 3 x1 + 3 x2) / 7.
+    void aWeightAboveWhatTheSenderWasCountedForIsClipped()
+    {
+        BoundedGroup g;
+        auto &s = g.swarm;
+        s.members[2].weight = 0.5;
+        const auto expected = s.expectedAverage({0, 1, 2});
+        s.members[2].weight = 2.0;
+        g.rogue.start(g.roguePartsClaiming(3.0), std::nullopt);
+        g.run({}, 0.5);
+        for (std::size_t i : {0, 1}) {
+            const auto &r = s.reports[i];
+            QVERIFY(r.offences.empty());
+            QCOMPARE(r.myShardWeight, 4.5);
+            QVERIFY(closeTo(s.values[i], expected, 0, 2 * ShardElements));
+        }
     }
 
     // The rogue sends valid PARTs (its listed weight, 2), so it is averaged into shards 0 and 1,

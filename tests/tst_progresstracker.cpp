@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using namespace dedloc;
 
@@ -24,6 +25,18 @@ ProgressRecord rec(const std::string &id, long epoch, long samples, double sps, 
     r.clientMode = client;
     r.role = role;
     return r;
+}
+
+// Three honest peers at 10 samples/s, at epoch 1 from t = 0 and at epoch 2 from t = 10, read at
+// both times: this tracker sees epoch 2 begin at 10.
+void honestSwarmEntersEpochTwoAtTen(ProgressTracker &t)
+{
+    for (const char *id : {"a", "b", "c"})
+        QVERIFY(t.update(rec(id, 1, 0, 10.0, 0.0), 0.0));
+    QCOMPARE(t.global(0.0, 1).globalEpoch, 1L);
+    for (const char *id : {"a", "b", "c"})
+        QVERIFY(t.update(rec(id, 2, 0, 10.0, 10.0), 10.0));
+    QCOMPARE(t.global(10.0, 1).globalEpoch, 2L);
 }
 
 TrackerOptions options(long target)
@@ -302,6 +315,144 @@ private Q_SLOTS:
         QVERIFY(!t.shouldStartMatchmaking(1, 4.9));
         QVERIFY(t.shouldStartMatchmaking(1, 5.1)); // ETA 4.9 s <= 5 s matchmaking time
         QVERIFY(!t.shouldStartMatchmaking(0, 5.1)); // behind: resync first
+    }
+
+    // Claims bounded by throughput: three honest peers at 10 samples/s; epoch 2 becomes global
+    // here at t = 10 after epoch 1 was; a fourth peer claims the whole target batch at t = 10.5.
+    // It counts what a peer computing at the cap (8 x the median rate) can have computed since
+    // the epoch began, plus the clock skew: 80 x (11 - 10 + 3) = 320, not 1000 (before: a Step on
+    // 30 honest samples at t = 11).
+    void aWholeBatchClaimedAtOnceCountsWhatTheCapAllows()
+    {
+        ProgressTracker t(options(1000));
+        honestSwarmEntersEpochTwoAtTen(t);
+        QVERIFY(t.update(rec("liar", 2, 1000, 10.0, 10.5), 10.5));
+        for (const char *id : {"a", "b", "c"})
+            QVERIFY(t.update(rec(id, 2, 10, 10.0, 11.0), 11.0));
+        const auto g = t.global(11.0, 2);
+        QCOMPARE(g.reportedSamples, 350L);
+        QCOMPARE(g.samplesAccumulated, 350.0);
+        QCOMPARE(int(t.decide(2, 11.0)), int(StepDecision::Accumulate));
+        // The allowance grows at the cap: with the honest peers extrapolated, the step comes when
+        // 30 + 30 (t - 11) + 80 (t - 7) reaches 1000, at t = 16.9, on about 210 honest samples:
+        // the liar counted like a peer computing 8 times the median rate, no more.
+        QCOMPARE(int(t.decide(2, 16.8)), int(StepDecision::Accumulate));
+        QCOMPARE(int(t.decide(2, 17.0)), int(StepDecision::Step));
+    }
+
+    // A rate claimed far above the swarm's counts at the cap, in the extrapolation and the ETA;
+    // the cap is 8 x the median (of an even count: the mean of the middle two).
+    void aRateAboveTheSwarmsCountsAtTheCap()
+    {
+        ProgressTracker t(options(100000));
+        honestSwarmEntersEpochTwoAtTen(t);
+        QVERIFY(t.update(rec("liar", 2, 0, 1e5, 10.0), 10.0));
+        const auto g = t.global(12.0, 2);
+        QCOMPARE(g.samplesPerSecond, 3 * 10.0 + 8 * 10.0); // median 10: the liar's rate counts 80
+        QCOMPARE(g.samplesAccumulated, 3 * 20.0 + 160.0);
+
+        ProgressTracker even(options(100000));
+        const std::vector<std::pair<const char *, double>> rates{{"a", 2.0}, {"b", 4.0}, {"c", 6.0}, {"d", 100.0}};
+        for (const auto &[id, rate] : rates)
+            even.update(rec(id, 1, 0, rate, 0.0), 0.0);
+        QCOMPARE(even.global(0.0, 1).samplesPerSecond, 2.0 + 4.0 + 6.0 + 40.0); // median 5, cap 40
+    }
+
+    // The cap follows the swarm: peers 1 to 4 times the median's speed count exactly; one 100
+    // times faster than the others counts at the cap (a later step on a larger batch). Without
+    // the cap (a closed run) it counts in full.
+    void onlyPeersBeyondTheCapAreCountedBelowTheirClaims()
+    {
+        auto swarm = [](double maxRateOverMedian, const std::vector<std::pair<const char *, double>> &rates) {
+            auto o = options(100000);
+            o.maxRateOverMedian = maxRateOverMedian;
+            ProgressTracker t(o);
+            for (const auto &[id, rate] : rates)
+                t.update(rec(id, 2, 0, rate, 0.0), 0.0);
+            static_cast<void>(t.global(0.0, 2)); // the reader looks at 0 and at 10
+            for (const auto &[id, rate] : rates)
+                t.update(rec(id, 3, 0, rate, 10.0), 10.0);
+            static_cast<void>(t.global(10.0, 2)); // epoch 3 begins here
+            for (const auto &[id, rate] : rates) // 10 s of computing since
+                t.update(rec(id, 3, static_cast<long>(rate * 10), rate, 20.0), 20.0);
+            return t.global(20.0, 3);
+        };
+        const auto honest = swarm(8.0, {{"a", 5.0}, {"b", 10.0}, {"c", 20.0}, {"d", 40.0}});
+        QCOMPARE(honest.samplesAccumulated, 750.0);
+        QCOMPARE(honest.samplesPerSecond, 75.0);
+        // cap 8 x 1 = 8 samples/s: the fast peer counts 8 x (20 - 10 + 3) = 104 of its 1000.
+        const std::vector<std::pair<const char *, double>> mixed{{"a", 1.0}, {"b", 1.0}, {"c", 1.0}, {"gpu", 100.0}};
+        QCOMPARE(swarm(8.0, mixed).samplesAccumulated, 30.0 + 104.0);
+        QCOMPARE(swarm(8.0, mixed).samplesPerSecond, 3.0 + 8.0);
+        QCOMPARE(swarm(std::numeric_limits<double>::infinity(), mixed).samplesAccumulated, 1030.0);
+    }
+
+    // A sender's PARTs count for at most what its records were counted for (plus what a peer at
+    // the cap computes in the clock skew), a sender without a record for the allowance; no cap,
+    // no bound.
+    void weightsAreBoundedByWhatTheRecordsCountedFor()
+    {
+        ProgressTracker t(options(1000));
+        honestSwarmEntersEpochTwoAtTen(t);
+        QVERIFY(t.update(rec("a", 2, 100, 10.0, 20.0), 20.0));
+        QVERIFY(t.update(rec("liar", 2, 1000, 10.0, 20.0), 20.0));
+        const auto b = t.weightBounds(2, 21.0);
+        // cap 80; allowance 80 x (21 - 10 + 3) = 1120
+        QCOMPARE(b.perPeer.at("a"), 100.0 + 10.0 + 80.0 * 3);
+        QCOMPARE(b.perPeer.at("liar"), 1120.0);
+        QCOMPARE(b.perPeer.at("b"), 0.0 + 10.0 * 11 + 80.0 * 3); // its record of t = 10, extrapolated
+        QCOMPARE(b.others, 1120.0);
+        QCOMPARE(b.perPeer.size(), std::size_t(4));
+
+        auto closed = options(1000);
+        closed.maxRateOverMedian = std::numeric_limits<double>::infinity();
+        ProgressTracker c(closed);
+        honestSwarmEntersEpochTwoAtTen(c);
+        QVERIFY(c.weightBounds(2, 21.0).perPeer.empty());
+        QVERIFY(std::isinf(c.weightBounds(2, 21.0).others));
+    }
+
+    // A tracker that starts in the middle of an epoch did not see it begin: it takes the counts
+    // as reported there (a joiner's first reads, its own record first), and bounds those of the
+    // epochs after.
+    void anEpochUnderWayAtTheStartIsNotBounded()
+    {
+        auto o = options(1000);
+        o.selfId = "me";
+        ProgressTracker t(o);
+        QVERIFY(t.update(rec("me", 0, 0, 0.0, 0.0), 0.0));   // its own record, before any read
+        QVERIFY(t.update(rec("a", 5, 600, 10.0, 8.0), 8.0)); // the first reads, 8 s later
+        QVERIFY(t.update(rec("b", 5, 500, 10.0, 9.0), 9.0));
+        QCOMPARE(t.global(9.0, 5).reportedSamples, 1100L);
+        QCOMPARE(int(t.decide(5, 9.0)), int(StepDecision::Step)); // epoch 6 begins at 9 here
+        QVERIFY(t.update(rec("a", 6, 600, 10.0, 10.0), 10.0));
+        QVERIFY(t.update(rec("b", 6, 900, 10.0, 10.0), 10.0));
+        QCOMPARE(t.global(10.0, 6).reportedSamples, 2L * 80 * (10 - 9 + 3)); // both at the bound
+        QCOMPARE(t.global(20.0, 6).reportedSamples, 600L + 900L);         // 80 x 14 = 1120 each
+    }
+
+    // An epoch's beginning is when this tracker decided to step at the epoch before: a delayed
+    // step's records of the next epoch, which carry the shares computed during the round, count
+    // from then, not from when they arrive; and a stranger's record at an epoch nobody else is
+    // at sets no beginning for it.
+    void theNextEpochBeginsAtThisPeersStepDecision()
+    {
+        ProgressTracker t(options(1000));
+        for (const char *id : {"a", "b"})
+            t.update(rec(id, 4, 0, 10.0, 0.0), 0.0);
+        t.update(rec("liar", 6, 0, 10.0, 1.0), 1.0); // no beginning for 6: it is not global
+        QCOMPARE(t.global(1.0, 4).globalEpoch, 4L); // the stranger at 6 is not corroborated
+        for (const char *id : {"a", "b"})
+            t.update(rec(id, 4, 500, 10.0, 50.0), 50.0);
+        QCOMPARE(int(t.decide(4, 50.0)), int(StepDecision::Step));
+        for (const char *id : {"a", "b"}) // shares computed during a 30 s round, arriving at 80
+            t.update(rec(id, 5, 300, 10.0, 80.0), 80.0);
+        // From the decision at 50: 80 x 33 each, so both count in full (from their arrival: 240).
+        QCOMPARE(t.global(80.0, 5).reportedSamples, 600L);
+        t.update(rec("liar", 6, 1000, 10.0, 85.0), 85.0);
+        t.update(rec("a", 6, 0, 10.0, 85.0), 85.0);
+        QCOMPARE(t.global(85.0, 5).globalEpoch, 6L); // 6 becomes global here at 85
+        QCOMPARE(t.global(86.0, 6).reportedSamples, 80L * (86 - 85 + 3)); // not from the claim at 1
     }
 
     void noThroughputMeansNoEta()

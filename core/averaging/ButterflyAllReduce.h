@@ -56,6 +56,8 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -109,8 +111,16 @@ struct AllReduceOptions {
     // above it is refused as an offence, and so is a RESULT whose weight exceeds maxWeight times
     // the group's size: one member cannot decide an average by claiming a huge sample count, nor
     // make the weights infinite. The swarm passes twice the target batch size (an honest peer
-    // stops computing when the swarm's samples reach the target).
+    // never computes more in one epoch).
     double maxWeight = 0.0;
+    // Per sender (peer id), the most weight (samples) its PARTs count for in this member's
+    // reduction; a sender not listed counts up to `otherSendersWeightBound`. A heavier claim is
+    // clipped to the bound, not refused: an honest sender's weight may run ahead of what its
+    // progress records were counted for. The swarm passes what its tracker counted for each
+    // sender at the round's epoch (ProgressTracker::weightBounds). Empty and infinity: only
+    // maxWeight bounds.
+    std::map<std::string, double> senderWeightBounds;
+    double otherSendersWeightBound = std::numeric_limits<double>::infinity();
     // How this member's reducer combines the copies of each part (averaging/RobustAggregation.h):
     // the weighted mean, or CenteredClip, whose verdicts on the senders (far from the others or
     // not) the report carries in secured rounds, where the link proves who sent the parts.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 namespace dedloc::allreduce {
 
@@ -54,9 +55,10 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
                             + std::to_string(m_round.maxWeight));
     auto &s = m_senders[h.sender];
     if (!s.weightKnown) {
-        s.weight = h.weight;
+        s.claimed = h.weight;
+        s.weight = clippedWeight(h.sender, h.weight);
         s.weightKnown = true;
-    } else if (h.weight != s.weight) {
+    } else if (h.weight != s.claimed) {
         throw ProtocolError("PART changes the sender's weight");
     }
     auto &ps = m_partStates[h.part];
@@ -80,6 +82,18 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
     s.lastHeardAt = m_round.elapsed();
     if (blockReady(h.part / m_blockParts))
         reduceBlock(h.part / m_blockParts);
+}
+
+double PartReducer::clippedWeight(std::size_t sender, double claimed) const
+{
+    const double bound = sender < m_round.weightBounds.size() ? m_round.weightBounds[sender]
+                                                               : std::numeric_limits<double>::infinity();
+    if (!(claimed > bound))
+        return claimed;
+    log::info("allreduce", "group " + m_round.groupId + ": member " + std::to_string(sender) + " claims a weight of "
+                               + std::to_string(static_cast<long>(claimed)) + " samples; counted as "
+                               + std::to_string(static_cast<long>(bound)) + ", what its progress records were counted for");
+    return std::max(0.0, bound);
 }
 
 bool PartReducer::blockReady(std::size_t b) const

@@ -97,7 +97,8 @@ class PartReducer final {
   private:
     // Each sender of this round, as its PARTs tell.
     struct SenderState {
-        double weight = 0.0;
+        double weight = 0.0;  // as counted here: the claim, clipped to the sender's bound
+        double claimed = 0.0; // as its PART headers say
         bool weightKnown = false;
         std::uint32_t partsReceived = 0;
         double lastHeardAt = 0.0; // seconds into the round of its last PART (or heardFrom())
@@ -115,6 +116,9 @@ class PartReducer final {
     [[nodiscard]] bool partReady(std::size_t p) const;
     // Whether no part of block b is reduced yet and every one is ready.
     [[nodiscard]] bool blockReady(std::size_t b) const;
+    // A sender's claimed weight as this reduction counts it: at most its bound
+    // (RoundContext::weightBounds), with a log line when clipped.
+    [[nodiscard]] double clippedWeight(std::size_t sender, double claimed) const;
     [[nodiscard]] std::size_t blocks() const;
     // Aggregates block b over the senders that delivered all of its parts and returns each part.
     void reduceBlock(std::size_t b);

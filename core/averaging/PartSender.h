@@ -49,6 +49,7 @@ struct RoundContext {
     std::size_t partElements = 1;                // elements per message, > 0
     double myWeight = 0.0;                       // the weight in this member's PART headers (samples)
     double maxWeight = 0.0;                      // per sender (AllReduceOptions::maxWeight); 0: no bound
+    std::vector<double> weightBounds;            // per member, AllReduceOptions::senderWeightBounds
     double senderTimeout = 15.0;                 // seconds (AllReduceOptions::senderTimeout)
     bool staggered = false;                      // AllReduceOptions::staggered
     double uploadMbit = 0.0;                     // AllReduceOptions::uploadMbit

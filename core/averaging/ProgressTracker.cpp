@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace dedloc {
 
@@ -23,6 +24,8 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
     if (it != m_records.end() && it->second.time >= r.time)
         return false; // an older (or the same) copy coming back from another DHT node
     m_records[r.peerId] = r;
+    if (std::isnan(m_firstForeign) && r.peerId != m_options.selfId)
+        m_firstForeign = now;
     // Peers whose records expired are forgotten (at most once a second): a swarm with churn would
     // otherwise keep every peer it ever saw. An older copy of a forgotten record has expired too,
     // so it cannot come back.
@@ -31,6 +34,23 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
         m_lastPrune = now;
     }
     return true;
+}
+
+void ProgressTracker::noteBeginning(long epoch, double at, bool seen) const
+{
+    m_epochBegan.try_emplace(epoch, seen ? at : std::numeric_limits<double>::quiet_NaN());
+    // Beginnings of epochs the swarm left are dropped (the map holds a few epochs at most).
+    std::erase_if(m_epochBegan, [this](const auto &entry) { return entry.first < m_highestGlobal - 2; });
+}
+
+void ProgressTracker::noteGlobal(long epoch, double now) const
+{
+    if (epoch <= m_highestGlobal)
+        return;
+    // Seen begin: the next epoch after one this tracker saw as global, once it had read others.
+    const bool seen = epoch == m_highestGlobal + 1 && now >= m_firstForeign + m_options.allowedClockSkew;
+    m_highestGlobal = epoch;
+    noteBeginning(epoch, now, seen);
 }
 
 void ProgressTracker::remove(const std::string &peerId) { m_records.erase(peerId); }
@@ -120,14 +140,18 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
         donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);
     }
     g.globalEpoch = localEpoch == NotTraining ? trainersMax : donorsMax;
+    noteGlobal(g.globalEpoch, now);
+    const double cap = rateCap(g.globalEpoch, now), most = allowance(g.globalEpoch, cap, now);
+    double reported = 0.0;
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now || r.epoch != g.globalEpoch)
             continue;
-        g.reportedSamples += r.samplesAccumulated;
-        g.samplesAccumulated += static_cast<double>(r.samplesAccumulated)
-                                + r.samplesPerSecond * std::max(0.0, now - r.time);
-        g.samplesPerSecond += r.samplesPerSecond;
+        const auto c = counted(r, cap, most, now);
+        reported += c.reported;
+        g.samplesAccumulated += c.extrapolated;
+        g.samplesPerSecond += c.rate;
     }
+    g.reportedSamples = static_cast<long>(reported);
     const double missing = static_cast<double>(m_options.targetBatchSize) - g.samplesAccumulated;
     if (missing <= 0.0)
         g.eta = 0.0;
@@ -136,24 +160,77 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
     return g;
 }
 
+double ProgressTracker::rateCap(long epoch, double now) const
+{
+    std::vector<double> rates;
+    for (const auto &[id, r] : m_records)
+        if (r.expiresAt > now && r.epoch == epoch && r.samplesPerSecond > 0.0)
+            rates.push_back(r.samplesPerSecond);
+    if (rates.empty())
+        return std::numeric_limits<double>::infinity();
+    const auto middle = rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2);
+    std::nth_element(rates.begin(), middle, rates.end());
+    double median = *middle;
+    if (rates.size() % 2 == 0)
+        median = (median + *std::max_element(rates.begin(), middle)) / 2.0;
+    return std::max(1.0, m_options.maxRateOverMedian) * median;
+}
+
+double ProgressTracker::allowance(long epoch, double cap, double now) const
+{
+    const auto it = m_epochBegan.find(epoch);
+    if (it == m_epochBegan.end() || std::isnan(it->second) || !std::isfinite(cap))
+        return std::numeric_limits<double>::infinity();
+    return cap * (std::max(0.0, now - it->second) + m_options.allowedClockSkew);
+}
+
+ProgressTracker::Counted ProgressTracker::counted(const ProgressRecord &r, double cap, double allowance,
+                                                  double now) const
+{
+    Counted c;
+    c.rate = std::min(r.samplesPerSecond, cap);
+    c.reported = std::min(static_cast<double>(r.samplesAccumulated), allowance);
+    c.extrapolated =
+        std::min(static_cast<double>(r.samplesAccumulated) + c.rate * std::max(0.0, now - r.time), allowance);
+    return c;
+}
+
 StepDecision ProgressTracker::decide(long localEpoch, double now) const
 {
     const auto g = global(now, localEpoch);
     if (g.globalEpoch > localEpoch)
         return StepDecision::Resync;
     const double target = static_cast<double>(m_options.targetBatchSize);
-    if (static_cast<double>(g.reportedSamples) >= target)
-        return StepDecision::Step;
-    if (g.samplesAccumulated >= target
-        && static_cast<double>(g.reportedSamples) >= m_options.minReportedFraction * target)
-        return StepDecision::Step;
-    return StepDecision::Accumulate;
+    const bool step = static_cast<double>(g.reportedSamples) >= target
+                      || (g.samplesAccumulated >= target
+                          && static_cast<double>(g.reportedSamples) >= m_options.minReportedFraction * target);
+    if (!step)
+        return StepDecision::Accumulate;
+    // No honest peer computes for the next epoch before this one's step was due: its first Step
+    // decision here bounds the next epoch's counts (a delayed step's shares computed during the
+    // round included), whenever that epoch's records arrive.
+    noteBeginning(localEpoch + 1, now, true);
+    return StepDecision::Step;
 }
 
 bool ProgressTracker::shouldStartMatchmaking(long localEpoch, double now) const
 {
     const auto g = global(now, localEpoch);
     return g.globalEpoch <= localEpoch && g.eta <= m_options.matchmakingTime;
+}
+
+ProgressTracker::WeightBounds ProgressTracker::weightBounds(long epoch, double now) const
+{
+    WeightBounds b;
+    const double cap = rateCap(epoch, now);
+    if (!std::isfinite(cap))
+        return b;
+    b.others = allowance(epoch, cap, now);
+    for (const auto &[id, r] : m_records)
+        if (r.expiresAt > now && r.epoch == epoch)
+            b.perPeer[id] =
+                std::min(b.others, counted(r, cap, b.others, now).extrapolated + cap * m_options.allowedClockSkew);
+    return b;
 }
 
 std::vector<ProgressRecord> ProgressTracker::liveRecords(double now) const

@@ -28,12 +28,28 @@
 // Guard against tiny batches (a known failure of the reference after restarts: thousands of
 // epochs of a handful of samples): the extrapolated part may complete the batch only if the
 // samples actually REPORTED at the global epoch are at least `minReportedFraction` of the target.
+// Claims bounded by throughput (ours; hivemind trusts every count): at the global epoch a peer's
+// rate counts at most
+//     cap = maxRateOverMedian x the median of the positive rates of the live records there
+// (no bound while none is positive), and, when this tracker saw that epoch begin, its samples,
+// reported and extrapolated, at most
+//     cap x (now - b + allowedClockSkew)
+// with b the epoch's beginning here: this tracker's first Step decision at the epoch before, or
+// else when the epoch first became global here, provided the epoch before it was global here
+// and this tracker had read other peers' records for allowedClockSkew already. That is what a peer
+// computing at the cap can have computed since the epoch began. An epoch this tracker did not
+// see begin (under way when it started; reached in a jump) is counted as reported. One peer
+// claiming the whole target at once thus counts like a peer computing at the cap since the
+// epoch began, not like the swarm. An honest peer faster than the cap is counted at the cap: the
+// step comes later, on a larger batch, never on a smaller one. maxRateOverMedian = infinity
+// turns the bound off (closed runs, whose peers the lead admitted).
 //
 // Times are seconds on the caller's clock (Unix time; records carry the sender's clock, and a
 // record more than `allowedClockSkew` in the future is refused). Pure logic, no I/O, no clock of
 // its own: tests inject `now`. Not thread-safe; owned by the swarm's control thread.
 #include "averaging/SwarmMessages.h"
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +61,7 @@ inline constexpr double MaxSamplesPerSecond = 1e6;
 
 struct TrackerOptions {
     long targetBatchSize = 4096;       // samples per global step
+    double maxRateOverMedian = 8.0;    // rate cap, see above (>= 1; infinity: no bound)
     double minReportedFraction = 0.5;  // guard, see above
     double allowedClockSkew = 3.0;     // seconds (hivemind default)
     double matchmakingTime = 5.0;      // start looking for a group this long before the ETA
@@ -53,9 +70,9 @@ struct TrackerOptions {
 
 struct GlobalProgress {
     long globalEpoch = 0;
-    long reportedSamples = 0;        // as reported at the global epoch
-    double samplesAccumulated = 0.0; // extrapolated to `now`
-    double samplesPerSecond = 0.0;   // summed over peers at the global epoch
+    long reportedSamples = 0;        // as reported at the global epoch, each within its bound (above)
+    double samplesAccumulated = 0.0; // extrapolated to `now`, each within its bound
+    double samplesPerSecond = 0.0;   // summed over peers at the global epoch, each at most the cap
     double eta = 0.0;                // seconds from now to the target (0 when reached; inf if no throughput)
     int peers = 0;                   // live records
     int clientPeers = 0;
@@ -117,6 +134,16 @@ public:
     [[nodiscard]] std::vector<std::string> expectedPeers(const std::string &self, long epoch, long lag, double maxAge,
                                                          double now) const;
     [[nodiscard]] bool shouldStartMatchmaking(long localEpoch, double now) const;
+    // The most weight (samples) each sender's PARTs may count for in a gradient round of
+    // `epoch` (AllReduceOptions::senderWeightBounds): for a live record there, its count
+    // (extrapolated to `now`, within the allowance) plus what a peer at the cap computes in
+    // allowedClockSkew, since its last record may lag its samples; for any other sender, the
+    // allowance itself. Infinity where nothing bounds (no cap: closed runs or no positive rate).
+    struct WeightBounds {
+        std::map<std::string, double> perPeer;
+        double others = std::numeric_limits<double>::infinity();
+    };
+    [[nodiscard]] WeightBounds weightBounds(long epoch, double now) const;
     // The highest epoch of a live trainer (other than this peer) that this tracker has seen
     // corroborated: at most one above another live record's own epoch (this peer's left out);
     // or, while that trainer is the only one live, at most one above the previous followed epoch
@@ -148,11 +175,32 @@ private:
     };
     [[nodiscard]] EpochSupport epochSupport(double now, bool vouched = true) const;
 
+    // What global() counts of a record at the global epoch, given the cap and the allowance.
+    struct Counted {
+        double rate = 0.0, reported = 0.0, extrapolated = 0.0;
+    };
+    [[nodiscard]] Counted counted(const ProgressRecord &r, double cap, double allowance, double now) const;
+    // The rate cap at `epoch` (see above); infinity while no live record there has a positive rate.
+    [[nodiscard]] double rateCap(long epoch, double now) const;
+    // The most samples a peer counts at `epoch` given `cap`; infinity when this tracker did not
+    // see the epoch begin.
+    [[nodiscard]] double allowance(long epoch, double cap, double now) const;
+    // Records when `epoch` became global here (global()), and when it began (decide()'s first
+    // Step at the epoch before; `seen` false: unknown, NaN). The first note of an epoch stays.
+    void noteGlobal(long epoch, double now) const;
+    void noteBeginning(long epoch, double at, bool seen) const;
+
     TrackerOptions m_options;
     long m_followed = -1;     // see follow()
     double m_followedAt = 0.0; // when m_followed last advanced (caller's clock)
     std::map<std::string, ProgressRecord> m_records;
     double m_lastPrune = -1e300;
+    double m_firstForeign = std::numeric_limits<double>::quiet_NaN(); // first record of another peer
+    // When each recent epoch began as this tracker saw it (caller's clock; NaN: not seen, e.g.
+    // under way when this tracker started, or reached in a jump), and the highest global epoch
+    // seen. Bookkeeping of the const views global() and decide(), under the caller's lock.
+    mutable std::map<long, double> m_epochBegan;
+    mutable long m_highestGlobal = -1;
 };
 
 } // namespace dedloc

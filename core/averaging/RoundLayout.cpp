@@ -64,6 +64,10 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     round.partElements = (options.partElements + alignment - 1) / alignment * alignment;
     round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
     round.maxWeight = options.maxWeight;
+    round.weightBounds.assign(n, options.otherSendersWeightBound);
+    for (std::size_t j = 0; j < n; ++j)
+        if (const auto it = options.senderWeightBounds.find(members[j].peerId); it != options.senderWeightBounds.end())
+            round.weightBounds[j] = it->second;
     round.senderTimeout = options.senderTimeout;
     round.staggered = options.staggered;
     round.uploadMbit = options.uploadMbit;

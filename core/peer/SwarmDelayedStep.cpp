@@ -39,7 +39,7 @@ void SwarmPeer::Impl::startDelayedStep(GroupSearch &search, bool alone)
     f.gradient = trainer->detachGradient();
     setState(PeerState::Training, "averaging global step " + std::to_string(epoch + 1) + " meanwhile");
     f.round = std::async(std::launch::async, [this, &search, epoch, alone, gradient = &f.gradient,
-                                              options = roundOptions()] {
+                                              options = gradientRoundOptions(epoch)] {
         auto w = waitForGroup(search, epoch, alone);
         std::optional<StepOutcome> outcome;
         if (w.group || !w.overtaken)

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 namespace dedloc {
 
@@ -88,6 +89,9 @@ void SwarmPeer::Impl::setUp()
     trackerOptions.targetBatchSize = manifest->training.targetBatchSize;
     trackerOptions.matchmakingTime = opt.matchmaking.window;
     trackerOptions.selfId = identity->peerId();
+    // Counts bounded by throughput in open runs only: a closed run's peers hold the lead's tokens.
+    if (manifest->closed)
+        trackerOptions.maxRateOverMedian = std::numeric_limits<double>::infinity();
     {
         std::lock_guard lock(mutex);
         tracker = ProgressTracker(trackerOptions);

@@ -313,6 +313,9 @@ struct SwarmPeer::Impl {
     // takes the upload rate this peer measured in it as its bandwidth (uploadMbit, matchmaker).
     void afterRound(const FormedGroup &group, const AllReduceReport &report);
     AllReduceOptions roundOptions() const;
+    // roundOptions() for a gradient round of `epoch`: each sender's weight bounded by what this
+    // peer's tracker counted for it (ProgressTracker::weightBounds). Takes `mutex`.
+    AllReduceOptions gradientRoundOptions(long epoch) const;
     bool averageStateNow(long epoch) const;
     // Whether `group` holds a state round after the gradients of `epoch`: a member asked for
     // repair, or the periodic round is due and the members did not all join with the same state

@@ -249,7 +249,7 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
 {
     AllReduceOptions o;
     o.codec = manifest->compression;
-    // An honest sender stops computing when the swarm's samples reach the target batch.
+    // An honest sender never computes more than twice the target batch in one epoch.
     o.maxWeight = 2.0 * manifest->training.targetBatchSize;
     o.aggregation = manifest->aggregation();
     o.senderTimeout = opt.senderTimeout;
@@ -262,6 +262,16 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     o.uploadMbit = capMbit > 0.0 && (uploadMbit <= 0.0 || capMbit < uploadMbit) ? capMbit : std::max(0.0, uploadMbit);
     o.roundTripSeconds = roundTripSeconds;
     o.staggered = staggerUplink(o.uploadMbit, o.roundTripSeconds);
+    return o;
+}
+
+AllReduceOptions SwarmPeer::Impl::gradientRoundOptions(long epoch) const
+{
+    auto o = roundOptions();
+    std::lock_guard lock(mutex);
+    auto bounds = tracker.weightBounds(epoch, unixNow());
+    o.senderWeightBounds = std::move(bounds.perPeer);
+    o.otherSendersWeightBound = bounds.others;
     return o;
 }
 

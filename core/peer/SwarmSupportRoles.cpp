@@ -58,7 +58,7 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
     });
     if (group) {
         std::vector<float> values(static_cast<std::size_t>(trainer->parameterCount()));
-        auto o = roundOptions();
+        auto o = gradientRoundOptions(global);
         o.myWeight = 0.0;
         // A monitor that holds the swarm's state of this epoch keeps what the round applies.
         const bool mayFollow =

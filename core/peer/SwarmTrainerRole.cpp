@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace dedloc {
@@ -200,11 +201,14 @@ void SwarmPeer::Impl::runTrainer()
             stepTaken();
             continue;
         }
-        if (holdsItsShare(now)) {
+        // Twice the target is the most any peer accepts in a record or a PART's weight; a peer
+        // the swarm counts below its speed (ProgressTracker's rate cap) waits there for the step.
+        const long room = 2 * manifest->training.targetBatchSize - trainer->accumulatedSamples();
+        if (holdsItsShare(now) || room <= 0) {
             sleepFor(0.05);
             continue;
         }
-        computeMicroBatch(fittedMicroBatch(now, trainer->microBatchSize()));
+        computeMicroBatch(static_cast<int>(std::min<long>(room, fittedMicroBatch(now, trainer->microBatchSize()))));
     }
     if (inFlight) { // stopped (or out of time) with a round running: its group gets our part
         finishDelayedStep();
@@ -331,7 +335,7 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
     }
     if (!contribute)
         log::info("swarm", "pausing: taking part in group " + w.group->info.groupId + " with weight 0 first");
-    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, w.group, w.why, roundOptions(), contribute,
+    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, w.group, w.why, gradientRoundOptions(epoch), contribute,
                                                 opt.tamperGradient, mergeHook());
     afterStep(w.group, outcome, epoch, alone, decided);
 }
