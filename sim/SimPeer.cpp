@@ -5,6 +5,7 @@
 #include "averaging/GroupMerge.h"
 #include "averaging/ModelAgreement.h"
 #include "averaging/PeerService.h"
+#include "averaging/ProgressPacing.h"
 #include "averaging/ProgressTracker.h"
 #include "averaging/StateDownload.h"
 #include "net/PeerIdentity.h"

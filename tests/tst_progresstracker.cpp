@@ -27,15 +27,21 @@ ProgressRecord rec(const std::string &id, long epoch, long samples, double sps, 
     return r;
 }
 
+// Records of the peers `ids`, all made and read at `time`.
+void publish(ProgressTracker &t, std::initializer_list<const char *> ids, long epoch, long samples, double rate,
+             double time)
+{
+    for (const char *id : ids)
+        QVERIFY(t.update(rec(id, epoch, samples, rate, time), time));
+}
+
 // Three honest peers at 10 samples/s, at epoch 1 from t = 0 and at epoch 2 from t = 10, read at
 // both times: this tracker sees epoch 2 begin at 10.
 void honestSwarmEntersEpochTwoAtTen(ProgressTracker &t)
 {
-    for (const char *id : {"a", "b", "c"})
-        QVERIFY(t.update(rec(id, 1, 0, 10.0, 0.0), 0.0));
+    publish(t, {"a", "b", "c"}, 1, 0, 10.0, 0.0);
     QCOMPARE(t.global(0.0, 1).globalEpoch, 1L);
-    for (const char *id : {"a", "b", "c"})
-        QVERIFY(t.update(rec(id, 2, 0, 10.0, 10.0), 10.0));
+    publish(t, {"a", "b", "c"}, 2, 0, 10.0, 10.0);
     QCOMPARE(t.global(10.0, 1).globalEpoch, 2L);
 }
 
@@ -317,18 +323,15 @@ private Q_SLOTS:
         QVERIFY(!t.shouldStartMatchmaking(0, 5.1)); // behind: resync first
     }
 
-    // Claims bounded by throughput: three honest peers at 10 samples/s; epoch 2 becomes global
-    // here at t = 10 after epoch 1 was; a fourth peer claims the whole target batch at t = 10.5.
-    // It counts what a peer computing at the cap (8 x the median rate) can have computed since
-    // the epoch began, plus the clock skew: 80 x (11 - 10 + 3) = 320, not 1000 (before: a Step on
-    // 30 honest samples at t = 11).
+    // Claims bounded by throughput: a fourth peer claims the whole target batch at t = 10.5. It
+    // counts what a peer at the cap (8 x the median rate) computes since the epoch began, plus
+    // the clock skew: 80 x (11 - 10 + 3) = 320, not 1000 (before: a Step on 30 honest samples).
     void aWholeBatchClaimedAtOnceCountsWhatTheCapAllows()
     {
         ProgressTracker t(options(1000));
         honestSwarmEntersEpochTwoAtTen(t);
         QVERIFY(t.update(rec("liar", 2, 1000, 10.0, 10.5), 10.5));
-        for (const char *id : {"a", "b", "c"})
-            QVERIFY(t.update(rec(id, 2, 10, 10.0, 11.0), 11.0));
+        publish(t, {"a", "b", "c"}, 2, 10, 10.0, 11.0);
         const auto g = t.global(11.0, 2);
         QCOMPARE(g.reportedSamples, 350L);
         QCOMPARE(g.samplesAccumulated, 350.0);
@@ -350,7 +353,6 @@ private Q_SLOTS:
         const auto g = t.global(12.0, 2);
         QCOMPARE(g.samplesPerSecond, 3 * 10.0 + 8 * 10.0); // median 10: the liar's rate counts 80
         QCOMPARE(g.samplesAccumulated, 3 * 20.0 + 160.0);
-
         ProgressTracker even(options(100000));
         const std::vector<std::pair<const char *, double>> rates{{"a", 2.0}, {"b", 4.0}, {"c", 6.0}, {"d", 100.0}};
         for (const auto &[id, rate] : rates)
@@ -403,13 +405,11 @@ private Q_SLOTS:
         QCOMPARE(b.perPeer.at("b"), 0.0 + 10.0 * 11 + 80.0 * 3); // its record of t = 10, extrapolated
         QCOMPARE(b.others, 1120.0);
         QCOMPARE(b.perPeer.size(), std::size_t(4));
-
         auto closed = options(1000);
         closed.maxRateOverMedian = std::numeric_limits<double>::infinity();
         ProgressTracker c(closed);
         honestSwarmEntersEpochTwoAtTen(c);
-        QVERIFY(c.weightBounds(2, 21.0).perPeer.empty());
-        QVERIFY(std::isinf(c.weightBounds(2, 21.0).others));
+        QVERIFY(c.weightBounds(2, 21.0).perPeer.empty() && std::isinf(c.weightBounds(2, 21.0).others));
     }
 
     // A tracker that starts in the middle of an epoch did not see it begin: it takes the counts
@@ -438,15 +438,12 @@ private Q_SLOTS:
     void theNextEpochBeginsAtThisPeersStepDecision()
     {
         ProgressTracker t(options(1000));
-        for (const char *id : {"a", "b"})
-            t.update(rec(id, 4, 0, 10.0, 0.0), 0.0);
+        publish(t, {"a", "b"}, 4, 0, 10.0, 0.0);
         t.update(rec("liar", 6, 0, 10.0, 1.0), 1.0); // no beginning for 6: it is not global
         QCOMPARE(t.global(1.0, 4).globalEpoch, 4L); // the stranger at 6 is not corroborated
-        for (const char *id : {"a", "b"})
-            t.update(rec(id, 4, 500, 10.0, 50.0), 50.0);
+        publish(t, {"a", "b"}, 4, 500, 10.0, 50.0);
         QCOMPARE(int(t.decide(4, 50.0)), int(StepDecision::Step));
-        for (const char *id : {"a", "b"}) // shares computed during a 30 s round, arriving at 80
-            t.update(rec(id, 5, 300, 10.0, 80.0), 80.0);
+        publish(t, {"a", "b"}, 5, 300, 10.0, 80.0); // shares computed during a 30 s round
         // From the decision at 50: 80 x 33 each, so both count in full (from their arrival: 240).
         QCOMPARE(t.global(80.0, 5).reportedSamples, 600L);
         t.update(rec("liar", 6, 1000, 10.0, 85.0), 85.0);
@@ -461,75 +458,6 @@ private Q_SLOTS:
         t.update(rec("a", 1, 10, 0.0, 0.0), 0.0);
         QVERIFY(std::isinf(t.global(1.0).eta));
         QVERIFY(!t.shouldStartMatchmaking(1, 1.0));
-    }
-
-    // The last micro-batch of a step is cut to what this peer computes by the ETA.
-    void lastMicroBatchFitsTheEta_data()
-    {
-        QTest::addColumn<double>("eta");
-        QTest::addColumn<double>("rate");
-        QTest::addColumn<int>("full");
-        QTest::addColumn<int>("expected");
-        QTest::newRow("far from the step: full") << 10.0 << 20.0 << 16 << 16;
-        QTest::newRow("exactly one full micro-batch left") << 0.8 << 20.0 << 16 << 16;
-        QTest::newRow("half a micro-batch left") << 0.4 << 20.0 << 16 << 8;
-        QTest::newRow("rounded up") << 0.31 << 20.0 << 16 << 7;
-        QTest::newRow("batch reached, stale ETA: one sample") << 0.0 << 20.0 << 16 << 1;
-        QTest::newRow("negative ETA: one sample") << -1.0 << 20.0 << 16 << 1;
-        QTest::newRow("no ETA (no throughput anywhere)") << std::numeric_limits<double>::infinity() << 20.0 << 16 << 16;
-        QTest::newRow("own throughput unknown") << 0.2 << 0.0 << 16 << 16;
-        QTest::newRow("NaN throughput") << 0.2 << std::nan("") << 16 << 16;
-        QTest::newRow("bad configured size") << 0.2 << 20.0 << 0 << 1;
-    }
-
-    void lastMicroBatchFitsTheEta()
-    {
-        QFETCH(double, eta);
-        QFETCH(double, rate);
-        QFETCH(int, full);
-        QFETCH(int, expected);
-        QCOMPARE(fitMicroBatch(eta, rate, full), expected);
-    }
-
-    // Base 1 s, max 5 s, matchmaking 5 s; "settled" 8 s is the first moment after an epoch change
-    // at which the period may grow (3 x base + 5).
-    void progressPeriodFollowsTheEta_data()
-    {
-        QTest::addColumn<double>("max");
-        QTest::addColumn<double>("eta");
-        QTest::addColumn<double>("settled");
-        QTest::addColumn<double>("expected");
-        const double inf = std::numeric_limits<double>::infinity();
-        QTest::newRow("a minute to the step: the longest") << 5.0 << 60.0 << 30.0 << 5.0;
-        QTest::newRow("17 s to the step: a quarter of 12 s") << 5.0 << 17.0 << 30.0 << 3.0;
-        QTest::newRow("within matchmaking + 4 s: the base") << 5.0 << 9.0 << 30.0 << 1.0;
-        QTest::newRow("the step is due: the base") << 5.0 << 0.0 << 30.0 << 1.0;
-        QTest::newRow("just after an epoch change: the base") << 5.0 << 60.0 << 7.9 << 1.0;
-        QTest::newRow("settled exactly") << 5.0 << 60.0 << 8.0 << 5.0;
-        QTest::newRow("nobody computes (ETA infinite)") << 5.0 << inf << 30.0 << 5.0;
-        QTest::newRow("ETA unknown (-1)") << 5.0 << -1.0 << 30.0 << 5.0;
-        QTest::newRow("max below the base: the base") << 0.5 << 60.0 << 30.0 << 1.0;
-        QTest::newRow("NaN max: the base") << std::nan("") << 60.0 << 30.0 << 1.0;
-        QTest::newRow("NaN settled: the base") << 5.0 << 60.0 << std::nan("") << 1.0;
-    }
-
-    void progressPeriodFollowsTheEta()
-    {
-        QFETCH(double, max);
-        QFETCH(double, eta);
-        QFETCH(double, settled);
-        QFETCH(double, expected);
-        QCOMPARE(adaptiveProgressPeriod(1.0, max, eta, 5.0, settled), expected);
-    }
-
-    // A record outlives three of its publisher's turns: 10 s near a step (turns of 1 s), 30 s
-    // between steps (turns of 10 s), and never fewer than 5 base periods.
-    void recordsOutliveThreeTurns()
-    {
-        QCOMPARE(progressRecordTtl(1.0, 1.0), 10.0);
-        QCOMPARE(progressRecordTtl(1.0, 10.0), 30.0);
-        QCOMPARE(progressRecordTtl(1.0, 4.0), 12.0);
-        QCOMPARE(progressRecordTtl(3.0, 3.0), 15.0);
     }
 };
 

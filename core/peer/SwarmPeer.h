@@ -85,7 +85,7 @@ struct SwarmOptions {
     double durationSeconds = 0.0;             // stop after this wall time (0: no limit)
     double progressPeriod = 1.0;              // seconds between progress records near a step
     // The longest wait between progress records while the next step is far
-    // (averaging/ProgressTracker.h adaptiveProgressPeriod); 0: 10 x progressPeriod; equal to
+    // (averaging/ProgressPacing.h adaptiveProgressPeriod); 0: 10 x progressPeriod; equal to
     // progressPeriod: a fixed period.
     double maxProgressPeriod = 0.0;
     MatchmakingOptions matchmaking;

@@ -17,6 +17,7 @@
 #include "averaging/ButterflyAllReduce.h"
 #include "averaging/OutlierRecord.h"
 #include "averaging/PeerService.h"
+#include "averaging/ProgressPacing.h"
 #include "averaging/ProgressTracker.h"
 #include "averaging/Reachability.h"
 #include "peer/CollaborativeStep.h"
@@ -344,7 +345,7 @@ struct SwarmPeer::Impl {
 
     // --- the trainer role (SwarmTrainerRole.cpp)
     void runTrainer();
-    // The next micro-batch, cut to end by the global batch's ETA (averaging/ProgressTracker.h
+    // The next micro-batch, cut to end by the global batch's ETA (averaging/ProgressPacing.h
     // fitMicroBatch) so that every peer reaches the step within a small micro-batch of the others.
     int fittedMicroBatch(double now, int fullMicroBatch);
     // The due global step: waits for this epoch's group (if `search` looks for one), averages and

@@ -7,7 +7,7 @@
 // loss over its own masked positions; a micro-batch back-propagates the SUM of its samples'
 // losses, and applyStep() divides by the samples accumulated. The gradient is the mean over the
 // batch's samples, whatever the micro-batches were (the swarm cuts the last one to fit the step,
-// averaging/ProgressTracker.h fitMicroBatch) and however the samples were shared among peers: the
+// averaging/ProgressPacing.h fitMicroBatch) and however the samples were shared among peers: the
 // swarm's sample-weighted all-reduce gives the same mean.
 //
 // Local-update mode (the manifest's "averaging": {"mode": "local_updates"}; DiLoCo, arXiv
