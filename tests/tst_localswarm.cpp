@@ -24,20 +24,6 @@ using namespace dedloc::test;
 
 namespace {
 
-// The step events of a metrics file (complete lines only).
-std::vector<nlohmann::json> steps(const std::filesystem::path &file)
-{
-    std::vector<nlohmann::json> out;
-    std::ifstream in(file);
-    std::string line;
-    while (std::getline(in, line)) {
-        auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("event", std::string()) == "step")
-            out.push_back(std::move(j));
-    }
-    return out;
-}
-
 // The command lines of the running processes whose parent is `parent` (from /proc).
 std::vector<QStringList> childCommandLines(qint64 parent)
 {
@@ -166,7 +152,7 @@ private Q_SLOTS:
         auto enoughSteps = [&] {
             swarm.waitForReadyRead(100);
             output += QString::fromLocal8Bit(swarm.readAll());
-            return steps(metrics / "trainer-1.jsonl").size() >= 2 && steps(metrics / "trainer-2.jsonl").size() >= 2;
+            return metricsEvents(metrics / "trainer-1.jsonl").size() >= 2 && metricsEvents(metrics / "trainer-2.jsonl").size() >= 2;
         };
         QVERIFY2(SwarmHarness::waitFor(enoughSteps, 180), qPrintable(output.right(3000)));
 
@@ -190,9 +176,9 @@ private Q_SLOTS:
 
         const auto runId = nlohmann::json::parse(std::ifstream(manifest)).at("run_id").get<std::string>();
         for (const char *name : {"trainer-1", "trainer-2"}) {
-            const auto events = steps(metrics / (std::string(name) + ".jsonl"));
-            QVERIFY(!events.empty());
-            const long last = events.back().at("step").get<long>();
+            const auto file = metrics / (std::string(name) + ".jsonl");
+            QVERIFY(!metricsEvents(file).empty());
+            const long last = lastEpoch(file);
             const auto dir = data / "local-swarm" / name / "runs" / runId;
             auto checkpoint = CheckpointStore(dir).loadNewestGood();
             QVERIFY2(checkpoint.has_value(), name);
@@ -241,7 +227,7 @@ private Q_SLOTS:
                  QString::fromStdString((metrics / "trainer-1.jsonl").string()));
         QVERIFY(!monitor.contains(QStringLiteral("--metrics-out")));
         QCOMPARE(lastValue(monitor, QStringLiteral("--swarm-metrics-out")), QString::fromStdString((metrics / "swarm.jsonl").string()));
-        QVERIFY(steps(metrics / "trainer-1.jsonl").empty()); // nothing computed, no step taken
+        QVERIFY(metricsEvents(metrics / "trainer-1.jsonl").empty()); // nothing computed, no step taken
 
         QCOMPARE(::kill(-static_cast<pid_t>(swarm.processId()), SIGINT), 0); // Ctrl-C
         QVERIFY(SwarmHarness::waitFor([&] {

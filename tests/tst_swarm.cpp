@@ -276,6 +276,12 @@ private Q_SLOTS:
         const auto sl = byStep(late), s1 = byStep(p1);
         const long first = sl.begin()->first;
         SWARM_VERIFY(first >= 4, {&late}); // it never restarted the run from step 0
+        // Its metrics file says how it got there: a catch_up from epoch 0 to the state's epoch.
+        const auto caughtUp = late.events("catch_up");
+        QVERIFY(!caughtUp.empty());
+        QCOMPARE(caughtUp.front().value("how", std::string()), std::string("downloaded"));
+        QCOMPARE(caughtUp.front().value("from", -1L), 0L);
+        QVERIFY(caughtUp.front().value("step", -1L) >= 3 && caughtUp.front().value("step", -1L) < first);
         SWARM_VERIFY(sl.begin()->second.value("averaged", false), {&p1, &p2, &late});
         QCOMPARE(sl.begin()->second.value("group_size", 0), 3);
         QVERIFY(s1.count(first));

@@ -405,6 +405,9 @@ struct SwarmPeer::Impl {
     bool computeWhileInFlight();
     // Waits for the round in flight, applies its result (Trainer::applyDetachedStep), afterStep.
     void finishDelayedStep();
+    // A "catch_up" metrics event: the epoch moved from `from` to the trainer's by another route
+    // than a step of its own, `how` = "downloaded" (a donor's state) or "replayed" (averaged updates).
+    void reportCatchUp(long from, const char *how);
     // Writes the step's metrics event, publishes it for the monitor and prints the status line;
     // `validationLoss`: this peer validated after the step (then the event carries val_loss).
     // `stateRound`: the group also averaged parameters and optimizer state after the gradients.

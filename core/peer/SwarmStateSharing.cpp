@@ -99,7 +99,9 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
                                o, stopFlag, &reason, access.security, bans.get());
         if (!s)
             continue;
+        const long from = trainer->step();
         trainer->loadStateFlat(s->values, s->epoch);
+        reportCatchUp(from, "downloaded");
         errorFeedback.reset();
         if (mayDiffer)
             log::warning("state", "took a state that may differ from the swarm's (its donor is repairing, or no "
@@ -368,6 +370,12 @@ void SwarmPeer::Impl::keepUpdate(const std::shared_ptr<const AveragedUpdate> &up
         service->clearUpdates();
 }
 
+void SwarmPeer::Impl::reportCatchUp(long from, const char *how)
+{
+    if (trainer->step() != from)
+        metrics->write("catch_up", {{"step", trainer->step()}, {"from", from}, {"how", how}});
+}
+
 bool SwarmPeer::Impl::replayUpdates(long global)
 {
     if (!stateIsSwarms || repairWanted || trainer->step() >= global)
@@ -413,6 +421,7 @@ bool SwarmPeer::Impl::replayUpdates(long global)
     if (trainer->step() == from)
         return false;
     afterStateChange();
+    reportCatchUp(from, "replayed");
     log::info("state", "replayed the averaged steps of epochs " + std::to_string(from) + "-"
                            + std::to_string(trainer->step() - 1) + " (instead of downloading the state): now at epoch "
                            + std::to_string(trainer->step()));

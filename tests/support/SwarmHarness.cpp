@@ -107,15 +107,7 @@ quint16 freeTcpPortPair()
 
 std::vector<nlohmann::json> SwarmPeerProcess::events(const char *event) const
 {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(metrics);
-    std::string line;
-    while (std::getline(in, line)) {
-        auto j = nlohmann::json::parse(line, nullptr, false);
-        if (!j.is_discarded() && j.value("event", std::string()) == event)
-            out.push_back(std::move(j));
-    }
-    return out;
+    return metricsEvents(metrics, event);
 }
 
 long SwarmPeerProcess::lastStep() const
@@ -286,6 +278,28 @@ bool SwarmHarness::waitFor(const std::function<bool()> &condition, double second
         QThread::msleep(100);
     }
     return condition();
+}
+
+std::vector<nlohmann::json> metricsEvents(const std::filesystem::path &file, const char *event)
+{
+    std::vector<nlohmann::json> out;
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("event", std::string()) == event)
+            out.push_back(std::move(j));
+    }
+    return out;
+}
+
+long lastEpoch(const std::filesystem::path &file)
+{
+    long epoch = -1;
+    for (const char *name : {"step", "catch_up"})
+        for (const auto &e : metricsEvents(file, name))
+            epoch = std::max(epoch, e.value("step", -1L));
+    return epoch;
 }
 
 std::map<long, nlohmann::json> byStep(const SwarmPeerProcess &peer)

@@ -112,6 +112,11 @@ private:
     std::vector<std::unique_ptr<SwarmPeerProcess>> m_peers;
 };
 
+// Lines of the metrics file `file` with "event" == `event`, in file order (complete lines only).
+[[nodiscard]] std::vector<nlohmann::json> metricsEvents(const std::filesystem::path &file, const char *event = "step");
+// The epoch a trainer's metrics file says it reached: the highest step of its own steps and of
+// the epochs it caught up to (`catch_up`: a state download or replayed updates); -1 if none.
+[[nodiscard]] long lastEpoch(const std::filesystem::path &file);
 // A peer's step events by step number (the last one of each step).
 [[nodiscard]] std::map<long, nlohmann::json> byStep(const SwarmPeerProcess &peer);
 // True when none of `peers` is still running.
