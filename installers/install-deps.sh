@@ -39,6 +39,9 @@ PACKAGES=(
   # on Xvfb for tst_realdesktop: a window manager with EWMH full screen, a system tray host, a
   # notification daemon, and mouse clicks
   dbus-daemon openbox trayer dunst xdotool
+  # tests: a test function that outlives its watchdog (QTEST_FUNCTION_TIMEOUT) prints the stack of
+  # every thread before it is ended: QtTest runs gdb for that when gdb is installed
+  gdb
   # tests: a reference ALBERT in PyTorch checks the Hugging Face export (tst_huggingfaceexport)
   python3-torch
   # packaging: CPack's DEB generator runs `file` and dpkg-shlibdeps (dpkg-dev) on the binaries
