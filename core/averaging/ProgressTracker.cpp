@@ -23,6 +23,11 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
     auto it = m_records.find(r.peerId);
     if (it != m_records.end() && it->second.time >= r.time)
         return false; // an older (or the same) copy coming back from another DHT node
+    // This peer's own step ended: without delayed updates, no honest peer computed for the epoch
+    // after it before its own step (a single epoch on; a jump did not see the epoch begin).
+    if (!m_options.delayedUpdates && r.peerId == m_options.selfId && it != m_records.end()
+        && r.epoch == it->second.epoch + 1)
+        noteBeginning(r.epoch, now, true);
     m_records[r.peerId] = r;
     if (std::isnan(m_firstForeign) && r.peerId != m_options.selfId)
         m_firstForeign = now;
@@ -181,7 +186,7 @@ double ProgressTracker::allowance(long epoch, double cap, double now) const
     const auto it = m_epochBegan.find(epoch);
     if (it == m_epochBegan.end() || std::isnan(it->second) || !std::isfinite(cap))
         return std::numeric_limits<double>::infinity();
-    return cap * (std::max(0.0, now - it->second) + m_options.allowedClockSkew);
+    return cap * (std::max(0.0, now - it->second) + m_options.beginningSlack);
 }
 
 ProgressTracker::Counted ProgressTracker::counted(const ProgressRecord &r, double cap, double allowance,
@@ -206,10 +211,11 @@ StepDecision ProgressTracker::decide(long localEpoch, double now) const
                           && static_cast<double>(g.reportedSamples) >= m_options.minReportedFraction * target);
     if (!step)
         return StepDecision::Accumulate;
-    // No honest peer computes for the next epoch before this one's step was due: its first Step
-    // decision here bounds the next epoch's counts (a delayed step's shares computed during the
-    // round included), whenever that epoch's records arrive.
-    noteBeginning(localEpoch + 1, now, true);
+    // With delayed updates no honest peer computes for the next epoch before this one's step was
+    // due: the first Step decision here bounds the next epoch's counts (the shares computed
+    // during the round included), whenever that epoch's records arrive.
+    if (m_options.delayedUpdates)
+        noteBeginning(localEpoch + 1, now, true);
     return StepDecision::Step;
 }
 

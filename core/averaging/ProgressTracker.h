@@ -33,11 +33,14 @@
 //     cap = maxRateOverMedian x the median of the positive rates of the live records there
 // (no bound while none is positive), and, when this tracker saw that epoch begin, its samples,
 // reported and extrapolated, at most
-//     cap x (now - b + allowedClockSkew)
-// with b the epoch's beginning here: this tracker's first Step decision at the epoch before, or
-// else when the epoch first became global here, provided the epoch before it was global here
-// and this tracker had read other peers' records for allowedClockSkew already. That is what a peer
-// computing at the cap can have computed since the epoch began. An epoch this tracker did not
+//     cap x (now - b + beginningSlack)
+// with b the epoch's beginning here, the earliest of: when this peer's own record first showed it,
+// one above the epoch before (its own step ended: no honest peer computes for an epoch before
+// its step); with delayed parameter updates (whose shares for the next epoch are computed while
+// the round runs), this tracker's first Step decision at the epoch before instead; when the epoch
+// first became global here, provided the epoch before it was global here and this tracker had
+// read other peers' records for allowedClockSkew already. That is what a peer computing at the
+// cap can have computed since the epoch began. An epoch this tracker did not
 // see begin (under way when it started; reached in a jump) is counted as reported. One peer
 // claiming the whole target at once thus counts like a peer computing at the cap since the
 // epoch began, not like the swarm. An honest peer faster than the cap is counted at the cap: the
@@ -64,6 +67,12 @@ struct TrackerOptions {
     double maxRateOverMedian = 8.0;    // rate cap, see above (>= 1; infinity: no bound)
     double minReportedFraction = 0.5;  // guard, see above
     double allowedClockSkew = 3.0;     // seconds (hivemind default)
+    // Seconds added to the time since an epoch began in the bound above: a peer at the cap whose
+    // step ended (or whose record arrived) a little before this one's.
+    double beginningSlack = 1.0;
+    // The run computes the next epoch's shares during the round (delayed parameter updates): an
+    // epoch begins at this tracker's Step decision at the epoch before, not at its step's end.
+    bool delayedUpdates = false;
     double matchmakingTime = 5.0;      // start looking for a group this long before the ETA
     std::string selfId;                // this peer's own record corroborates others, never needs to
 };
@@ -159,8 +168,9 @@ private:
     // The most samples a peer counts at `epoch` given `cap`; infinity when this tracker did not
     // see the epoch begin.
     [[nodiscard]] double allowance(long epoch, double cap, double now) const;
-    // Records when `epoch` became global here (global()), and when it began (decide()'s first
-    // Step at the epoch before; `seen` false: unknown, NaN). The first note of an epoch stays.
+    // Records when `epoch` became global here (global()), and when it began (this peer's own
+    // record one epoch on, or with delayed updates decide()'s first Step at the epoch before;
+    // `seen` false: unknown, NaN). The first note of an epoch stays.
     void noteGlobal(long epoch, double now) const;
     void noteBeginning(long epoch, double at, bool seen) const;
 

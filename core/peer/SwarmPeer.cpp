@@ -89,6 +89,7 @@ void SwarmPeer::Impl::setUp()
     trackerOptions.targetBatchSize = manifest->training.targetBatchSize;
     trackerOptions.matchmakingTime = opt.matchmaking.window;
     trackerOptions.selfId = identity->peerId();
+    trackerOptions.delayedUpdates = manifest->averaging().delayedParameterUpdates;
     // Counts bounded by throughput in open runs only: a closed run's peers hold the lead's tokens.
     if (manifest->closed)
         trackerOptions.maxRateOverMedian = std::numeric_limits<double>::infinity();
@@ -341,6 +342,8 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
     r.syncing = syncingFlag;
     r.averages = opt.role != PeerRole::Monitor || opt.monitorReduces;
     r.accessToken = access.ownToken;
+    if (opt.tamperRecord && !pausedFlag)
+        opt.tamperRecord(r);
     {
         std::lock_guard lock(mutex);
         if (opt.role == PeerRole::Auxiliary)

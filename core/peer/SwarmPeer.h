@@ -27,6 +27,7 @@
 // Errors: bad input (manifest, corpus, checkpoint) ends the worker in PeerState::Error with the
 // reason in the snapshot; wait() then returns 2.
 #include "averaging/Matchmaker.h"
+#include "averaging/SwarmMessages.h"
 #include "security/Minisign.h"
 #include "face/PeerControl.h"
 
@@ -114,6 +115,9 @@ struct SwarmOptions {
     // Tests only: rewrites this trainer's mean gradient before each round, as a hostile peer
     // would (tests/hostile/HostilePeer.cpp). The apps never set it.
     std::function<void(std::span<float>)> tamperGradient;
+    // Tests only: rewrites this trainer's progress record before its own tracker counts it and the
+    // DHT carries it (a peer that lies about its samples and rate). The apps never set it.
+    std::function<void(ProgressRecord &)> tamperRecord;
 };
 
 // Why other peers could not reach this one at the addresses `options` would advertise, or ""

@@ -1,7 +1,10 @@
-// dedloc-hostile-peer: a test-only trainer that lies with its gradients. It takes dedloc's own
-// command line (app/dedloc/CommandLine) plus `--attack KIND` anywhere in it:
+// dedloc-hostile-peer: a test-only trainer that lies with its gradients or its progress. It
+// takes dedloc's own command line (app/dedloc/CommandLine) plus `--attack KIND` anywhere in it:
 //   scale:F   sends its true mean gradient times F (F = 1000: scaled; F = -1000: scaled and
 //             sign-flipped, an ascent direction)
+//   claim:N   its progress record claims N samples at every epoch, at 1e6 samples/s (N = twice
+//             the target batch: the most a record may claim, the whole batch at once); its own
+//             tracker believes it too, so it asks for every step at once
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
 // rule and applies the group's result. Built only into the tests, never into the apps.
 #include "CommandLine.h"
@@ -11,25 +14,41 @@
 #include <QCoreApplication>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace {
 
-// The gradient rewrite for `kind`, or an empty function for a kind this program does not know.
-std::function<void(std::span<float>)> attackOf(const std::string &kind)
+// The number after `prefix` in `kind` ("scale:-1000"), or nothing.
+std::optional<double> parameterOf(const std::string &kind, const std::string &prefix)
 {
-    if (kind.rfind("scale:", 0) != 0)
-        return {};
-    float factor = 0.0F;
+    if (kind.rfind(prefix, 0) != 0)
+        return std::nullopt;
     try {
-        factor = std::stof(kind.substr(6));
+        return std::stod(kind.substr(prefix.size()));
     } catch (const std::exception &) {
-        return {};
+        return std::nullopt;
     }
-    return [factor](std::span<float> gradient) {
-        for (float &x : gradient)
-            x *= factor;
-    };
+}
+
+// Sets the rewrite that `kind` asks for on `swarm`; false for a kind this program does not know.
+bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
+{
+    if (const auto factor = parameterOf(kind, "scale:")) {
+        swarm.tamperGradient = [f = static_cast<float>(*factor)](std::span<float> gradient) {
+            for (float &x : gradient)
+                x *= f;
+        };
+        return true;
+    }
+    if (const auto samples = parameterOf(kind, "claim:"); samples && *samples >= 0) {
+        swarm.tamperRecord = [n = static_cast<long>(*samples)](dedloc::ProgressRecord &r) {
+            r.samplesAccumulated = n;
+            r.samplesPerSecond = 1e6;
+        };
+        return true;
+    }
+    return false;
 }
 
 } // namespace
@@ -40,21 +59,20 @@ int main(int argc, char *argv[])
     QStringList arguments = QCoreApplication::arguments();
     const auto at = arguments.indexOf(QStringLiteral("--attack"));
     if (at < 1 || at + 1 >= arguments.size()) {
-        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F [dedloc options...]\n");
+        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N [dedloc options...]\n");
         return 2;
     }
-    const auto attack = attackOf(arguments[at + 1].toStdString());
-    if (!attack) {
-        std::fprintf(stderr, "dedloc-hostile-peer: unknown attack %s\n", qPrintable(arguments[at + 1]));
-        return 2;
-    }
+    const auto attack = arguments[at + 1].toStdString();
     arguments.remove(at, 2);
     CommandLine cli;
     if (const int code = cli.parse(arguments); code >= 0)
         return code;
     auto swarm = cli.swarm;
-    swarm.tamperGradient = attack;
-    dedloc::log::warning("hostile", "this peer sends tampered gradients (" + arguments.join(' ').toStdString() + ")");
+    if (!setAttack(attack, swarm)) {
+        std::fprintf(stderr, "dedloc-hostile-peer: unknown attack %s\n", attack.c_str());
+        return 2;
+    }
+    dedloc::log::warning("hostile", "this peer attacks with " + attack + " (" + arguments.join(' ').toStdString() + ")");
     dedloc::SwarmPeer peer(swarm);
     peer.start();
     return peer.wait();
