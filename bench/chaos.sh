@@ -22,8 +22,9 @@
 #   --warmup S         RSS growth counts from S seconds after a process started (default 120: a
 #                      trainer's RSS climbs for its first 1-2 minutes, then levels). A process
 #                      with 10 minutes of samples after that is judged by a least-squares line
-#                      through them; shorter lives (kills) by their RSS at the same age, early in
-#                      the soak against late (bench/chaos_report.py)
+#                      through them; shorter lives (kills) by their RSS in their first minute
+#                      after that, early in the soak against late, at equal work (the steps each
+#                      had made by each sample: bench/chaos_report.py)
 #   --seed N           seed of the kill order (default: the time)
 #   --peer-args ARGS   more dedloc options for every peer, e.g. "--matchmaking-time 4"
 set -euo pipefail

@@ -125,31 +125,60 @@ def role(name):
     return "trainer" if name.startswith("trainer") else name
 
 
-def restart_growth(lives, begin, end, warmup):
+def work_done(rows, started, until):
+    """Steps (a trainer) or rounds (a monitor) a process made from its start to `until`."""
+    return sum(1 for r in rows if r.get("event") in ("step", "round") and finite(r.get("time"))
+               and started <= r["time"] <= until)
+
+
+def adjusted_difference(early, late):
+    """Least squares of RSS = a + b x work + g x [late] over (work, KiB) samples: g, the late
+    lifetimes' RSS above the early ones' at equal work (b is the slope within each group)."""
+    def centred(group):
+        mx = statistics.mean(x for x, _ in group)
+        my = statistics.mean(y for _, y in group)
+        return mx, my, sum((x - mx) * (y - my) for x, y in group), sum((x - mx) ** 2 for x, _ in group)
+    (ex, ey, esxy, esxx), (lx, ly, lsxy, lsxx) = centred(early), centred(late)
+    slope = (esxy + lsxy) / (esxx + lsxx) if esxx + lsxx > 0 else 0.0
+    return (ly - ey) - slope * (lx - ex), slope
+
+
+def restart_growth(lives, begin, end, warmup, work_rows):
     """Lifetimes too short to be judged alone, compared across the run: per role (the honest
-    trainers pooled), the median RSS at the same age (the first RSS_WINDOW s after warm-up) of the
-    lifetimes that started in the run's first third against those that started in its last
-    third. A leak that outlives a process (state on disk, a donor's growing reply) shows here;
-    the climb of each young process, the same early and late, does not.
-    [(role, early lifetimes, late lifetimes, early MiB, late MiB, percent)], None where a third
-    holds no lifetime."""
+    trainers pooled), their RSS samples in the first RSS_WINDOW s after warm-up, the lifetimes that
+    started in the run's first third against those that started in its last third, at equal work.
+    A young process's RSS follows the steps it made (each step adds to the heap until the next
+    trim, a stalled one sits at the trimmed floor), and how fast the swarm steps varies across a
+    soak: the same age is not the same load. So each sample carries the steps (rounds) its process
+    had made by then (from its metrics), and the judgment is the late lifetimes' difference at
+    equal work (adjusted_difference) in percent of the early mean. A leak that outlives a process
+    (state on disk, a donor's growing reply) shows here; the work of each young process does not.
+    [(role, early lifetimes, late lifetimes, early MiB, late MiB, plain percent, adjusted percent,
+    MiB per step)], None where a third holds no lifetime."""
     third = (end - begin) / 3.0
-    at_age = collections.defaultdict(lambda: ([], []))
+    samples = collections.defaultdict(lambda: ([], []))
+    lifetimes = collections.defaultdict(lambda: [0, 0])
     for (name, _), warm in lives.items():
         if warm[-1][1] - warm[0][1] >= LONG_LIFE:
             continue
         started = warm[0][0] - warm[0][1]
-        young = statistics.median(s[2] for s in warm if s[1] <= warmup + RSS_WINDOW)
-        if started < begin + third:
-            at_age[role(name)][0].append(young)
-        elif started >= end - third:
-            at_age[role(name)][1].append(young)
+        young = [(work_done(work_rows.get(name, []), started, t), kib) for t, age, kib in warm
+                 if age <= warmup + RSS_WINDOW]
+        which = 0 if started < begin + third else 1 if started >= end - third else None
+        if which is not None:
+            samples[role(name)][which].extend(young)
+            lifetimes[role(name)][which] += 1
     out = []
-    for r, (early, late) in sorted(at_age.items()):
-        e = statistics.median(early) if early else None
-        l = statistics.median(late) if late else None
-        pct = 100.0 * (l - e) / e if e and l else None
-        out.append((r, len(early), len(late), (e or 0) / 1024, (l or 0) / 1024, pct))
+    for r, (early, late) in sorted(samples.items()):
+        e = statistics.median(y for _, y in early) if early else None
+        l = statistics.median(y for _, y in late) if late else None
+        plain = adjusted = per_step = None
+        if early and late:
+            plain = 100.0 * (l - e) / e
+            g, slope = adjusted_difference(early, late)
+            adjusted = 100.0 * g / statistics.mean(y for _, y in early)
+            per_step = slope / 1024
+        out.append((r, lifetimes[r][0], lifetimes[r][1], (e or 0) / 1024, (l or 0) / 1024, plain, adjusted, per_step))
     return out
 
 
@@ -162,17 +191,20 @@ def print_rss(growth, short, across, warmup):
         print(f"  {name:<10} pid {pid:>7}  lived {age:>5.0f} s  {first / 1024:7.1f} -> {last / 1024:7.1f} MiB  "
               f"{pct:+6.1f}%  (line through all: {line:+6.1f}%){judged}")
     print(f"RSS at the same age ({warmup:.0f}-{warmup + RSS_WINDOW:.0f} s) of lifetimes under {LONG_LIFE:.0f} s, "
-          "started in the run's first third vs its last third:")
-    for r, ne, nl, e, l, pct in across:
+          "started in the run's first third vs its last third (medians), and the difference at equal work "
+          "(steps or rounds made by each sample):")
+    for r, ne, nl, e, l, plain, adjusted, per_step in across:
         print(f"  {r:<10} {ne} early, {nl} late: {e:7.1f} -> {l:7.1f} MiB  "
-              + (f"{pct:+6.1f}%" if pct is not None else "(a third without a lifetime)"))
+              + (f"{plain:+6.1f}%; at equal work {adjusted:+6.1f}% ({per_step:+.2f} MiB per step)"
+                 if plain is not None else "(a third without a lifetime)"))
 
 
 def rss_verdict(growth, across):
     """The largest judged growth: long lifetimes by their line, short ones across restarts.
     (percent, what) or None when nothing could be judged."""
     judged = [(g[6], f"{g[0]} pid {g[1]}, line through {g[7]:.0f} s") for g in growth if g[7] >= LONG_LIFE]
-    judged += [(a[5], f"{a[0]} restarts, {a[1]} early vs {a[2]} late") for a in across if a[5] is not None]
+    judged += [(a[6], f"{a[0]} restarts at equal work, {a[1]} early vs {a[2]} late") for a in across
+               if a[6] is not None]
     return max(judged, default=None)
 
 
@@ -265,7 +297,9 @@ def main():
         print("val_loss: none recorded")
     lives, short = rss_lives(read_tsv(os.path.join(a.soak, "rss.tsv")), a.warmup)
     growth = rss_growth(lives)
-    across = restart_growth(lives, a.begin, a.end, a.warmup)
+    work_rows = {n: rows[n][0] for n in names}
+    work_rows["monitor"] = read_jsonl(os.path.join(a.soak, "monitor.jsonl"))[0]
+    across = restart_growth(lives, a.begin, a.end, a.warmup, work_rows)
     print_rss(growth, short, across, a.warmup)
     print_restarts(restarts(events, {n: stats[n]["times"] for n in names}, a.end), a.begin)
     crashes = [row for row in events if row[1] == "exit"]
