@@ -24,11 +24,6 @@ using namespace dedloc::test;
 
 namespace {
 
-std::filesystem::path writeTinyRun(const std::filesystem::path &dir, long targetBatchSize = 32)
-{
-    return writeSignedTinyRun(dir, targetBatchSize);
-}
-
 std::vector<float> readFloats(const std::filesystem::path &file)
 {
     std::ifstream in(file, std::ios::binary);
@@ -72,7 +67,7 @@ private Q_SLOTS:
         const auto d = dir("a");
         // 256 samples: a second or more of computing, so that both peers (which only start once
         // they see each other: --min-peers 2) contribute part of the batch.
-        const auto manifest = writeTinyRun(d, 256);
+        const auto manifest = writeSignedTinyRun(d, 256);
         SwarmHarness h(m_app, manifest, d / "peers");
         auto &monitor = h.startMonitor();
         const auto paramsA = d / "a.f32", paramsB = d / "b.f32";
@@ -195,7 +190,7 @@ private Q_SLOTS:
     void killedPeerDoesNotStopTheOthers()
     {
         const auto d = dir("c");
-        SwarmHarness h(m_app, writeTinyRun(d), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d), d / "peers");
         auto &monitor = h.startMonitor();
         // No periodic state averaging: only the repair after the incomplete round brings the
         // survivors' parameters back together.
@@ -256,7 +251,7 @@ private Q_SLOTS:
         const auto d = dir("d");
         // Steps of 1024 samples (seconds each): the swarm must not outrun the joiner's
         // download, as real steps (minutes) never do.
-        SwarmHarness h(m_app, writeTinyRun(d, 1024), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 1024), d / "peers");
         auto &monitor = h.startMonitor();
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("60"), QStringLiteral("--average-state-every"),
                                QStringLiteral("0")};
@@ -278,10 +273,9 @@ private Q_SLOTS:
         SWARM_VERIFY(first >= 4, {&late}); // it never restarted the run from step 0
         // Its metrics file says how it got there: a catch_up from epoch 0 to the state's epoch.
         const auto caughtUp = late.events("catch_up");
-        QVERIFY(!caughtUp.empty());
-        QCOMPARE(caughtUp.front().value("how", std::string()), std::string("downloaded"));
-        QCOMPARE(caughtUp.front().value("from", -1L), 0L);
-        QVERIFY(caughtUp.front().value("step", -1L) >= 3 && caughtUp.front().value("step", -1L) < first);
+        QVERIFY(!caughtUp.empty() && caughtUp.front().value("how", std::string()) == "downloaded");
+        const long from = caughtUp.front().value("from", -1L), to = caughtUp.front().value("step", -1L);
+        QVERIFY2(from == 0 && to >= 3 && to < first, qPrintable(QStringLiteral("%1 -> %2").arg(from).arg(to)));
         SWARM_VERIFY(sl.begin()->second.value("averaged", false), {&p1, &p2, &late});
         QCOMPARE(sl.begin()->second.value("group_size", 0), 3);
         QVERIFY(s1.count(first));
@@ -295,7 +289,7 @@ private Q_SLOTS:
     void clientModeAndAuxiliaryPeers()
     {
         const auto d = dir("e");
-        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64), d / "peers");
         auto &monitor = h.startMonitor();
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("4"), QStringLiteral("--min-peers"),
                                QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
@@ -335,7 +329,7 @@ private Q_SLOTS:
     void clientModeTrainersAverageThroughTheMonitor()
     {
         const auto d = dir("f");
-        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64), d / "peers");
         const QStringList stateEvery{QStringLiteral("--average-state-every"), QStringLiteral("3")};
         auto &monitor = h.startMonitor(QStringList(stateEvery) << QStringLiteral("--reduce"));
         const QStringList args = QStringList{QStringLiteral("--steps"), QStringLiteral("8"), QStringLiteral("--min-peers"),
@@ -379,7 +373,7 @@ private Q_SLOTS:
     void portForwardIsAnnounced()
     {
         const auto d = dir("g");
-        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64), d / "peers");
         auto &monitor = h.startMonitor();
         const quint16 bound = freeTcpPortPair(), forwarded = freeTcpPortPair();
         TcpRelay allReduceForward(forwarded, bound), serviceForward(forwarded + 1, bound + 1);
@@ -409,7 +403,7 @@ private Q_SLOTS:
     void unreachableTrainerTurnsToClientModeByItself()
     {
         const auto d = dir("h");
-        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64), d / "peers");
         auto &monitor = h.startMonitor();
         // Its donor advert is on the DHT a few seconds after it is up (its control thread publishes
         // its progress record first, and a put on a one-node DHT may wait out its 2 s confirmation):
@@ -447,7 +441,7 @@ private Q_SLOTS:
     void pausedMemberFinishesItsRound()
     {
         const auto d = dir("i");
-        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64), d / "peers");
         auto &monitor = h.startMonitor();
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--min-peers"),
                                QStringLiteral("3"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
@@ -478,7 +472,7 @@ private Q_SLOTS:
     void timeLimitInAGroupFinishesItsStep()
     {
         const auto d = dir("j");
-        SwarmHarness h(m_app, writeTinyRun(d, 64), d / "peers");
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64), d / "peers");
         auto &monitor = h.startMonitor();
         const QStringList args{QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--min-peers"),
                                QStringLiteral("2"), QStringLiteral("--average-state-every"), QStringLiteral("0")};

@@ -16,7 +16,7 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
         return false;
     // An honest peer stops computing at the target batch, and no device computes a million
     // samples a second: claims beyond either only serve to trigger steps on small batches.
-    if (r.samplesAccumulated > 2 * m_options.targetBatchSize || r.samplesPerSecond > MaxSamplesPerSecond)
+    if (r.samplesAccumulated > maxSamplesPerEpoch(m_options.targetBatchSize) || r.samplesPerSecond > MaxSamplesPerSecond)
         return false;
     if (r.expiresAt <= now || r.time > now + m_options.allowedClockSkew)
         return false;

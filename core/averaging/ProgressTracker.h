@@ -59,6 +59,10 @@
 
 namespace dedloc {
 
+// The most samples one peer computes (and may claim, in a record or a PART's weight) in one epoch:
+// twice the target batch. An honest peer stops there and waits for the step.
+[[nodiscard]] constexpr long maxSamplesPerEpoch(long targetBatchSize) { return 2 * targetBatchSize; }
+
 // A throughput claim above this (samples/s) is refused (see update()).
 inline constexpr double MaxSamplesPerSecond = 1e6;
 

@@ -138,7 +138,7 @@ void SwarmPeer::Impl::setUp()
                            + " peers (the run's averaging.group_size); larger swarms merge their groups' averages");
     MergeOptions mergeOptions;
     mergeOptions.fetchTimeout = opt.matchmaking.requestTimeout;
-    mergeOptions.maxGroupWeight = 2.0 * manifest->training.targetBatchSize;
+    mergeOptions.maxGroupWeight = static_cast<double>(maxSamplesPerEpoch(manifest->training.targetBatchSize));
     mergeOptions.targetGroupSize = matchmaking.targetGroupSize;
     merger = std::make_unique<GroupMerger>(*dht, service.get(), MergeSelf{identity->peerId(), manifest->runId},
                                            mergeOptions, access.security, bans);

@@ -252,7 +252,7 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     AllReduceOptions o;
     o.codec = manifest->compression;
     // An honest sender never computes more than twice the target batch in one epoch.
-    o.maxWeight = 2.0 * manifest->training.targetBatchSize;
+    o.maxWeight = static_cast<double>(maxSamplesPerEpoch(manifest->training.targetBatchSize));
     o.aggregation = manifest->aggregation();
     o.senderTimeout = opt.senderTimeout;
     o.reducerTimeout = opt.reducerTimeout;

@@ -201,9 +201,9 @@ void SwarmPeer::Impl::runTrainer()
             stepTaken();
             continue;
         }
-        // Twice the target is the most any peer accepts in a record or a PART's weight; a peer
+        // maxSamplesPerEpoch is the most any peer accepts in a record or a PART's weight; a peer
         // the swarm counts below its speed (ProgressTracker's rate cap) waits there for the step.
-        const long room = 2 * manifest->training.targetBatchSize - trainer->accumulatedSamples();
+        const long room = maxSamplesPerEpoch(manifest->training.targetBatchSize) - trainer->accumulatedSamples();
         if (holdsItsShare(now) || room <= 0) {
             sleepFor(0.05);
             continue;
