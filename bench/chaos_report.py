@@ -126,14 +126,16 @@ def role(name):
 
 
 def work_done(rows, started, until):
-    """Steps (a trainer) or rounds (a monitor) a process made from its start to `until`."""
-    return sum(1 for r in rows if r.get("event") in ("step", "round") and finite(r.get("time"))
+    """Steps, rounds and catch-ups (state downloads, replays) a process made from its start to
+    `until`: a monitor that does not reduce only downloads."""
+    return sum(1 for r in rows if r.get("event") in ("step", "round", "catch_up") and finite(r.get("time"))
                and started <= r["time"] <= until)
 
 
 def adjusted_difference(early, late):
-    """Least squares of RSS = a + b x work + g x [late] over (work, KiB) samples: g, the late
-    lifetimes' RSS above the early ones' at equal work (b is the slope within each group)."""
+    """Least squares of RSS = a + b x work + g x [late] over (work, KiB) samples (both groups
+    non-empty): g, the late lifetimes' RSS above the early ones' at equal work (b is the slope
+    within each group)."""
     def centred(group):
         mx = statistics.mean(x for x, _ in group)
         my = statistics.mean(y for _, y in group)
@@ -173,7 +175,7 @@ def restart_growth(lives, begin, end, warmup, work_rows):
         e = statistics.median(y for _, y in early) if early else None
         l = statistics.median(y for _, y in late) if late else None
         plain = adjusted = per_step = None
-        if early and late:
+        if early and late and e > 0:
             plain = 100.0 * (l - e) / e
             g, slope = adjusted_difference(early, late)
             adjusted = 100.0 * g / statistics.mean(y for _, y in early)

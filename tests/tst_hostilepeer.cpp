@@ -129,6 +129,7 @@ class TestHostilePeer : public QObject {
         SWARM_VERIFY(liar.logText().contains(QStringLiteral("attacks with claim:")), all);
 
         std::vector<long> batches;
+        int identical = 0; // complete steps at which the honest parameters were compared
         const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
         for (long step = 2; step <= 6; ++step) {
             for (const auto *s : {&s1, &s2, &s3})
@@ -136,19 +137,32 @@ class TestHostilePeer : public QObject {
                     batches.push_back(s->at(step).value("batch_samples", 0L));
             if (!(s1.count(step) && s2.count(step) && s3.count(step)))
                 continue; // a trainer that caught up instead has no event of this step
+            // The liar decides every step at once: when it reduces a shard it may stop waiting
+            // for honest parts before the honest trainers decide theirs, or lead a group that
+            // formed without some of them. Such a round ends incomplete or apart (each keeps its
+            // own values) and a later one repairs it: compared are the complete rounds of one
+            // group of all four.
+            const auto together = [&](const std::map<long, nlohmann::json> &s) {
+                return s.at(step).value("complete", false) && s.at(step).value("group_size", 0) == 4;
+            };
+            if (!(together(s1) && together(s2) && together(s3)))
+                continue;
+            ++identical;
             const auto sha = s1.at(step).value("params_sha", std::string());
             QVERIFY(!sha.empty());
             QCOMPARE(s2.at(step).value("params_sha", std::string()), sha);
             QCOMPARE(s3.at(step).value("params_sha", std::string()), sha);
         }
         QVERIFY2(batches.size() >= 5, qPrintable(QStringLiteral("%1 step events of steps 2-6").arg(batches.size())));
+        SWARM_VERIFY(identical >= 2, all);
         std::sort(batches.begin(), batches.end());
         const long median = batches[batches.size() / 2];
         QString all_;
         for (long b : batches)
             all_ += QString::number(b) + QLatin1Char(' ');
         qInfo("honest batches of steps 2-6: %s", qPrintable(all_));
-        QVERIFY2(median >= Target / 20, qPrintable(QStringLiteral("median batch %1 of target %2: %3").arg(median).arg(Target).arg(all_)));
+        // and the claim landed: the honest trainers did not step on the target's worth of their own
+        QVERIFY2(median >= Target / 20 && median <= Target / 2, qPrintable(QStringLiteral("median batch %1 of target %2: %3").arg(median).arg(Target).arg(all_)));
     }
 };
 

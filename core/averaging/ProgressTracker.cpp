@@ -7,7 +7,10 @@
 
 namespace dedloc {
 
-ProgressTracker::ProgressTracker(TrackerOptions options) : m_options(options) {}
+ProgressTracker::ProgressTracker(TrackerOptions options)
+    : m_options(options), m_clock(options.delayedUpdates, options.allowedClockSkew)
+{
+}
 
 bool ProgressTracker::update(const ProgressRecord &r, double now)
 {
@@ -23,14 +26,12 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
     auto it = m_records.find(r.peerId);
     if (it != m_records.end() && it->second.time >= r.time)
         return false; // an older (or the same) copy coming back from another DHT node
-    // This peer's own step ended: without delayed updates, no honest peer computed for the epoch
-    // after it before its own step (a single epoch on; a jump did not see the epoch begin).
-    if (!m_options.delayedUpdates && r.peerId == m_options.selfId && it != m_records.end()
-        && r.epoch == it->second.epoch + 1)
-        noteBeginning(r.epoch, now, true);
+    // This peer's own step ended (a single epoch on; a jump did not see the epoch begin).
+    if (r.peerId == m_options.selfId && it != m_records.end() && r.epoch == it->second.epoch + 1)
+        m_clock.ownStepEnded(r.epoch, now);
     m_records[r.peerId] = r;
-    if (std::isnan(m_firstForeign) && r.peerId != m_options.selfId)
-        m_firstForeign = now;
+    if (r.peerId != m_options.selfId)
+        m_clock.sawForeignRecord(now);
     // Peers whose records expired are forgotten (at most once a second): a swarm with churn would
     // otherwise keep every peer it ever saw. An older copy of a forgotten record has expired too,
     // so it cannot come back.
@@ -39,23 +40,6 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
         m_lastPrune = now;
     }
     return true;
-}
-
-void ProgressTracker::noteBeginning(long epoch, double at, bool seen) const
-{
-    m_epochBegan.try_emplace(epoch, seen ? at : std::numeric_limits<double>::quiet_NaN());
-    // Beginnings of epochs the swarm left are dropped (the map holds a few epochs at most).
-    std::erase_if(m_epochBegan, [this](const auto &entry) { return entry.first < m_highestGlobal - 2; });
-}
-
-void ProgressTracker::noteGlobal(long epoch, double now) const
-{
-    if (epoch <= m_highestGlobal)
-        return;
-    // Seen begin: the next epoch after one this tracker saw as global, once it had read others.
-    const bool seen = epoch == m_highestGlobal + 1 && now >= m_firstForeign + m_options.allowedClockSkew;
-    m_highestGlobal = epoch;
-    noteBeginning(epoch, now, seen);
 }
 
 void ProgressTracker::remove(const std::string &peerId) { m_records.erase(peerId); }
@@ -145,8 +129,8 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
         donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);
     }
     g.globalEpoch = localEpoch == NotTraining ? trainersMax : donorsMax;
-    noteGlobal(g.globalEpoch, now);
-    const double cap = rateCap(g.globalEpoch, now), most = allowance(g.globalEpoch, cap, now);
+    m_clock.sawGlobal(g.globalEpoch, now);
+    const double cap = rateCap(g.globalEpoch, now), most = allowance(g.globalEpoch, cap, now, m_options.beginningSlack);
     double reported = 0.0;
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now || r.epoch != g.globalEpoch)
@@ -181,12 +165,12 @@ double ProgressTracker::rateCap(long epoch, double now) const
     return std::max(1.0, m_options.maxRateOverMedian) * median;
 }
 
-double ProgressTracker::allowance(long epoch, double cap, double now) const
+double ProgressTracker::allowance(long epoch, double cap, double now, double slack) const
 {
-    const auto it = m_epochBegan.find(epoch);
-    if (it == m_epochBegan.end() || std::isnan(it->second) || !std::isfinite(cap))
+    const double began = m_clock.began(epoch);
+    if (std::isnan(began) || !std::isfinite(cap))
         return std::numeric_limits<double>::infinity();
-    return cap * (std::max(0.0, now - it->second) + m_options.beginningSlack);
+    return cap * (std::max(0.0, now - began) + slack);
 }
 
 ProgressTracker::Counted ProgressTracker::counted(const ProgressRecord &r, double cap, double allowance,
@@ -211,11 +195,8 @@ StepDecision ProgressTracker::decide(long localEpoch, double now) const
                           && static_cast<double>(g.reportedSamples) >= m_options.minReportedFraction * target);
     if (!step)
         return StepDecision::Accumulate;
-    // With delayed updates no honest peer computes for the next epoch before this one's step was
-    // due: the first Step decision here bounds the next epoch's counts (the shares computed
-    // during the round included), whenever that epoch's records arrive.
-    if (m_options.delayedUpdates)
-        noteBeginning(localEpoch + 1, now, true);
+    // No honest peer computes for the next epoch before this one's step was due (EpochClock).
+    m_clock.decidedStep(localEpoch, now);
     return StepDecision::Step;
 }
 
@@ -231,7 +212,9 @@ ProgressTracker::WeightBounds ProgressTracker::weightBounds(long epoch, double n
     const double cap = rateCap(epoch, now);
     if (!std::isfinite(cap))
         return b;
-    b.others = allowance(epoch, cap, now);
+    // A reducer that does not train sees an epoch begin only when it reads the records (a read
+    // period late): the weights keep the clock skew as their slack.
+    b.others = allowance(epoch, cap, now, m_options.allowedClockSkew);
     for (const auto &[id, r] : m_records)
         if (r.expiresAt > now && r.epoch == epoch)
             b.perPeer[id] =

@@ -34,13 +34,11 @@
 // (no bound while none is positive), and, when this tracker saw that epoch begin, its samples,
 // reported and extrapolated, at most
 //     cap x (now - b + beginningSlack)
-// with b the epoch's beginning here, the earliest of: when this peer's own record first showed it,
-// one above the epoch before (its own step ended: no honest peer computes for an epoch before
-// its step); with delayed parameter updates (whose shares for the next epoch are computed while
-// the round runs), this tracker's first Step decision at the epoch before instead; when the epoch
-// first became global here, provided the epoch before it was global here and this tracker had
-// read other peers' records for allowedClockSkew already. That is what a peer computing at the
-// cap can have computed since the epoch began. An epoch this tracker did not
+// with b the epoch's beginning as this tracker saw it (averaging/EpochClock.h: this peer's own
+// step's end, or with delayed parameter updates its Step decision at the epoch before, or when
+// the epoch became global here; never before that decision; unknown for an epoch under way when
+// it started or reached in a jump). That is what a peer computing at the cap can have computed
+// since the epoch began. A PART's weight (weightBounds) takes allowedClockSkew as its slack. An epoch this tracker did not
 // see begin (under way when it started; reached in a jump) is counted as reported. One peer
 // claiming the whole target at once thus counts like a peer computing at the cap since the
 // epoch began, not like the swarm. An honest peer faster than the cap is counted at the cap: the
@@ -50,6 +48,7 @@
 // Times are seconds on the caller's clock (Unix time; records carry the sender's clock, and a
 // record more than `allowedClockSkew` in the future is refused). Pure logic, no I/O, no clock of
 // its own: tests inject `now`. Not thread-safe; owned by the swarm's control thread.
+#include "averaging/EpochClock.h"
 #include "averaging/SwarmMessages.h"
 
 #include <limits>
@@ -169,26 +168,18 @@ private:
     [[nodiscard]] Counted counted(const ProgressRecord &r, double cap, double allowance, double now) const;
     // The rate cap at `epoch` (see above); infinity while no live record there has a positive rate.
     [[nodiscard]] double rateCap(long epoch, double now) const;
-    // The most samples a peer counts at `epoch` given `cap`; infinity when this tracker did not
-    // see the epoch begin.
-    [[nodiscard]] double allowance(long epoch, double cap, double now) const;
-    // Records when `epoch` became global here (global()), and when it began (this peer's own
-    // record one epoch on, or with delayed updates decide()'s first Step at the epoch before;
-    // `seen` false: unknown, NaN). The first note of an epoch stays.
-    void noteGlobal(long epoch, double now) const;
-    void noteBeginning(long epoch, double at, bool seen) const;
+    // The most samples a peer counts at `epoch` given `cap`, with `slack` seconds added to the
+    // time since the epoch began; infinity when this tracker did not see the epoch begin.
+    [[nodiscard]] double allowance(long epoch, double cap, double now, double slack) const;
 
     TrackerOptions m_options;
     long m_followed = -1;     // see follow()
     double m_followedAt = 0.0; // when m_followed last advanced (caller's clock)
     std::map<std::string, ProgressRecord> m_records;
     double m_lastPrune = -1e300;
-    double m_firstForeign = std::numeric_limits<double>::quiet_NaN(); // first record of another peer
-    // When each recent epoch began as this tracker saw it (caller's clock; NaN: not seen, e.g.
-    // under way when this tracker started, or reached in a jump), and the highest global epoch
-    // seen. Bookkeeping of the const views global() and decide(), under the caller's lock.
-    mutable std::map<long, double> m_epochBegan;
-    mutable long m_highestGlobal = -1;
+    // When each recent epoch began here: bookkeeping of the const views global() and decide(),
+    // under the caller's lock.
+    mutable EpochClock m_clock;
 };
 
 } // namespace dedloc

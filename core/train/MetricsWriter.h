@@ -1,9 +1,12 @@
 #pragma once
-// Metrics as JSON lines: one object per optimizer step and per validation, appended to a file
-// and flushed per line (so `tail -f` and a crash both see whole lines). Format (docs/METRICS.md):
+// Metrics as JSON lines: one object per event (an optimizer step, a validation; in a swarm also a
+// round of a peer that reduces without training, and a catch_up when a state download or
+// replayed updates moved the epoch), appended to a file and flushed per line (so `tail -f` and a
+// crash both see whole lines). Format (docs/METRICS.md):
 //   {"event":"step","time":<unix s>,"peer_id":"..","role":"trainer","step":N,"samples":N,
 //    "loss":x,"samples_per_s":x,"lr":x,"grad_norm":x,"applied":true}
 //   {"event":"validation","time":..,"peer_id":..,"role":..,"step":N,"val_loss":x}
+//   {"event":"catch_up","time":..,"peer_id":..,"role":..,"step":N,"from":N,"how":"downloaded"}
 // Later versions add fields; readers must ignore fields they do not know.
 // Thread-safety: one writer per file, used from one thread.
 #include "util/LineAppender.h"
