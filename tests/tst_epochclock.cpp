@@ -60,6 +60,9 @@ private Q_SLOTS:
         QVERIFY(std::isnan(c.began(6)));
         c.ownStepEnded(6, 12.0);
         QCOMPARE(c.began(6), 12.0);
+        c.sawGlobal(7, 20.0);
+        c.ownStepEnded(7, 50.0); // a replay, no Step decision of its own at 6: the swarm's clock
+        QCOMPARE(c.began(7), 20.0);
         EpochClock fresh(false, 3.0); // records read for less than 3 s: not seen either
         fresh.sawGlobal(1, 8.0);
         fresh.sawForeignRecord(8.0);

@@ -27,7 +27,10 @@ void EpochClock::ownStepEnded(long epoch, double now)
     if (m_delayedUpdates)
         return;
     note(epoch, now, true);
-    raiseFloor(epoch, now);
+    // A floor only after a step this peer decided itself: one that fell behind and catches up
+    // (a replay) comes late, after the swarm's honest peers began.
+    if (m_decided.count(epoch - 1))
+        raiseFloor(epoch, now);
 }
 
 void EpochClock::decidedStep(long epoch, double now)

@@ -11,7 +11,7 @@
 //     this peer had read other peers' records for `settle` seconds already; otherwise unknown (an
 //     epoch under way when this peer started, or reached in a jump).
 // It is never before this peer's first Step decision at e - 1, nor, without delayed updates, before
-// this peer's own step into e, where it made them: a stranger's record one epoch ahead, global
+// the end of its own step into e after that decision, where it made them: a stranger's record one epoch ahead, global
 // here while it lived (or a stranger that ends its round before the honest members and steps
 // first), starts no clock for this peer. A peer that does not train (a monitor, an auxiliary)
 // has only the global epoch to go by. The first note of an epoch stays, except that a seen
