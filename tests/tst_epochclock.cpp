@@ -52,6 +52,12 @@ private Q_SLOTS:
     // tracker counts it as reported) until this peer's own step into it.
     void aJumpIsUnknownUntilThisPeersOwnStep()
     {
+        EpochClock delayed(true, 3.0);
+        delayed.sawForeignRecord(0.0);
+        delayed.sawGlobal(4, 0.0);
+        delayed.sawGlobal(6, 10.0);
+        delayed.ownStepEnded(6, 12.0);
+        QCOMPARE(delayed.began(6), 12.0);
         EpochClock c(false, 3.0);
         c.sawForeignRecord(0.0);
         c.sawGlobal(4, 0.0);

@@ -24,12 +24,11 @@ void EpochClock::sawGlobal(long epoch, double now)
 
 void EpochClock::ownStepEnded(long epoch, double now)
 {
-    if (m_delayedUpdates)
-        return;
-    note(epoch, now, true);
+    note(epoch, now, true); // with delayed updates the decision's note came first and stays
     // A floor only after a step this peer decided itself: one that fell behind and catches up
-    // (a replay) comes late, after the swarm's honest peers began.
-    if (m_decided.count(epoch - 1))
+    // (a replay) comes late, after the swarm's honest peers began. With delayed updates the
+    // next epoch's shares are computed during the round: no floor at its end.
+    if (!m_delayedUpdates && m_decided.count(epoch - 1))
         raiseFloor(epoch, now);
 }
 

@@ -4,7 +4,7 @@
 // count at most cap x the time since the epoch began). An epoch's beginning is the first of
 //   - ownStepEnded(e): this peer's own record showed e, one above its record before (its step
 //     ended; without delayed parameter updates no honest peer computes for an epoch before its
-//     step of the epoch before);
+//     step of the epoch before; with them, this only replaces an unknown beginning);
 //   - decidedStep(e - 1), with delayed updates only: this peer's first Step decision at the epoch
 //     before (the next epoch's shares are computed while the round runs);
 //   - sawGlobal(e): e became the global epoch here, provided e - 1 was the global epoch here and
