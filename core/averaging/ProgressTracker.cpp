@@ -19,7 +19,8 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
         return false;
     // An honest peer stops computing at the target batch, and no device computes a million
     // samples a second: claims beyond either only serve to trigger steps on small batches.
-    if (r.samplesAccumulated > maxSamplesPerEpoch(m_options.targetBatchSize) || r.samplesPerSecond > MaxSamplesPerSecond)
+    if (r.samplesAccumulated > maxSamplesPerEpoch(m_options.targetBatchSize)
+        || r.samplesPerSecond > MaxSamplesPerSecond)
         return false;
     if (r.expiresAt <= now || r.time > now + m_options.allowedClockSkew)
         return false;
@@ -130,7 +131,8 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
     }
     g.globalEpoch = localEpoch == NotTraining ? trainersMax : donorsMax;
     m_clock.sawGlobal(g.globalEpoch, now);
-    const double cap = rateCap(g.globalEpoch, now), most = allowance(g.globalEpoch, cap, now, m_options.beginningSlack);
+    const double cap = rateCap(g.globalEpoch, now);
+    const double most = allowance(g.globalEpoch, cap, now, m_options.beginningSlack);
     double reported = 0.0;
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now || r.epoch != g.globalEpoch)

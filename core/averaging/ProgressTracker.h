@@ -36,10 +36,10 @@
 //     cap x (now - b + beginningSlack)
 // with b the epoch's beginning as this tracker saw it (averaging/EpochClock.h: this peer's own
 // step's end, or with delayed parameter updates its Step decision at the epoch before, or when
-// the epoch became global here; never before that decision; unknown for an epoch under way when
-// it started or reached in a jump). That is what a peer computing at the cap can have computed
-// since the epoch began. A PART's weight (weightBounds) takes allowedClockSkew as its slack. An epoch this tracker did not
-// see begin (under way when it started; reached in a jump) is counted as reported. One peer
+// the epoch became global here; never before that decision). That is what a peer computing at
+// the cap can have computed since the epoch began; a PART's weight (weightBounds) takes
+// allowedClockSkew as its slack. An epoch this tracker did not see begin (under way when it
+// started; reached in a jump, until this peer's own step into it) is counted as reported. One peer
 // claiming the whole target at once thus counts like a peer computing at the cap since the
 // epoch began, not like the swarm. An honest peer faster than the cap is counted at the cap: the
 // step comes later, on a larger batch, never on a smaller one. maxRateOverMedian = infinity
