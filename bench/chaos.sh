@@ -10,7 +10,7 @@
 # restarts and who banned whom. Exit status 0 only when every PASS/FAIL judgment passes.
 #
 #   bench/chaos.sh [--dir DIR] [--minutes M] [--kill-every S] [--hostile KIND|none] [--build DIR]
-#                  [--target-batch N] [--warmup S] [--seed N] [--peer-args "ARGS"]
+#                  [--target-batch N] [--warmup S] [--seed N] [--kill-only NAME] [--peer-args "ARGS"]
 #
 #   --dir DIR          scratch dir (default /tmp/dedloc-chaos): DIR/run holds the signed tiny run
 #                      (made once, reused later); each soak writes DIR/soak-<date>-<kind>/
@@ -26,6 +26,9 @@
 #                      after that, early in the soak against late, at equal work (the steps each
 #                      had made by each sample: bench/chaos_report.py)
 #   --seed N           seed of the kill order (default: the time)
+#   --kill-only NAME   kill and restart only this trainer (e.g. trainer-1), every --kill-every s:
+#                      lifetimes of equal length, many of them, beside peers that live the whole
+#                      soak (whether memory grows across restarts; the others' long-run lines)
 #   --peer-args ARGS   more dedloc options for every peer, e.g. "--matchmaking-time 4"
 set -euo pipefail
 
@@ -39,6 +42,7 @@ TARGET_BATCH=64
 WARMUP=120
 SEED=$(date +%s)
 PEER_ARGS=""
+KILL_ONLY=""
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
@@ -56,6 +60,7 @@ parse_options() {
       --warmup) WARMUP=$2 ;;
       --seed) SEED=$2 ;;
       --peer-args) PEER_ARGS=$2 ;;
+      --kill-only) KILL_ONLY=$2 ;;
       *) echo "chaos.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift 2
@@ -112,7 +117,7 @@ alive() { # pid: running and not a zombie
 }
 
 kill_random_trainer() {
-  local name=${TRAINERS[RANDOM % ${#TRAINERS[@]}]} pid
+  local name=${KILL_ONLY:-${TRAINERS[RANDOM % ${#TRAINERS[@]}]}} pid
   pid=${PID[$name]}
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
@@ -179,7 +184,10 @@ main() {
   DHT_PORT=$(free_udp_port)
   TRAINERS=(trainer-1 trainer-2 trainer-3 trainer-4)
   [ "$HOSTILE" = none ] || TRAINERS[3]=hostile
-  echo "soak of $MINUTES min, a kill every $KILL_EVERY s (seed $SEED), hostile: $HOSTILE; files in $SOAK"
+  if [ -n "$KILL_ONLY" ] && [[ " ${TRAINERS[*]} " != *" $KILL_ONLY "* ]]; then
+    echo "chaos.sh: --kill-only $KILL_ONLY: not one of ${TRAINERS[*]}" >&2; exit 2
+  fi
+  echo "soak of $MINUTES min, a kill every $KILL_EVERY s (${KILL_ONLY:-seed $SEED}), hostile: $HOSTILE; files in $SOAK"
   trap 'stop_all' EXIT
   trap 'exit 130' INT TERM
 

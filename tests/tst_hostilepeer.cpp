@@ -35,11 +35,12 @@ class TestHostilePeer : public QObject {
     struct Swarm {
         SwarmPeerProcess &monitor, &p1, &p2, &p3, &hostile;
     };
-    Swarm startSwarm(SwarmHarness &h, int steps, const QString &attack)
+    Swarm startSwarm(SwarmHarness &h, int steps, const QString &attack, const QStringList &more = {})
     {
         auto &monitor = h.startMonitor();
-        const QStringList args{QStringLiteral("--steps"), QString::number(steps), QStringLiteral("--min-peers"),
-                               QStringLiteral("4"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        const QStringList args = QStringList{QStringLiteral("--steps"), QString::number(steps), QStringLiteral("--min-peers"),
+                                             QStringLiteral("4"), QStringLiteral("--average-state-every"), QStringLiteral("0")}
+                                 + more;
         auto &p1 = h.startPeer(QStringLiteral("p1"), args);
         auto &p2 = h.startPeer(QStringLiteral("p2"), args);
         auto &p3 = h.startPeer(QStringLiteral("p3"), args);
@@ -124,7 +125,14 @@ class TestHostilePeer : public QObject {
         std::filesystem::create_directories(d);
         constexpr long Target = 8192;
         SwarmHarness h(m_app, writeSignedTinyRun(d, Target, 1000), d / "peers");
-        auto [monitor, p1, p2, p3, liar] = startSwarm(h, 6, QStringLiteral("claim:%1").arg(2 * Target));
+        // The liar decides every step at once. A member joins a group when its ETA falls under the
+        // matchmaking time (4 s here) and sends its parts when it decides: as in the product (15 s
+        // against 5 s), the sender timeout exceeds the matchmaking time, or the liar, reducing a
+        // shard, would exclude honest members that are still accumulating (the harness's 3 s did,
+        // in 4 of 25 steps).
+        auto [monitor, p1, p2, p3, liar] = startSwarm(h, 6, QStringLiteral("claim:%1").arg(2 * Target),
+                                                      {QStringLiteral("--sender-timeout"), QStringLiteral("8"),
+                                                       QStringLiteral("--reducer-timeout"), QStringLiteral("12")});
         const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &liar, &monitor};
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 240), all);
         SWARM_VERIFY(liar.logText().contains(QStringLiteral("attacks with claim:")), all);
@@ -138,15 +146,13 @@ class TestHostilePeer : public QObject {
                     batches.push_back(s->at(step).value("batch_samples", 0L));
             if (!(s1.count(step) && s2.count(step) && s3.count(step)))
                 continue; // a trainer that caught up instead has no event of this step
-            // The liar decides every step at once: when it reduces a shard it may stop waiting
-            // for honest parts before the honest trainers decide theirs, or lead a group that
-            // formed without some of them. Such a round ends incomplete or apart (each keeps its
-            // own values) and a later one repairs it: compared are the complete rounds of one
-            // group of all four.
-            const auto together = [&](const std::map<long, nlohmann::json> &s) {
-                return s.at(step).value("complete", false) && s.at(step).value("group_size", 0) == 4;
-            };
-            if (!(together(s1) && together(s2) && together(s3)))
+            // Compared are the complete rounds in which the three were together (with the liar or
+            // without it): a round that ends incomplete leaves each member its own values for the
+            // missing shard.
+            const auto complete = [&](const std::map<long, nlohmann::json> &s) { return s.at(step).value("complete", false); };
+            const int size = s1.at(step).value("group_size", 0);
+            if (!(complete(s1) && complete(s2) && complete(s3)) || size < 3
+                || s2.at(step).value("group_size", 0) != size || s3.at(step).value("group_size", 0) != size)
                 continue;
             ++identical;
             const auto sha = s1.at(step).value("params_sha", std::string());
@@ -160,7 +166,10 @@ class TestHostilePeer : public QObject {
         QString all_;
         for (long b : batches)
             all_ += QString::number(b) + QLatin1Char(' ');
-        qInfo("honest batches of steps 2-6: %s; %d complete rounds of all four compared", qPrintable(all_), identical);
+        qInfo("honest batches of steps 2-6: %s; %d complete rounds of the three compared", qPrintable(all_), identical);
+        // Some were compared. (Five steps cannot tell the rates apart: with the harness's 3 s, five
+        // runs had 4 incomplete rounds in 25 steps; with 8 s, five runs had none in 25.)
+        QVERIFY2(identical >= 2, qPrintable(QStringLiteral("%1 of steps 2-6 were complete rounds of the three").arg(identical)));
         // and the claim landed: the honest trainers did not step on the target's worth of their own
         QVERIFY2(median >= Target / 20 && median <= Target / 2, qPrintable(QStringLiteral("median batch %1 of target %2: %3").arg(median).arg(Target).arg(all_)));
     }
