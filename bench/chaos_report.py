@@ -7,6 +7,10 @@
   events.tsv     time, start|kill|exit|sigkill-at-stop, name, pid[, exit status]
   rss.tsv        time, name, pid, seconds since that process started, VmRSS (KiB)
 
+The metrics' step and round events also carry each process's heap in use (heap_mib: allocated,
+not freed), judged like RSS: a leak shows there without the allocator's free pages, which make
+RSS swing by 100-200 MiB between the 30 s trims.
+
   chaos_report.py SOAK_DIR --begin T --end T [--warmup S] [--hostile KIND|none]
                   [--stall-limit S] [--rss-limit PERCENT]
 
@@ -93,6 +97,26 @@ def rss_lives(rows, warmup):
         lives[(name, pid)].append((float(t), float(age), int(kib)))
     warm = {k: [s for s in v if s[1] >= warmup] for k, v in lives.items()}
     return {k: v for k, v in warm.items() if len(v) >= 2}, sum(1 for v in warm.values() if len(v) < 2)
+
+
+def heap_rows(events, work_rows):
+    """rss.tsv-like rows (time, name, pid, age, KiB) of the heap in use that the metrics events
+    carry, each event given to its process by the last start of its name before it."""
+    starts = collections.defaultdict(list)
+    for row in events:
+        if row[1] == "start":
+            starts[row[2]].append((float(row[0]), row[3]))
+    out = []
+    for name, rows in work_rows.items():
+        begun = sorted(starts.get(name, []))
+        for r in rows:
+            t, heap = r.get("time"), r.get("heap_mib")
+            if not (finite(t) and finite(heap)):
+                continue
+            life = [b for b in begun if b[0] <= t]
+            if life:
+                out.append((t, name, life[-1][1], t - life[-1][0], int(heap * 1024)))
+    return sorted(out)
 
 
 def rss_growth(lives):
@@ -184,15 +208,15 @@ def restart_growth(lives, begin, end, warmup, work_rows):
     return out
 
 
-def print_rss(growth, short, across, warmup):
-    print(f"RSS per process lifetime (median of its first {RSS_WINDOW:.0f} s of samples from {warmup:.0f} s after "
+def print_rss(growth, short, across, warmup, what="RSS"):
+    print(f"{what} per process lifetime (median of its first {RSS_WINDOW:.0f} s of samples from {warmup:.0f} s after "
           f"its start vs of its last {RSS_WINDOW:.0f} s, and a least-squares line through all of them; "
           f"{short} lifetime(s) too short to tell):")
     for name, pid, age, first, last, pct, line, span in growth:
         judged = "  judged by its line" if span >= LONG_LIFE else ""
         print(f"  {name:<10} pid {pid:>7}  lived {age:>5.0f} s  {first / 1024:7.1f} -> {last / 1024:7.1f} MiB  "
               f"{pct:+6.1f}%  (line through all: {line:+6.1f}%){judged}")
-    print(f"RSS at the same age ({warmup:.0f}-{warmup + RSS_WINDOW:.0f} s) of lifetimes under {LONG_LIFE:.0f} s, "
+    print(f"{what} at the same age ({warmup:.0f}-{warmup + RSS_WINDOW:.0f} s) of lifetimes under {LONG_LIFE:.0f} s, "
           "started in the run's first third vs its last third (medians), and the difference at equal work "
           "(steps or rounds made by each sample):")
     for r, ne, nl, e, l, plain, adjusted, per_step in across:
@@ -303,6 +327,11 @@ def main():
     work_rows["monitor"] = read_jsonl(os.path.join(a.soak, "monitor.jsonl"))[0]
     across = restart_growth(lives, a.begin, a.end, a.warmup, work_rows)
     print_rss(growth, short, across, a.warmup)
+    heap_lives, heap_short = rss_lives(heap_rows(events, work_rows), a.warmup)
+    heap_growth = rss_growth(heap_lives)
+    heap_across = restart_growth(heap_lives, a.begin, a.end, a.warmup, work_rows)
+    if heap_lives:
+        print_rss(heap_growth, heap_short, heap_across, a.warmup, "Heap in use (metrics' heap_mib)")
     print_restarts(restarts(events, {n: stats[n]["times"] for n in names}, a.end), a.begin)
     crashes = [row for row in events if row[1] == "exit"]
     for row in crashes:
@@ -315,11 +344,15 @@ def main():
         print(f"  {n} banned: {', '.join(sorted(b)) or 'nobody'}")
 
     worst = rss_verdict(growth, across)
+    heap_worst = rss_verdict(heap_growth, heap_across) if heap_lives else None
     ok = [judge(total > 0 and non_finite == 0, f"{non_finite} NaN or non-finite losses in {total} honest steps"),
           judge(gap <= a.stall_limit, f"no stall over {a.stall_limit:.0f} s (longest {gap:.1f} s)"),
           judge(worst is None or worst[0] < a.rss_limit,
                 f"RSS growth under {a.rss_limit:.0f}% (largest "
                 + (f"{worst[0]:+.1f}%, {worst[1]})" if worst else "not judged: no lifetime long enough, no restarts)")),
+          judge(heap_worst is None or heap_worst[0] < a.rss_limit,
+                f"heap in use growth under {a.rss_limit:.0f}% (largest "
+                + (f"{heap_worst[0]:+.1f}%, {heap_worst[1]})" if heap_worst else "not judged: no heap_mib in the metrics)")),
           judge(not honest_bans, "no honest peer banned another honest one"
                 + "".join(f"; {n} banned {', '.join(b)}" for n, b in honest_bans.items())),
           judge(not crashes, f"no peer exited by itself ({len(crashes)} did)")]

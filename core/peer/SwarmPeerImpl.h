@@ -412,6 +412,9 @@ struct SwarmPeer::Impl {
     // `validationLoss`: this peer validated after the step (then the event carries val_loss).
     // `stateRound`: the group also averaged parameters and optimizer state after the gradients.
     void reportStep(const StepOutcome &step, double roundSeconds, bool stateRound, std::optional<double> validationLoss);
+    // The process's resident set and heap in use now, in MiB ("rss_mib", "heap_mib"), added to a
+    // step or round event (system/HeapTrim.h memoryUsage()). SwarmResources.cpp.
+    static void addMemoryFields(nlohmann::json &fields);
     // Whether this peer validates after `step` (manifest validation_every_n_steps): a peer alone
     // always; in a group, one member per group, each in turn.
     bool validationDue(long step, std::size_t indexInGroup, std::size_t groupSize) const;

@@ -7,6 +7,7 @@
 #include "util/Error.h"
 #include "util/Log.h"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace dedloc {
@@ -73,6 +74,16 @@ void SwarmPeer::Impl::applyDevices(const std::vector<int> &gpus)
     } catch (const Error &e) {
         log::error("peer", std::string("cannot change the training devices: ") + e.what());
     }
+}
+
+void SwarmPeer::Impl::addMemoryFields(nlohmann::json &fields)
+{
+    constexpr double MiB = 1024.0 * 1024.0;
+    const auto m = memoryUsage();
+    if (m.residentBytes >= 0)
+        fields["rss_mib"] = std::round(static_cast<double>(m.residentBytes) / MiB * 10.0) / 10.0;
+    if (m.heapInUseBytes >= 0)
+        fields["heap_mib"] = std::round(static_cast<double>(m.heapInUseBytes) / MiB * 10.0) / 10.0;
 }
 
 } // namespace dedloc

@@ -85,6 +85,7 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
         }
         if (uploadMbit > 0)
             round["upload_mbit"] = uploadMbit;
+        addMemoryFields(round);
         metrics->write("round", round);
         update([&](PeerSnapshot &s) {
             ++s.session.stepsTakenPart;

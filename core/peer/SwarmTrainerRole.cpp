@@ -438,6 +438,7 @@ void SwarmPeer::Impl::reportStep(const StepOutcome &step, double roundSeconds, b
         const auto p = trainer->sharedParametersFlat();
         fields["params_sha"] = sha256Hex(p.data(), p.size() * sizeof(float));
     }
+    addMemoryFields(fields);
     metrics->write("step", fields);
     ++stepsThisSession;
     stepsAveragedThisSession += step.averaged ? 1 : 0;

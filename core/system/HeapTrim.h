@@ -11,7 +11,7 @@
 // and fault its activations at every step; trimming now and then keeps the allocator's reuse and
 // releases what it holds beyond that.
 //
-// Units: seconds (HeapTrimmer). Threads: any (glibc locks each arena in turn while it walks it: a trim takes time
+// Units: seconds (HeapTrimmer), bytes (MemoryUsage). Threads: any (glibc locks each arena in turn while it walks it: a trim takes time
 // in proportion to the free memory held). Errors: none.
 
 namespace dedloc {
@@ -19,6 +19,21 @@ namespace dedloc {
 // Returns to the kernel every whole free page the allocator holds, in every arena. True where it
 // released something (glibc), false otherwise.
 bool releaseFreeHeap();
+
+// What the process holds, in bytes; -1 where the platform does not say.
+struct MemoryUsage {
+    // The kernel's resident set (/proc/self/statm: what `top` shows as RES), free blocks the
+    // allocator keeps included.
+    long long residentBytes = -1;
+    // Allocated and not yet freed, in every arena and in mapped blocks (glibc's mallinfo2:
+    // uordblks + hblkhd). A leak shows here, without the allocator's free blocks that make RSS
+    // swing by 100-200 MB between trims.
+    long long heapInUseBytes = -1;
+};
+
+// Reads both now. Walks the allocator's free lists with each arena locked in turn (about a
+// millisecond for a trainer's heap): for now and then (a step), not for a hot loop.
+MemoryUsage memoryUsage();
 
 // Calls releaseFreeHeap() at most once per `periodSeconds` of the caller's clock (seconds, any
 // origin; a steady one, or a clock set back stops the trims until it catches up): a peer's control
