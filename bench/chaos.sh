@@ -7,8 +7,8 @@
 # SIGTERM (SIGKILL after 20 s) and bench/chaos_report.py prints, from the peers' metrics files,
 # their logs and the monitor's swarm.jsonl: steps, averaged fraction, non-finite losses, the
 # longest stall, RSS and heap in use (the metrics' heap_mib) per process lifetime and across
-# restarts, the last validation loss, rejoin times after
-# restarts and who banned whom. Exit status 0 only when every PASS/FAIL judgment passes.
+# restarts, the last validation loss, rejoin times after restarts and who banned whom. Exit
+# status 0 only when every PASS/FAIL judgment passes.
 #
 #   bench/chaos.sh [--dir DIR] [--minutes M] [--kill-every S] [--hostile KIND|none] [--build DIR]
 #                  [--target-batch N] [--warmup S] [--seed N] [--kill-only NAME] [--peer-args "ARGS"]
