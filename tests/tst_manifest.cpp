@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -210,6 +211,8 @@ void TestManifest::rejectsInvalidField_data()
     set("aggregation rule unknown", "/aggregation", R"({"rule": "median"})",
         "aggregation.rule: expected \"mean\" or \"centered-clip\", got \"median\"");
     set("aggregation radius below 1", "/aggregation", R"({"rule": "centered-clip", "radius": 0.5})", "aggregation.radius:");
+    set("aggregation rate bound below 1", "/aggregation", R"({"rule": "mean", "max_rate_over_median": 0.5})",
+        "aggregation.max_rate_over_median:");
     set("aggregation unknown field", "/aggregation", R"({"rule": "mean", "tau": 1})", "aggregation: unknown field \"tau\"");
     set("evaluation without task", "/evaluation", R"({"every_n_steps": 10})", "evaluation.task: missing");
     set("evaluation every 0", "/evaluation", R"({"task": "e", "every_n_steps": 0})", "evaluation.every_n_steps: expected a positive");
@@ -278,6 +281,8 @@ void TestManifest::acceptsBoundaryValues_data()
     QTest::newRow("closed run") << "set" << "/access" << "\"closed\"" << "\"closed\"";
     QTest::newRow("aggregation") << "set" << "/aggregation" << R"({"rule": "centered-clip", "radius": 1})"
                                  << R"({"rule": "centered-clip", "radius": 1.0})";
+    QTest::newRow("aggregation rate bound") << "set" << "/aggregation" << R"({"rule": "mean", "max_rate_over_median": 40})"
+                                            << R"({"max_rate_over_median": 40.0, "radius": 2.0, "rule": "mean"})";
     QTest::newRow("evaluation") << "set" << "/evaluation" << R"({"task": "eval/sib", "every_n_steps": 1})"
                                 << R"({"task": "eval/sib", "every_n_steps": 1})";
 }
@@ -303,6 +308,13 @@ void TestManifest::optionalSectionsDefault()
     const auto meanOpen = dedloc::parseRunManifest(
         edited(QStringLiteral("set"), QStringLiteral("/aggregation"), QStringLiteral(R"({"rule": "mean"})")), {});
     QVERIFY(meanOpen.aggregation().rule == dedloc::AggregationRule::Mean);
+    // The rate bound: 8 in an open run, none in a closed one, the manifest's where it says.
+    QCOMPARE(open.maxRateOverMedian(), 8.0);
+    QVERIFY(std::isinf(closed.maxRateOverMedian()));
+    const auto bounded = dedloc::parseRunManifest(
+        edited(QStringLiteral("set"), QStringLiteral("/aggregation"),
+               QStringLiteral(R"({"rule": "mean", "max_rate_over_median": 40})")), {});
+    QCOMPARE(bounded.maxRateOverMedian(), 40.0);
     // The averaging section has a test of its own (tst_averagingspec).
     const auto evaluated = dedloc::parseRunManifest(
         edited(QStringLiteral("set"), QStringLiteral("/evaluation"), QStringLiteral(R"({"task": "eval/sib", "every_n_steps": 50})")),

@@ -11,7 +11,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <limits>
 
 namespace dedloc {
 
@@ -90,9 +89,9 @@ void SwarmPeer::Impl::setUp()
     trackerOptions.matchmakingTime = opt.matchmaking.window;
     trackerOptions.selfId = identity->peerId();
     trackerOptions.delayedUpdates = manifest->averaging().delayedParameterUpdates;
-    // Counts bounded by throughput in open runs only: a closed run's peers hold the lead's tokens.
-    if (manifest->closed)
-        trackerOptions.maxRateOverMedian = std::numeric_limits<double>::infinity();
+    // Counts bounded by throughput (by default in open runs only: a closed run's peers hold the
+    // lead's tokens).
+    trackerOptions.maxRateOverMedian = manifest->maxRateOverMedian();
     {
         std::lock_guard lock(mutex);
         tracker = ProgressTracker(trackerOptions);

@@ -92,7 +92,7 @@ const char *aggregationRuleName(AggregationRule rule)
 
 AggregationSpec parseAggregation(const JsonObjectReader &root)
 {
-    const JsonObjectReader r = root.object("aggregation", {"rule", "radius"});
+    const JsonObjectReader r = root.object("aggregation", {"rule", "radius", "max_rate_over_median"});
     AggregationSpec spec;
     const std::string rule = r.string("rule");
     if (rule == "centered-clip")
@@ -101,6 +101,8 @@ AggregationSpec parseAggregation(const JsonObjectReader &root)
         r.fail("rule", "expected \"mean\" or \"centered-clip\", got " + jsonExcerpt(rule));
     if (r.has("radius"))
         spec.radius = r.numberIn("radius", 1.0, false, 1000.0, false);
+    if (r.has("max_rate_over_median"))
+        spec.maxRateOverMedian = r.numberIn("max_rate_over_median", 1.0, false, 1.0e6, false);
     return spec;
 }
 
@@ -211,6 +213,13 @@ AggregationSpec RunManifest::aggregation() const
     AggregationSpec spec;
     spec.rule = closed ? AggregationRule::Mean : AggregationRule::CenteredClip;
     return spec;
+}
+
+double RunManifest::maxRateOverMedian() const
+{
+    if (aggregationField && aggregationField->maxRateOverMedian)
+        return *aggregationField->maxRateOverMedian;
+    return closed ? std::numeric_limits<double>::infinity() : AggregationSpec::OpenRunRateBound;
 }
 
 RunManifest parseRunManifest(const std::string &json, const std::filesystem::path &baseDir)
@@ -422,9 +431,12 @@ std::string toJson(const RunManifest &m)
         out["access"] = "closed";
     if (!m.evaluation.task.empty())
         out["evaluation"] = {{"task", m.evaluation.task}, {"every_n_steps", m.evaluation.everyNSteps}};
-    if (m.aggregationField)
+    if (m.aggregationField) {
         out["aggregation"] = {{"rule", aggregationRuleName(m.aggregationField->rule)},
                               {"radius", m.aggregationField->radius}};
+        if (m.aggregationField->maxRateOverMedian)
+            out["aggregation"]["max_rate_over_median"] = *m.aggregationField->maxRateOverMedian;
+    }
     if (m.averagingField)
         out["averaging"] = averagingJson(*m.averagingField);
     return out.dump(2);

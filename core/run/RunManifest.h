@@ -74,6 +74,13 @@ struct AggregationSpec {
     // CenteredClip's radius, as a multiple of the median distance of the senders' parts from
     // their coordinate-wise median (scale-free: gradients shrink as training goes on). >= 1.
     double radius = 2.0;
+    // The most a peer's claimed rate counts, as a multiple of the median rate of the live
+    // progress records (averaging/ProgressTracker.h TrackerOptions::maxRateOverMedian). >= 1.
+    // Unset: OpenRunRateBound in open runs, no bound in closed ones (RunManifest::
+    // maxRateOverMedian()). A run whose peers differ widely in speed (GPUs among CPUs) sets it
+    // above their ratio, or its fastest peers count at the bound.
+    std::optional<double> maxRateOverMedian;
+    static constexpr double OpenRunRateBound = 8.0;
 };
 
 // What the swarm averages at a global step (docs/PROTOCOL.md "Averaging modes").
@@ -130,12 +137,16 @@ struct RunManifest {
     // Optional; absent or "open": anyone may join (links are encrypted either way).
     bool closed = false;
     EvaluationSpec evaluation;
-    // "aggregation": {"rule": "mean" | "centered-clip", "radius": r}. Optional; absent: `mean`
+    // "aggregation": {"rule": "mean" | "centered-clip", "radius": r, "max_rate_over_median": x}
+    // (radius and the rate bound optional). Optional; absent: `mean`
     // for closed runs (every peer is admitted by the lead) and `centered-clip` for open ones
     // (aggregation() resolves it).
     std::optional<AggregationSpec> aggregationField;
 
     [[nodiscard]] AggregationSpec aggregation() const;
+    // The rate bound its peers count claims with: the aggregation's, else
+    // AggregationSpec::OpenRunRateBound in an open run and infinity (no bound) in a closed one.
+    [[nodiscard]] double maxRateOverMedian() const;
     // "averaging": {"delayed_parameter_updates": bool} or {"mode": "local_updates",
     // "inner_batch_size": n, "outer_learning_rate": x, "outer_momentum": x}, either with
     // "group_size": n. Optional; absent: AveragingSpec{} (gradients, no delay, groups of 64).
