@@ -6,6 +6,7 @@
 // outliers in every round: an offence at its 3rd, a ban at its 4th), and never ban each other.
 #include "SwarmHarness.h"
 
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -104,6 +105,32 @@ class TestHostilePeer : public QObject {
         for (const auto *p : {&p1, &p2, &p3}) {
             const auto log = p->logText();
             SWARM_VERIFY(log.contains(QString::fromStdString(evilId.substr(0, 16)) + QStringLiteral(" is banned")), all);
+            for (const auto *other : {&p1, &p2, &p3})
+                QVERIFY2(!log.contains(QString::fromStdString(peerIdOf(*other).substr(0, 16)) + QStringLiteral(" is banned")),
+                         qPrintable(p->name + QStringLiteral(" banned ") + other->name));
+        }
+    }
+
+    // A record claiming more than twice the target batch is a claim no honest peer makes: every
+    // reader refuses it and strikes its signer, three reads ban it, and training goes on.
+    void aPeerClaimingMoreThanAnyPeerCanIsBanned()
+    {
+        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "overclaim";
+        std::filesystem::create_directories(d);
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
+        // The three honest trainers train once the liar is banned: they wait for three, not four.
+        auto [monitor, p1, p2, p3, liar] =
+            startSwarm(h, 4, QStringLiteral("claim:256"), {QStringLiteral("--min-peers"), QStringLiteral("3")});
+        const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &liar, &monitor};
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 240), all);
+        // Its id from its log: banned at once, it may never step.
+        const auto named = QRegularExpression(QStringLiteral("trainer ([0-9a-f]{16})")).match(liar.logText());
+        QVERIFY(named.hasMatch());
+        const auto liarId = named.captured(1);
+        for (const auto *p : {&p1, &p2, &p3}) {
+            const auto log = p->logText();
+            SWARM_VERIFY(log.contains(QStringLiteral("its progress record claims 256 samples")), all);
+            SWARM_VERIFY(log.contains(liarId + QStringLiteral(" is banned")), all);
             for (const auto *other : {&p1, &p2, &p3})
                 QVERIFY2(!log.contains(QString::fromStdString(peerIdOf(*other).substr(0, 16)) + QStringLiteral(" is banned")),
                          qPrintable(p->name + QStringLiteral(" banned ") + other->name));

@@ -271,6 +271,10 @@ private Q_SLOTS:
         QVERIFY(t.update(rec("g", 2, 2000, 1e6, 50.0), 50.0));
         QVERIFY(!t.update(rec("h", 2, 2001, 1.0, 50.0), 50.0));
         QVERIFY(!t.update(rec("i", 2, 5, 1.1e6, 50.0), 50.0));
+        // and those two are the ones a reader strikes the signer for, with the claim in the reason
+        QVERIFY(impossibleClaim(rec("g", 2, 2000, 1e6, 50.0), 1000).empty());
+        QVERIFY(impossibleClaim(rec("h", 2, 2001, 1.0, 50.0), 1000).find("2001 samples") != std::string::npos);
+        QVERIFY(!impossibleClaim(rec("i", 2, 5, 1.1e6, 50.0), 1000).empty());
     }
 
     void silentPeersExpire()

@@ -12,15 +12,24 @@ ProgressTracker::ProgressTracker(TrackerOptions options)
 {
 }
 
+// An honest peer stops computing at twice the target batch, and no device computes a million
+// samples a second: claims beyond either only serve to trigger steps on small batches.
+std::string impossibleClaim(const ProgressRecord &r, long targetBatchSize)
+{
+    if (r.samplesAccumulated > maxSamplesPerEpoch(targetBatchSize))
+        return "claims " + std::to_string(r.samplesAccumulated) + " samples at epoch " + std::to_string(r.epoch)
+               + ", more than " + std::to_string(maxSamplesPerEpoch(targetBatchSize)) + " (twice the target batch)";
+    if (r.samplesPerSecond > MaxSamplesPerSecond)
+        return "claims " + std::to_string(r.samplesPerSecond) + " samples/s";
+    return {};
+}
+
 bool ProgressTracker::update(const ProgressRecord &r, double now)
 {
     if (r.peerId.empty() || r.epoch < 0 || r.samplesAccumulated < 0 || !std::isfinite(r.samplesPerSecond)
         || r.samplesPerSecond < 0 || !std::isfinite(r.time) || !std::isfinite(r.expiresAt))
         return false;
-    // An honest peer stops computing at the target batch, and no device computes a million
-    // samples a second: claims beyond either only serve to trigger steps on small batches.
-    if (r.samplesAccumulated > maxSamplesPerEpoch(m_options.targetBatchSize)
-        || r.samplesPerSecond > MaxSamplesPerSecond)
+    if (!impossibleClaim(r, m_options.targetBatchSize).empty())
         return false;
     if (r.expiresAt <= now || r.time > now + m_options.allowedClockSkew)
         return false;

@@ -65,6 +65,11 @@ namespace dedloc {
 // A throughput claim above this (samples/s) is refused (see update()).
 inline constexpr double MaxSamplesPerSecond = 1e6;
 
+// Why `record` claims what no honest peer can: more than maxSamplesPerEpoch(targetBatchSize)
+// accumulated, or more than MaxSamplesPerSecond; "" when it does not. Its signer made the claim
+// (a DHT record is signed by its claimant), so a reader strikes that signer for it.
+[[nodiscard]] std::string impossibleClaim(const ProgressRecord &record, long targetBatchSize);
+
 struct TrackerOptions {
     long targetBatchSize = 4096;       // samples per global step
     double maxRateOverMedian = 8.0;    // rate cap, see above (>= 1; infinity: no bound)

@@ -176,6 +176,11 @@ void SwarmPeer::Impl::readProgress()
             continue;
         try {
             auto r = parseProgress(record);
+            // A claim no honest peer makes is this record's signer's own: one strike per read.
+            if (const auto why = impossibleClaim(r, manifest->training.targetBatchSize); !why.empty()) {
+                bans->strike(record.peerId, "its progress record " + why, now);
+                continue;
+            }
             // Closed run: a peer without a valid token neither counts toward the batch nor
             // gets through our handshakes; one with a token is admitted from now on.
             if (access.security->admitRecord(record.publicKey, r.accessToken))
