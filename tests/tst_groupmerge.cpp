@@ -263,6 +263,8 @@ private Q_SLOTS:
         const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
         peers[2]->merger->announce(gb);
         peers[3]->merger->announce(gb);
+        // Both announcements readable first (a loaded machine's DHT puts take a while).
+        QVERIFY(test::SwarmHarness::waitFor([&] { return peers[0]->merger->groupsStillRunning(Epoch); }, 10.0));
         std::atomic<bool> stop{false};
         const auto started = std::chrono::steady_clock::now();
         // Two peers expected: group A alone would hold them; the announcement makes it wait.
