@@ -176,9 +176,11 @@ void SwarmPeer::Impl::readProgress()
             continue;
         try {
             auto r = parseProgress(record);
-            // A claim no honest peer makes is this record's signer's own: one strike per read.
+            // A claim no honest peer makes is this record's signer's own: one strike per read
+            // (none once it is banned: its record is read again at every period).
             if (const auto why = impossibleClaim(r, manifest->training.targetBatchSize); !why.empty()) {
-                bans->strike(record.peerId, "its progress record " + why, now);
+                if (!bans->isBanned(record.peerId, now))
+                    bans->strike(record.peerId, "its progress record " + why, now);
                 continue;
             }
             // Closed run: a peer without a valid token neither counts toward the batch nor
