@@ -74,6 +74,8 @@ private Q_SLOTS:
 #endif
         releaseFreeHeap();
         const auto before = memoryUsage();
+        if (before.heapInUseBytes < 0)
+            QSKIP("glibc older than 2.33 (no mallinfo2): the heap in use is unknown");
         QVERIFY(before.residentBytes > 0 && before.heapInUseBytes > 0);
         std::vector<void *> big, pins;
         for (int i = 0; i < 1600; ++i) {

@@ -177,10 +177,9 @@ void SwarmPeer::Impl::readProgress()
         try {
             auto r = parseProgress(record);
             // A claim no honest peer makes is this record's signer's own: one strike per read
-            // (none once it is banned: its record is read again at every period).
+            // (BanList counts none while the signer is banned).
             if (const auto why = impossibleClaim(r, manifest->training.targetBatchSize); !why.empty()) {
-                if (!bans->isBanned(record.peerId, now))
-                    bans->strike(record.peerId, "its progress record " + why, now);
+                bans->strike(record.peerId, "its progress record " + why, now);
                 continue;
             }
             // Closed run: a peer without a valid token neither counts toward the batch nor
