@@ -6,7 +6,7 @@
 # that restarts. RSS of every peer process is sampled every 10 s. At the end every peer gets
 # SIGTERM (SIGKILL after 20 s) and bench/chaos_report.py prints, from the peers' metrics files,
 # their logs and the monitor's swarm.jsonl: steps, averaged fraction, non-finite losses, the
-# longest stall, RSS and heap in use (the metrics' heap_mib) per process lifetime and across
+# longest stall, RSS (and, not judged, the metrics' heap in use) per process lifetime and across
 # restarts, the last validation loss, rejoin times after restarts and who banned whom. Exit
 # status 0 only when every PASS/FAIL judgment passes.
 #

@@ -8,8 +8,10 @@
   rss.tsv        time, name, pid, seconds since that process started, VmRSS (KiB)
 
 The metrics' step and round events also carry each process's heap in use (heap_mib: allocated,
-not freed), judged like RSS: a leak shows there without the allocator's free pages, which make
-RSS swing by 100-200 MiB between the 30 s trims.
+not freed), printed beside RSS but not judged: it leaves out the allocator's free pages (RSS
+swings by 100-200 MiB between the 30 s trims), but in a kill soak it swings as much with what a
+peer holds for a while (state snapshots pinned for downloaders, a round's buffers, the update
+archive filling): 112-239 MiB within one trainer's lifetime in the first soak that had it.
 
   chaos_report.py SOAK_DIR --begin T --end T [--warmup S] [--hostile KIND|none]
                   [--stall-limit S] [--rss-limit PERCENT]
@@ -344,15 +346,11 @@ def main():
         print(f"  {n} banned: {', '.join(sorted(b)) or 'nobody'}")
 
     worst = rss_verdict(growth, across)
-    heap_worst = rss_verdict(heap_growth, heap_across) if heap_lives else None
     ok = [judge(total > 0 and non_finite == 0, f"{non_finite} NaN or non-finite losses in {total} honest steps"),
           judge(gap <= a.stall_limit, f"no stall over {a.stall_limit:.0f} s (longest {gap:.1f} s)"),
           judge(worst is None or worst[0] < a.rss_limit,
                 f"RSS growth under {a.rss_limit:.0f}% (largest "
                 + (f"{worst[0]:+.1f}%, {worst[1]})" if worst else "not judged: no lifetime long enough, no restarts)")),
-          judge(heap_worst is None or heap_worst[0] < a.rss_limit,
-                f"heap in use growth under {a.rss_limit:.0f}% (largest "
-                + (f"{heap_worst[0]:+.1f}%, {heap_worst[1]})" if heap_worst else "not judged: no heap_mib in the metrics)")),
           judge(not honest_bans, "no honest peer banned another honest one"
                 + "".join(f"; {n} banned {', '.join(b)}" for n, b in honest_bans.items())),
           judge(not crashes, f"no peer exited by itself ({len(crashes)} did)")]
