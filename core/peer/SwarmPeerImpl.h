@@ -159,7 +159,8 @@ struct SwarmPeer::Impl {
     double lastRoundSeconds = 0.0;
     static constexpr double MaxMeasuredMbit = 200.0; // measured rates above it count as equal
     // Fault injection for tests (tst_swarm): DEDLOC_FAULT_STALL_ROUND=<epoch> makes this peer
-    // freeze inside its first round at that epoch or later, as a peer that hangs mid-round.
+    // freeze inside its first round at that epoch or later that it joins as a member (not as
+    // its leader), as a peer that hangs mid-round.
     long faultStallEpoch = std::getenv("DEDLOC_FAULT_STALL_ROUND") ? std::atol(std::getenv("DEDLOC_FAULT_STALL_ROUND")) : -1;
     // DEDLOC_FAULT_PAUSE_IN_GROUP=<epoch>: the peer pauses itself as soon as its search for a
     // group at that epoch or later has ended, as a volunteer pressing Pause just then.

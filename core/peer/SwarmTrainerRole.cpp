@@ -294,7 +294,9 @@ SwarmPeer::Impl::GroupWait SwarmPeer::Impl::waitForGroup(GroupSearch &search, lo
         if (!w.group && w.overtaken)
             log::info("swarm", "the swarm stepped past epoch " + std::to_string(epoch) + " without this peer");
     }
-    if (w.group && faultStallEpoch >= 0 && epoch >= faultStallEpoch) {
+    // As a member only: a leader that stalls here has not begun its group, so its members fall
+    // back to local steps instead of meeting a round that stalls.
+    if (w.group && !w.group->leader && faultStallEpoch >= 0 && epoch >= faultStallEpoch) {
         log::warning("swarm", "FAULT: stalling in round " + w.group->info.groupId + " (DEDLOC_FAULT_STALL_ROUND)");
         while (!stopFlag.load())
             sleepFor(0.5);
