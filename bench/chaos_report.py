@@ -286,7 +286,7 @@ def judge(ok, text):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("soak")
     ap.add_argument("--begin", type=float, required=True)
     ap.add_argument("--end", type=float, required=True)
@@ -295,6 +295,10 @@ def main():
     ap.add_argument("--stall-limit", type=float, default=120)
     ap.add_argument("--rss-limit", type=float, default=10)
     a = ap.parse_args()
+    if not os.path.isfile(os.path.join(a.soak, "events.tsv")):
+        ap.error(f"{a.soak}: not a soak directory (no events.tsv)")
+    if a.end <= a.begin:
+        ap.error("--end must be after --begin")
     events = read_tsv(os.path.join(a.soak, "events.tsv"))
     names = sorted({row[2] for row in events if row[1] == "start" and row[2] != "monitor"})
     honest = [n for n in names if n != "hostile"]
