@@ -199,8 +199,7 @@ private Q_SLOTS:
         auto &p1 = h.startPeer(QStringLiteral("p1"), QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2"));
         auto &p2 = h.startPeer(QStringLiteral("p2"), QStringList(args) << QStringLiteral("--min-peers") << QStringLiteral("2"));
         // The victim freezes inside its first round at epoch 2 or later that it joins as a member
-        // (fault injection; a leader that froze would not begin its group), as a
-        // peer that hangs mid-round; then it is killed with SIGKILL.
+        // (fault injection), as a peer that hangs mid-round; then it is killed with SIGKILL.
         qputenv("DEDLOC_FAULT_STALL_ROUND", "2");
         auto &victim = h.startPeer(QStringLiteral("victim"), args);
         qunsetenv("DEDLOC_FAULT_STALL_ROUND");
