@@ -11,8 +11,8 @@
 // and fault its activations at every step; trimming now and then keeps the allocator's reuse and
 // releases what it holds beyond that.
 //
-// Units: seconds (HeapTrimmer), bytes (MemoryUsage). Threads: any (glibc locks each arena in turn while it walks it: a trim takes time
-// in proportion to the free memory held). Errors: none.
+// Units: seconds (HeapTrimmer), bytes (MemoryUsage). Threads: any (glibc locks each arena in
+// turn while it walks it: a trim takes time in proportion to the free memory held). Errors: none.
 
 namespace dedloc {
 
@@ -26,8 +26,9 @@ struct MemoryUsage {
     // allocator keeps included.
     long long residentBytes = -1;
     // Allocated and not yet freed, in every arena and in mapped blocks (glibc's mallinfo2:
-    // uordblks + hblkhd). A leak shows here, without the allocator's free blocks that make RSS
-    // swing by 100-200 MB between trims.
+    // uordblks + hblkhd): without the free blocks that make RSS swing by 100-200 MB between
+    // trims, but with whatever the peer holds for a while (state snapshots pinned for
+    // downloaders, a round's buffers), which swings about as much in a kill soak.
     long long heapInUseBytes = -1;
 };
 
