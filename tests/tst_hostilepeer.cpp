@@ -4,6 +4,8 @@
 // direction, a thousand times the honest size). The honest trainers must keep identical, finite
 // parameters at every step, ban the hostile peer from their own reducers' verdicts (its parts are
 // outliers in every round: an offence at its 3rd, a ban at its 4th), and never ban each other.
+// Liars about progress are here too: samples no peer computes, the whole batch at once, and
+// epochs ahead of their own.
 #include "SwarmHarness.h"
 
 #include <QRegularExpression>
@@ -32,7 +34,8 @@ class TestHostilePeer : public QObject {
     }
 
     // A monitor, three honest trainers and the hostile one (`attack`), all waiting for the four
-    // trainers; the honest ones stop after `steps` steps.
+    // trainers; the honest ones stop after `steps` steps. `more` is added to every trainer's
+    // arguments (a later value of an option wins).
     struct Swarm {
         SwarmPeerProcess &monitor, &p1, &p2, &p3, &hostile;
     };
@@ -46,8 +49,10 @@ class TestHostilePeer : public QObject {
         auto &p2 = h.startPeer(QStringLiteral("p2"), args);
         auto &p3 = h.startPeer(QStringLiteral("p3"), args);
         auto &hostile = h.startPeer(QStringLiteral("hostile"), QStringList(args) << QStringLiteral("--attack") << attack, m_hostile);
+        m_args = args;
         return {monitor, p1, p2, p3, hostile};
     }
+    QStringList m_args; // the trainers' arguments of the last startSwarm
 
   private Q_SLOTS:
     void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
@@ -134,6 +139,35 @@ class TestHostilePeer : public QObject {
             for (const auto *other : {&p1, &p2, &p3})
                 QVERIFY2(!log.contains(QString::fromStdString(peerIdOf(*other).substr(0, 16)) + QStringLiteral(" is banned")),
                          qPrintable(p->name + QStringLiteral(" banned ") + other->name));
+        }
+    }
+
+    // Two colluders climb by turns: one's record claims the epoch one above its own, the other's
+    // two above, so each claim is within one of another record's. Corroboration alone believed the
+    // higher: the honest trainers resynced to an epoch that no donor serves and waited for one for
+    // good. The swarm's epoch is the one at least half of the votes hold (ProgressTracker.h): the
+    // honest trainers and the monitor outvote the pair and train on, every step a group's.
+    void colludersClaimingEpochsAheadCannotMoveTheSwarm()
+    {
+        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "ahead";
+        std::filesystem::create_directories(d);
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
+        auto [monitor, p1, p2, p3, a] =
+            startSwarm(h, 5, QStringLiteral("ahead:1"), {QStringLiteral("--min-peers"), QStringLiteral("3")});
+        auto &b = h.startPeer(QStringLiteral("hostile2"), QStringList(m_args) << QStringLiteral("--attack") << QStringLiteral("ahead:2"),
+                              m_hostile);
+        const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &a, &b, &monitor};
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 240), all);
+        SWARM_VERIFY(a.logText().contains(QStringLiteral("attacks with ahead:1")), all);
+        SWARM_VERIFY(b.logText().contains(QStringLiteral("attacks with ahead:2")), all);
+        for (const auto *p : {&p1, &p2, &p3}) {
+            SWARM_VERIFY(!p->logText().contains(QStringLiteral("waiting for a state donor")), all);
+            // Its own steps (a round that failed may have it catch up once instead), in groups.
+            const auto steps = byStep(*p);
+            const auto alone = std::count_if(steps.begin(), steps.end(),
+                                             [](const auto &s) { return s.second.value("group_size", 0) < 2; });
+            QVERIFY2(steps.size() >= 4 && alone <= 1,
+                     qPrintable(p->name + QStringLiteral(": %1 steps, %2 alone").arg(steps.size()).arg(alone)));
         }
     }
 

@@ -1,4 +1,5 @@
 // Collaborative progress and the step trigger (core/averaging/ProgressTracker.h), on an injected clock.
+#include "ProgressRecords.h"
 #include "averaging/ProgressTracker.h"
 
 #include <QtTest>
@@ -15,16 +16,7 @@ namespace {
 ProgressRecord rec(const std::string &id, long epoch, long samples, double sps, double time, bool client = false,
                    PeerRole role = PeerRole::Trainer)
 {
-    ProgressRecord r;
-    r.peerId = id;
-    r.epoch = epoch;
-    r.samplesAccumulated = samples;
-    r.samplesPerSecond = sps;
-    r.time = time;
-    r.expiresAt = time + 60.0;
-    r.clientMode = client;
-    r.role = role;
-    return r;
+    return test::progressRecord(id, epoch, samples, sps, time, client, role);
 }
 
 // Records of the peers `ids`, all made and read at `time`.
@@ -45,14 +37,7 @@ void honestSwarmEntersEpochTwoAtTen(ProgressTracker &t)
     QCOMPARE(t.global(10.0, 1).globalEpoch, 2L);
 }
 
-TrackerOptions options(long target)
-{
-    TrackerOptions o;
-    o.targetBatchSize = target;
-    o.minReportedFraction = 0.5;
-    o.matchmakingTime = 5.0;
-    return o;
-}
+TrackerOptions options(long target) { return test::trackerOptions(target); }
 
 } // namespace
 
@@ -117,138 +102,6 @@ private Q_SLOTS:
         QCOMPARE(g.samplesAccumulated, 560.0);
         QCOMPARE(g.samplesPerSecond, 30.0);
         QCOMPARE(g.eta, 440.0 / 30.0);
-    }
-
-    // A trainer resyncs only to an epoch whose state it can download: a client-mode trainer
-    // ahead of it serves none. A peer that does not train follows the trainers, clients included.
-    void clientPeersDoNotSetTheGlobalEpoch()
-    {
-        ProgressTracker t(options(1000));
-        t.update(rec("a", 3, 10, 1.0, 0.0), 0.0);
-        t.update(rec("client", 9, 10, 1.0, 0.0, true), 0.0);
-        QCOMPARE(t.global(1.0, 3).globalEpoch, 3L);
-        QCOMPARE(t.global(1.0, 2).globalEpoch, 3L);
-        QCOMPARE(t.global(1.0, 9).globalEpoch, 9L); // the client itself
-        // An auxiliary's view: the client's 9 is more than one above anybody else's epoch.
-        QCOMPARE(t.global(1.0).globalEpoch, 3L);
-        QCOMPARE(t.global(1.0).clientPeers, 1);
-        t.update(rec("client2", 8, 10, 1.0, 0.0, true), 0.0);
-        QCOMPARE(t.global(1.0).globalEpoch, 9L);
-        ProgressTracker onlyClients(options(1000));
-        onlyClients.update(rec("c1", 4, 10, 1.0, 0.0, true), 0.0);
-        onlyClients.update(rec("c2", 5, 10, 1.0, 0.0, true), 0.0);
-        QCOMPARE(onlyClients.global(1.0, 4).globalEpoch, 4L);
-        QCOMPARE(onlyClients.global(1.0, 5).globalEpoch, 5L);
-        QCOMPARE(onlyClients.global(1.0).globalEpoch, 5L);
-    }
-
-    // Client-mode trainers beside a reachable monitor and auxiliary that hold an older epoch (the
-    // monitor's last state, the auxiliary's view): the trainers' batch still counts and steps.
-    // (The global epoch used to be the monitor's 0 here: no samples at it, no step, ever.)
-    void clientTrainersStepBesideAMonitorAtAnOlderEpoch()
-    {
-        ProgressTracker t(options(100));
-        t.update(rec("monitor", 0, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
-        t.update(rec("aux", 9, 0, 0.0, 0.0, false, PeerRole::Auxiliary), 0.0);
-        t.update(rec("c1", 2, 60, 10.0, 0.0, true), 0.0);
-        t.update(rec("c2", 2, 50, 10.0, 0.0, true), 0.0);
-        QCOMPARE(t.global(0.0, 2).globalEpoch, 2L);
-        QCOMPARE(t.global(0.0, 2).reportedSamples, 110L);
-        QCOMPARE(int(t.decide(2, 0.0)), int(StepDecision::Step));
-        QCOMPARE(t.global(0.0).globalEpoch, 2L); // what the auxiliary helps
-        // A monitor whose state is ahead of a trainer is a donor: that trainer resyncs.
-        t.update(rec("monitor", 5, 0, 0.0, 1.0, false, PeerRole::Monitor), 1.0);
-        QCOMPARE(int(t.decide(2, 1.0)), int(StepDecision::Resync));
-    }
-
-    // One stranger claims epoch 10^12: no other record comes within one epoch of it, so neither a
-    // trainer (at 40, beside two at 40 and a monitor at 35) nor an auxiliary nor a joiner at 0
-    // believes it; the honest trainer does not resync. A trainer one epoch ahead is believed
-    // (the swarm stepped), and so is a lone peer: with one other peer there is nobody to compare.
-    void anUncorroboratedEpochIsIgnored()
-    {
-        auto opts = options(1000);
-        opts.selfId = "self";
-        ProgressTracker t(opts);
-        t.update(rec("self", 40, 10, 1.0, 0.0), 0.0);
-        t.update(rec("a", 40, 10, 1.0, 0.0), 0.0);
-        t.update(rec("b", 40, 10, 1.0, 0.0), 0.0);
-        t.update(rec("monitor", 35, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
-        t.update(rec("liar", 1'000'000'000'000L, 10, 1.0, 0.0), 0.0);
-        QCOMPARE(t.global(1.0, 40).globalEpoch, 40L);
-        QCOMPARE(int(t.decide(40, 1.0)), int(StepDecision::Accumulate));
-        QCOMPARE(t.global(1.0).globalEpoch, 40L);
-        QCOMPARE(t.global(1.0, 0).globalEpoch, 40L);
-        t.update(rec("a", 41, 0, 1.0, 0.5), 0.5);
-        QCOMPARE(int(t.decide(40, 1.0)), int(StepDecision::Resync));
-        QCOMPARE(t.global(1.0, 40).globalEpoch, 41L);
-
-        ProgressTracker alone(opts);
-        alone.update(rec("self", 0, 0, 0.0, 0.0), 0.0);
-        alone.update(rec("donor", 57, 10, 1.0, 0.0), 0.0);
-        QCOMPARE(alone.global(1.0, 0).globalEpoch, 57L); // a joiner and the only other peer
-    }
-
-    // A monitor's own epoch is that of its last state and lags; with one trainer left it used to
-    // outvote that trainer (2 is more than one above the monitor's 0), so a joiner at 0 took
-    // epoch 0 for the swarm's and trained apart for good. The monitor follows the trainers one
-    // epoch at a time, a stranger's jump excepted, and its record vouches for the followed epoch.
-    void aMonitorFollowsTheTrainersAndVouchesForTheirEpoch()
-    {
-        auto opts = options(1000);
-        opts.selfId = "monitor";
-        ProgressTracker m(opts);
-        QCOMPARE(m.followedEpoch(), -1L);
-        m.update(rec("monitor", 0, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
-        m.update(rec("a", 1, 10, 1.0, 0.0), 0.0);
-        m.update(rec("b", 1, 10, 1.0, 0.0), 0.0);
-        QCOMPARE(m.follow(0.5), 1L);
-        // b dies (its record expires at 60); a steps on alone, one epoch at a time; a stranger jumps.
-        double now = 61.0;
-        for (long epoch = 2; epoch <= 4; ++epoch, now += 1.0) {
-            m.update(rec("a", epoch, 0, 1.0, now), now);
-            QCOMPARE(m.follow(now), epoch);
-        }
-        m.update(rec("liar", 1'000'000'000'000L, 10, 1.0, now), now);
-        QCOMPARE(m.follow(now), 4L);
-        m.update(rec("joiner", 0, 0, 1.0, now), now);
-        QCOMPARE(m.global(now).globalEpoch, 4L); // its view does not fall back to the joiner's 0
-
-        // The joiner's view: the lone trainer at 4 and the monitor at 0.
-        opts.selfId = "joiner";
-        ProgressTracker j(opts), before(opts);
-        auto monitor = rec("monitor", 0, 0, 0.0, now, false, PeerRole::Monitor);
-        for (auto *t : {&j, &before}) {
-            t->update(rec("joiner", 0, 0, 1.0, now), now);
-            t->update(rec("a", 4, 10, 1.0, now), now);
-        }
-        before.update(monitor, now);
-        QCOMPARE(before.global(now, 0).globalEpoch, 0L); // without the followed epoch: apart
-        monitor.followedEpoch = m.followedEpoch();
-        j.update(monitor, now);
-        QCOMPARE(j.global(now, 0).globalEpoch, 4L);
-        QCOMPARE(int(j.decide(0, now)), int(StepDecision::Resync));
-        // A followed epoch backs the trainers' epoch, not a stranger's jump beyond it.
-        j.update(rec("liar", 1'000'000'000'000L, 10, 1.0, now), now);
-        QCOMPARE(j.global(now, 0).globalEpoch, 4L);
-
-        // Steps taken between two of the monitor's reads are followed, at most one a second since
-        // the followed epoch last advanced; a larger jump is not.
-        opts.selfId = "monitor";
-        ProgressTracker m2(opts);
-        m2.update(rec("monitor", 0, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
-        m2.update(rec("a", 0, 0, 1.0, 0.0), 0.0);
-        QCOMPARE(m2.follow(0.0), 0L);
-        m2.update(rec("a", 3, 0, 1.0, 2.0), 2.0); // 3 above 0 after 2 s: within 1 + 2
-        QCOMPARE(m2.follow(2.0), 3L);
-        m2.update(rec("a", 9, 0, 1.0, 3.0), 3.0); // 6 above 3 after 1 s: a jump
-        QCOMPARE(m2.follow(3.0), 3L);
-        QCOMPARE(m2.follow(6.0), 3L);             // ... still, 4 s after the last advance
-        QCOMPARE(m2.follow(7.0), 9L);             // 5 s: as many steps as seconds, and one
-        // Beside a second trainer, the first's jumps are no longer followed.
-        m2.update(rec("b", 9, 0, 1.0, 7.0), 7.0);
-        m2.update(rec("a", 30, 0, 1.0, 60.0), 60.0);
-        QCOMPARE(m2.follow(60.0), 9L);
     }
 
     void newestRecordWinsAndStaleOrBadOnesAreRefused()

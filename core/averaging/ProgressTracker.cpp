@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -74,15 +75,33 @@ void ProgressTracker::EpochSupport::add(long epoch)
     }
 }
 
-ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now, bool vouched) const
+long ProgressTracker::EpochSupport::held() const
+{
+    if (votes.empty())
+        return std::numeric_limits<long>::max();
+    // The upper median: with the votes in descending order, the one at (n - 1) / 2 is reached by
+    // (n + 1) / 2 of them, at least half; the next one down would be reached by more, not higher.
+    auto sorted = votes;
+    const auto at = sorted.begin() + static_cast<std::ptrdiff_t>((sorted.size() - 1) / 2);
+    std::nth_element(sorted.begin(), at, sorted.end(), std::greater<>());
+    return *at;
+}
+
+ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now, bool vouched, long selfVote) const
 {
     EpochSupport e;
+    if (selfVote != NotTraining)
+        e.votes.push_back(selfVote);
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now || (!vouched && id == m_options.selfId))
             continue;
         ++e.live;
         e.selfLive = e.selfLive || id == m_options.selfId;
-        e.add(vouched ? supportOf(r) : r.epoch);
+        const long supported = vouched ? supportOf(r) : r.epoch;
+        e.add(supported);
+        // A trainer's own vote is its local epoch (above), not its last record's.
+        if (id != m_options.selfId && !r.syncing && r.role != PeerRole::Auxiliary && (vouched || r.role == PeerRole::Trainer))
+            e.votes.push_back(supported);
     }
     return e;
 }
@@ -104,6 +123,7 @@ long ProgressTracker::follow(double now)
     // The others' own epochs only: followed epochs vouching for each other (this peer's included)
     // would let a stranger climb them one read at a time.
     const auto support = epochSupport(now, false);
+    const long held = support.held();
     int trainers = 0;
     for (const auto &[id, r] : m_records)
         trainers += r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer ? 1 : 0;
@@ -112,7 +132,7 @@ long ProgressTracker::follow(double now)
     long followed = m_followed;
     for (const auto &[id, r] : m_records)
         if (r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer
-            && (support.withinOne(r) || (trainers == 1 && r.epoch <= m_followed + budget)))
+            && ((support.withinOne(r) && r.epoch <= held) || (trainers == 1 && r.epoch <= m_followed + budget)))
             followed = std::max(followed, r.epoch);
     if (followed > m_followed) {
         m_followed = followed;
@@ -124,7 +144,8 @@ long ProgressTracker::follow(double now)
 GlobalProgress ProgressTracker::global(double now, long localEpoch) const
 {
     GlobalProgress g;
-    const auto support = epochSupport(now);
+    const auto support = epochSupport(now, true, localEpoch);
+    const long held = support.held();
     long donorsMax = std::max(0L, localEpoch), trainersMax = 0;
     for (const auto &[id, r] : m_records) {
         if (r.expiresAt <= now)
@@ -133,7 +154,7 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
         g.clientPeers += r.clientMode ? 1 : 0;
         const bool trainer = r.role == PeerRole::Trainer, donor = !r.clientMode && r.role != PeerRole::Auxiliary;
         if (id == m_options.selfId || !(localEpoch == NotTraining ? trainer : donor)
-            || !support.corroborates(r, m_options.selfId))
+            || !support.corroborates(r, m_options.selfId) || r.epoch > held)
             continue;
         trainersMax = std::max(trainersMax, trainer ? r.epoch : 0L);
         donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);

@@ -17,6 +17,17 @@
 //     epoch is that of its last state and may lag, so a monitor's record supports the epoch it
 //     follows, followedEpoch, when that is higher; the trainers' corroborate each other). A
 //     claimant that is the only other live peer has nobody to be compared with and counts;
+//     and only an epoch the swarm holds counts: at least half of the votes reach it (ties go to
+//     the higher epoch, so a peer beside one other follows it). Every live record but an
+//     auxiliary's or a syncing peer's votes for the epoch it supports, and a trainer for its own
+//     local epoch. Corroboration alone checks each claim against the others, so two colluders
+//     could climb by turns (A at e + 1 beside honest e, B at e + 2 beside A, ...) until every
+//     honest peer resynced to an epoch whose state only the pair holds; beside three honest
+//     peers the pair holds two votes of five, and its epochs count for nothing. (Strangers as many as the honest peers still
+//     win: an open run admits any number of keys, as every open swarm without admission.)
+//     A syncing peer (downloading state, or started and not yet through its first read of the
+//     swarm, SwarmPeer) does not vote: its epoch is one it is leaving, and a wave of joiners at
+//     epoch 0 would otherwise outvote the swarm they joined;
 //   - samples accumulated toward the target at the global epoch: each peer at the global epoch
 //     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
 //     throughput since its report (a peer at an older epoch counts 0: it must resync first);
@@ -136,8 +147,9 @@ public:
     };
     [[nodiscard]] WeightBounds weightBounds(long epoch, double now) const;
     // The highest epoch of a live trainer (other than this peer) that this tracker has seen
-    // corroborated: at most one above another live record's own epoch (this peer's left out);
-    // or, while that trainer is the only one live, at most one above the previous followed epoch
+    // corroborated and held: at most one above another live record's own epoch (this peer's left
+    // out), and reached by at least half of the live trainers that are not syncing (the others'
+    // own epochs vote); or, while that trainer is the only one live, at most one above the previous followed epoch
     // plus one a second since it last advanced (steps between two reads), so that a swarm down
     // to one trainer is still followed. A stranger beside honest trainers gets at most one epoch
     // ahead of them, as in global(); a stranger that is the only trainer is followed, as the
@@ -149,22 +161,26 @@ public:
     [[nodiscard]] long followedEpoch() const { return m_followed; }
 
 private:
-    // The live records' epochs as far as corroboration needs them (see the global epoch above):
-    // one pass, so that global() stays linear in the number of peers. `vouched`: a record
-    // supports max(epoch, followedEpoch); otherwise its epoch alone, this peer's record left out.
+    // The live records' epochs as far as corroboration and the vote need them (see the global
+    // epoch above). `vouched`: a record supports max(epoch, followedEpoch); otherwise its epoch
+    // alone, this peer's record left out.
     struct EpochSupport {
         long top = -1, second = -1; // the highest supported epoch and the highest below it
         int topHolders = 0;         // supporters of `top`
         int live = 0;
         bool selfLive = false;      // this peer's own record is among them
+        std::vector<long> votes;    // the supported epochs of the voters (see the global epoch)
         void add(long epoch);
+        // The highest epoch that at least half of `votes` reach; LONG_MAX when nobody votes.
+        [[nodiscard]] long held() const;
         // Whether a live record's epoch is at most one above another supporter's (this peer's
         // own included).
         [[nodiscard]] bool withinOne(const ProgressRecord &r) const;
         // withinOne, or no peer other than it and this one is live.
         [[nodiscard]] bool corroborates(const ProgressRecord &r, const std::string &selfId) const;
     };
-    [[nodiscard]] EpochSupport epochSupport(double now, bool vouched = true) const;
+    // `selfVote`: this trainer's local epoch, its vote; NotTraining: none.
+    [[nodiscard]] EpochSupport epochSupport(double now, bool vouched = true, long selfVote = NotTraining) const;
 
     // What global() counts of a record at the global epoch, given the cap and the allowance.
     struct Counted {

@@ -75,6 +75,10 @@ struct SwarmPeer::Impl {
     std::atomic<bool> pausedFlag{false};
     // Downloading state: published, so nobody expects us in a group.
     std::atomic<bool> syncingFlag{false};
+    // The control thread has read the swarm's progress records once. Until then this peer's record
+    // says it is syncing too: its epoch, perhaps a checkpoint's far behind, is no vote for the
+    // swarm's (ProgressTracker.h), so a wave of joiners cannot outvote the peers they join.
+    std::atomic<bool> swarmRead{false};
     // Worker thread only: our parameters may differ from the swarm's (we ask our next group for a
     // state round, and our donor advert says so meanwhile).
     bool repairWanted = false;

@@ -5,6 +5,8 @@
 //   claim:N   its progress record claims N samples at every epoch, at 1e6 samples/s (N = twice
 //             the target batch: the most a record may claim, the whole batch at once); its own
 //             tracker believes it too, so it asks for every step at once
+//   ahead:K   its progress record claims the epoch K above its own (two such peers, at K = 1 and
+//             K = 2, corroborate each other's claims: colluders climbing by turns)
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
 // rule and applies the group's result. Built only into the tests, never into the apps.
 #include "CommandLine.h"
@@ -48,6 +50,10 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
         };
         return true;
     }
+    if (const auto lead = parameterOf(kind, "ahead:"); lead && *lead >= 1) {
+        swarm.tamperRecord = [k = static_cast<long>(*lead)](dedloc::ProgressRecord &r) { r.epoch += k; };
+        return true;
+    }
     return false;
 }
 
@@ -59,7 +65,7 @@ int main(int argc, char *argv[])
     QStringList arguments = QCoreApplication::arguments();
     const auto at = arguments.indexOf(QStringLiteral("--attack"));
     if (at < 1 || at + 1 >= arguments.size()) {
-        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N [dedloc options...]\n");
+        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K [dedloc options...]\n");
         return 2;
     }
     const auto attack = arguments[at + 1].toStdString();
