@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dedloc-lead's key commands end to end (app/dedloc-lead/KeyCommands.cpp): keygen with a
-# password from the environment, sign, verify, minisign interop, rotate-key, issue-token, and
-# exit code 2 with a message for bad input, also of evaluate and export.
+# password from the environment, sign (which refuses a run manifest peers would refuse), verify,
+# minisign interop, rotate-key, issue-token, and exit code 2 with a message for bad input, also
+# of evaluate and export.
 set -euo pipefail
 lead=$1
 tmp=$(mktemp -d)
@@ -41,6 +42,17 @@ echo "artifacT" > "$tmp/a.bin"
 expect 1 "signature verification failed" -- "$lead" verify "$tmp/a.bin" --public "$tmp/k/lead.pub"
 expect 2 "give one FILE and --public" -- "$lead" verify "$tmp/a.bin"
 expect 2 "is not a regular file" -- "$lead" sign "$tmp/missing" --secret "$tmp/k/lead.key" --password-env LEAD_PW
+# A run manifest is signed only if peers would accept it, and then no file of the command is.
+manifest=$(dirname "$(readlink -f "$0")")/../resources/default-run/manifest.json
+mkdir "$tmp/run"
+sed 's/"run_id": "[^"]*"/"run_id": "no spaces allowed"/' "$manifest" > "$tmp/run/manifest.json"
+grep -q '"run_id": "no spaces allowed"' "$tmp/run/manifest.json" || fail "the bundled manifest has no run_id to break"
+expect 2 "is a run manifest that peers would refuse: " -- "$lead" sign "$tmp/a.bin" "$tmp/run/manifest.json" --secret "$tmp/k/lead.key" --password-env LEAD_PW
+expect 2 "run_id" -- "$lead" sign "$tmp/run/manifest.json" --secret "$tmp/k/lead.key" --password-env LEAD_PW
+[ ! -e "$tmp/run/manifest.json.minisig" ] || fail "an invalid manifest was signed"
+expect 1 "signature verification failed" -- "$lead" verify "$tmp/a.bin" --public "$tmp/k/lead.pub"
+cp "$manifest" "$tmp/run/manifest.json"
+expect 0 "signed" -- "$lead" sign "$tmp/run/manifest.json" --secret "$tmp/k/lead.key" --password-env LEAD_PW
 
 # Rotation: old key signs the new one into a run directory.
 mkdir -p "$tmp/run"

@@ -1,5 +1,6 @@
 #include "KeyCommands.h"
 
+#include "run/RunManifest.h"
 #include "security/AccessToken.h"
 #include "security/Minisign.h"
 #include "security/RunTrust.h"
@@ -8,6 +9,8 @@
 #include "util/Clock.h"
 
 #include <QCommandLineParser>
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -52,6 +55,25 @@ struct PasswordOptions {
         return std::nullopt;
     }
 };
+
+// Why `file`, a run manifest (a .json object with "format_version" and "run_id"), would be
+// refused by every peer (parseRunManifest's message); "" for a valid manifest or any other file.
+// A lead learns of a typo when signing, not from volunteers whose peers refuse the run.
+std::string manifestProblem(const fs::path &file)
+{
+    if (file.extension() != ".json")
+        return {};
+    const std::string text = readWholeFile(file);
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object() || !j.contains("format_version") || !j.contains("run_id"))
+        return {};
+    try {
+        (void)parseRunManifest(text, file.parent_path());
+    } catch (const Error &e) {
+        return e.what();
+    }
+    return {};
+}
 
 // parse() rather than process(): bad options exit 2 with a message; --help exits 0.
 bool parseOrExit(QCommandLineParser &p, const QStringList &args, const char *command, int &exitCode)
@@ -163,11 +185,17 @@ int sign(const QStringList &args)
         return badInput("sign", "--secret FILE is required");
     if (p.positionalArguments().isEmpty())
         return badInput("sign", "give at least one file to sign");
-    const auto key = loadSecret(p.value(sec).toStdString(), pw, p);
+    // Every file is checked before any is signed.
     for (const auto &f : p.positionalArguments()) {
         const fs::path file = f.toStdString();
         if (!fs::is_regular_file(file))
             return badInput("sign", file.string() + " is not a regular file");
+        if (const auto why = manifestProblem(file); !why.empty())
+            return badInput("sign", file.string() + " is a run manifest that peers would refuse: " + why);
+    }
+    const auto key = loadSecret(p.value(sec).toStdString(), pw, p);
+    for (const auto &f : p.positionalArguments()) {
+        const fs::path file = f.toStdString();
         const std::string tc =
             p.isSet(trusted) ? p.value(trusted).toStdString() : minisign::defaultTrustedComment(file);
         const std::string text = p.isSet(untrusted)

@@ -253,7 +253,7 @@ int serve(const QStringList &args)
     try {
         manifest = loadRunManifest(w.manifest);
         const auto trust = verifyRunManifest(w.manifest, w.dataDir / "trust", c.leadKey);
-        log::info("serve", "run manifest verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
+        log::info("serve", "run manifest signature verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
     } catch (const Error &e) {
         if (!c.allowUnsigned)
             return bad(e.what());

@@ -84,7 +84,7 @@ int verifyRun(CommandLine &cli, std::string &status)
             throw dedloc::Error("--lead-key " + cli.leadKey->string() + " (key " + named->keyIdHex() +
                                 ") is not the key pinned for this run (" + trust.key.keyIdHex() + ", in " +
                                 trust.pinFile.string() + "); remove that file if the lead really changed keys");
-        dedloc::log::info("app", "run manifest verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
+        dedloc::log::info("app", "run manifest signature verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")");
         status = "verified: lead key " + trust.key.keyIdHex() + " (" + trust.anchor + ")";
         cli.swarm.leadKey = trust.key; // closed runs: it signs the access tokens
     } catch (const dedloc::Error &e) {
