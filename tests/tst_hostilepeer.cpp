@@ -154,8 +154,8 @@ class TestHostilePeer : public QObject {
         SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
         auto [monitor, p1, p2, p3, a] =
             startSwarm(h, 5, QStringLiteral("ahead:1"), {QStringLiteral("--min-peers"), QStringLiteral("3")});
-        auto &b = h.startPeer(QStringLiteral("hostile2"), QStringList(m_args) << QStringLiteral("--attack") << QStringLiteral("ahead:2"),
-                              m_hostile);
+        auto &b = h.startPeer(QStringLiteral("hostile2"),
+                              QStringList(m_args) << QStringLiteral("--attack") << QStringLiteral("ahead:2"), m_hostile);
         const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &a, &b, &monitor};
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 240), all);
         SWARM_VERIFY(a.logText().contains(QStringLiteral("attacks with ahead:1")), all);

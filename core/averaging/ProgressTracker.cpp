@@ -99,8 +99,10 @@ ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now, bool vou
         e.selfLive = e.selfLive || id == m_options.selfId;
         const long supported = vouched ? supportOf(r) : r.epoch;
         e.add(supported);
-        // A trainer's own vote is its local epoch (above), not its last record's.
-        if (id != m_options.selfId && !r.syncing && r.role != PeerRole::Auxiliary && (vouched || r.role == PeerRole::Trainer))
+        // A trainer's own vote is its local epoch (above), not its last record's; follow() counts
+        // the trainers' votes alone.
+        const bool votes = vouched ? r.role != PeerRole::Auxiliary : r.role == PeerRole::Trainer;
+        if (id != m_options.selfId && !r.syncing && votes)
             e.votes.push_back(supported);
     }
     return e;

@@ -23,8 +23,8 @@
 //     local epoch. Corroboration alone checks each claim against the others, so two colluders
 //     could climb by turns (A at e + 1 beside honest e, B at e + 2 beside A, ...) until every
 //     honest peer resynced to an epoch whose state only the pair holds; beside three honest
-//     peers the pair holds two votes of five, and its epochs count for nothing. (Strangers as many as the honest peers still
-//     win: an open run admits any number of keys, as every open swarm without admission.)
+//     peers the pair holds two votes of five, and its epochs count for nothing. (Strangers as
+//     many as the honest peers still win: an open run admits any number of keys.)
 //     A syncing peer (downloading state, or started and not yet through its first read of the
 //     swarm, SwarmPeer) does not vote: its epoch is one it is leaving, and a wave of joiners at
 //     epoch 0 would otherwise outvote the swarm they joined;
@@ -148,13 +148,13 @@ public:
     [[nodiscard]] WeightBounds weightBounds(long epoch, double now) const;
     // The highest epoch of a live trainer (other than this peer) that this tracker has seen
     // corroborated and held: at most one above another live record's own epoch (this peer's left
-    // out), and reached by at least half of the live trainers that are not syncing (the others'
-    // own epochs vote); or, while that trainer is the only one live, at most one above the previous followed epoch
-    // plus one a second since it last advanced (steps between two reads), so that a swarm down
-    // to one trainer is still followed. A stranger beside honest trainers gets at most one epoch
-    // ahead of them, as in global(); a stranger that is the only trainer is followed, as the
-    // lone-claimant exception believes it. Never decreases; -1 before any. A monitor
-    // publishes it (ProgressRecord::followedEpoch), because its own epoch (that of its last state)
+    // out), and reached by at least half of the other live trainers that are not syncing (their
+    // own epochs vote); or, while that trainer is the only one live, at most one above the
+    // previous followed epoch plus one a second since it last advanced (steps between two
+    // reads), so that a swarm down to one trainer is still followed. A stranger beside honest
+    // trainers gets at most one epoch ahead of them, as in global(); a stranger that is the only
+    // trainer is followed, as the lone-claimant exception believes it. Never decreases; -1
+    // before any. A monitor publishes it (ProgressRecord::followedEpoch), because its own epoch (that of its last state)
     // lags: without it, a lagging monitor outvoted the one trainer left in a swarm, and a joiner
     // took epoch 0 for the swarm's and trained apart. Call it after each read.
     long follow(double now);
