@@ -209,12 +209,14 @@ void SimPeer::Impl::checkAgreement()
         live = tracker.liveRecords(now);
     }
     const auto others = static_cast<std::size_t>(stateClaimsAt(live, identity.peerId(), at));
-    if (others + 1 < expectedPeers(at) && now - agreementSince < 2.0 * config.progressPeriod + 1.0)
+    const bool allHeard = others + 1 >= expectedPeers(at);
+    if (!allHeard && now - agreementSince < 2.0 * config.progressPeriod + 1.0)
         return;
     const auto own = strayedAlready ? std::string() : service->stateDigest().second;
     const auto strayed = strayedFromSwarm(live, identity.peerId(), at, own);
-    // Checked once an epoch; a repair that found no donor of the swarm's state is tried again.
-    if (!strayed || resync(at, strayed->swarmDigest)) {
+    // Checked once an epoch, as a trainer does: agreeing settles it once every expected peer's
+    // record is in; a repair that found no donor of the swarm's state is tried again.
+    if ((!strayed && allHeard) || (strayed && resync(at, strayed->swarmDigest))) {
         std::lock_guard lock(mutex);
         agreementChecked = at;
     }

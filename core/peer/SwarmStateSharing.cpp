@@ -153,15 +153,20 @@ void SwarmPeer::Impl::checkModelAgreement()
         live = tracker.liveRecords(now);
     }
     const auto others = static_cast<std::size_t>(stateClaimsAt(live, identity->peerId(), epoch));
-    if (others + 1 < expectedPeers(epoch) && now - agreementEpochSince < 2.0 * opt.progressPeriod + 1.0)
+    const bool allHeard = others + 1 >= expectedPeers(epoch);
+    if (!allHeard && now - agreementEpochSince < 2.0 * opt.progressPeriod + 1.0)
         return; // the others' records of this epoch may still be on their way
-    agreementChecked = epoch;
     const auto [stateEpoch, digest] = service->stateDigest();
-    if (stateEpoch != epoch)
+    const auto strayed = stateEpoch == epoch ? strayedFromSwarm(live, identity->peerId(), epoch, digest) : std::nullopt;
+    // Agreeing with the records heard so far settles it only once every expected peer's is in:
+    // peers that strayed together may be heard first (on a loaded machine records trickle in),
+    // and look like the swarm. Until then each turn checks again.
+    if (!strayed) {
+        if (allHeard || stateEpoch != epoch)
+            agreementChecked = epoch;
         return;
-    const auto strayed = strayedFromSwarm(live, identity->peerId(), epoch, digest);
-    if (!strayed)
-        return;
+    }
+    agreementChecked = epoch;
     log::warning("swarm", "this peer's state of epoch " + std::to_string(epoch) + " is held by "
                               + std::to_string(strayed->withMine) + " peer(s), another by "
                               + std::to_string(strayed->claimants) + ": downloading theirs");
