@@ -245,6 +245,54 @@ private Q_SLOTS:
             t.update(rec(id, 0, 0, 0.0, 0.5), 0.5); // the same joiners, no longer syncing
         QCOMPARE(t.global(1.0, 0).globalEpoch, 0L);
     }
+
+    // A paused peer stays at the epoch it paused at while the swarm moves on: it votes for
+    // nothing. Three paused trainers far behind outvoted the two active ones (the one behind then
+    // never resynced to the other's epoch), and a monitor stopped following.
+    void pausedPeersDoNotVote()
+    {
+        auto t = honestSwarm("self", 99, 0);
+        t.update(rec("ahead", 100, 10, 1.0, 0.0), 0.0);
+        auto m = honestSwarm("monitor", 0, 0);
+        m.update(rec("a", 99, 10, 1.0, 0.0), 0.0);
+        m.update(rec("b", 99, 10, 1.0, 0.0), 0.0);
+        QCOMPARE(m.follow(0.0), 99L);
+        m.update(rec("b", 100, 10, 1.0, 0.5), 0.5);
+        m.update(rec("a", 100, 10, 1.0, 0.5), 0.5);
+        for (const long at : {60L, 70L, 80L}) {
+            auto r = rec("paused" + std::to_string(at), at, 0, 0.0, 0.0);
+            r.paused = true;
+            t.update(r, 0.0);
+            m.update(r, 0.0);
+        }
+        QCOMPARE(t.global(1.0, 99).globalEpoch, 100L);
+        QCOMPARE(int(t.decide(99, 1.0)), int(StepDecision::Resync));
+        QCOMPARE(m.follow(1.0), 100L);
+        QCOMPARE(t.global(1.0).globalEpoch, 100L); // an auxiliary's view
+    }
+
+    // A peer that does not train follows a trainer above the held epoch as far as that epoch, not
+    // back to 0: two trainers stepped to 6 while four monitors still vouch for 5.
+    void aViewWithoutTrainingFollowsAsFarAsTheEpochIsHeld()
+    {
+        auto opts = options(1000);
+        opts.selfId = "aux";
+        ProgressTracker t(opts);
+        t.update(rec("aux", 5, 0, 0.0, 0.0, false, PeerRole::Auxiliary), 0.0);
+        for (const char *id : {"m1", "m2", "m3", "m4"})
+            t.update(rec(id, 5, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
+        t.update(rec("a", 6, 10, 1.0, 0.0), 0.0);
+        t.update(rec("b", 6, 10, 1.0, 0.0), 0.0);
+        QCOMPARE(t.global(1.0).globalEpoch, 5L);
+        // Nobody votes (every trainer syncing): the trainers' epoch, as before the vote.
+        ProgressTracker quiet(opts);
+        for (const char *id : {"c", "d"}) {
+            auto r = rec(id, 7, 0, 0.0, 0.0);
+            r.syncing = true;
+            quiet.update(r, 0.0);
+        }
+        QCOMPARE(quiet.global(1.0).globalEpoch, 7L);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestGlobalEpoch)

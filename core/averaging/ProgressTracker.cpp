@@ -100,9 +100,10 @@ ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now, bool vou
         const long supported = vouched ? supportOf(r) : r.epoch;
         e.add(supported);
         // A trainer's own vote is its local epoch (above), not its last record's; follow() counts
-        // the trainers' votes alone.
+        // the trainers' votes alone. A paused peer stays at the epoch it paused at, however far
+        // the swarm moves on: no vote.
         const bool votes = vouched ? r.role != PeerRole::Auxiliary : r.role == PeerRole::Trainer;
-        if (id != m_options.selfId && !r.syncing && votes)
+        if (id != m_options.selfId && !r.syncing && !r.paused && votes)
             e.votes.push_back(supported);
     }
     return e;
@@ -156,10 +157,14 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
         g.clientPeers += r.clientMode ? 1 : 0;
         const bool trainer = r.role == PeerRole::Trainer, donor = !r.clientMode && r.role != PeerRole::Auxiliary;
         if (id == m_options.selfId || !(localEpoch == NotTraining ? trainer : donor)
-            || !support.corroborates(r, m_options.selfId) || r.epoch > held)
+            || !support.corroborates(r, m_options.selfId))
             continue;
-        trainersMax = std::max(trainersMax, trainer ? r.epoch : 0L);
-        donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);
+        // A peer that does not train follows the trainers as far as the swarm holds their epoch
+        // (monitors still at the one before outvote two trainers that stepped); a trainer
+        // resyncs only to a held epoch that a donor serves.
+        trainersMax = std::max(trainersMax, trainer ? std::min(r.epoch, held) : 0L);
+        if (r.epoch <= held)
+            donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);
     }
     g.globalEpoch = localEpoch == NotTraining ? trainersMax : donorsMax;
     m_clock.sawGlobal(g.globalEpoch, now);

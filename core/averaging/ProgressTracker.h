@@ -18,16 +18,18 @@
 //     follows, followedEpoch, when that is higher; the trainers' corroborate each other). A
 //     claimant that is the only other live peer has nobody to be compared with and counts;
 //     and only an epoch the swarm holds counts: at least half of the votes reach it (ties go to
-//     the higher epoch, so a peer beside one other follows it). Every live record but an
-//     auxiliary's or a syncing peer's votes for the epoch it supports, and a trainer for its own
-//     local epoch. Corroboration alone checks each claim against the others, so two colluders
-//     could climb by turns (A at e + 1 beside honest e, B at e + 2 beside A, ...) until every
-//     honest peer resynced to an epoch whose state only the pair holds; beside three honest
-//     peers the pair holds two votes of five, and its epochs count for nothing. (Strangers as
-//     many as the honest peers still win: an open run admits any number of keys.)
-//     A syncing peer (downloading state, or started and not yet through its first read of the
-//     swarm, SwarmPeer) does not vote: its epoch is one it is leaving, and a wave of joiners at
-//     epoch 0 would otherwise outvote the swarm they joined;
+//     the higher epoch, so a peer beside one other follows it; a peer that does not train
+//     follows a trainer above it as far as that epoch). Every live record but an auxiliary's,
+//     a paused or a syncing peer's votes for the epoch it supports, and a trainer for its own
+//     local epoch (a paused peer's stays where it paused). Corroboration alone checks each
+//     claim against the others, so two colluders could climb by turns (A at e + 1 beside honest
+//     e, B at e + 2 beside A, ...) until every honest peer resynced to an epoch whose state only
+//     the pair holds; beside three honest peers the pair holds two votes of five, and its
+//     epochs count for nothing. (Strangers as many as the honest peers still win: an open run
+//     admits any number of keys.) A syncing peer (downloading state, or a trainer that has not
+//     yet decided anything but Resync since its first read of the swarm, SwarmPeer) does not
+//     vote: its epoch is one it is leaving, and a wave of joiners at epoch 0 would otherwise
+//     outvote the swarm they joined;
 //   - samples accumulated toward the target at the global epoch: each peer at the global epoch
 //     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
 //     throughput since its report (a peer at an older epoch counts 0: it must resync first);
@@ -148,14 +150,14 @@ public:
     [[nodiscard]] WeightBounds weightBounds(long epoch, double now) const;
     // The highest epoch of a live trainer (other than this peer) that this tracker has seen
     // corroborated and held: at most one above another live record's own epoch (this peer's left
-    // out), and reached by at least half of the other live trainers that are not syncing (their
-    // own epochs vote); or, while that trainer is the only one live, at most one above the
-    // previous followed epoch plus one a second since it last advanced (steps between two
+    // out), and reached by at least half of the other live trainers that neither pause nor sync
+    // (their own epochs vote); or, while that trainer is the only one live, at most one above
+    // the previous followed epoch plus one a second since it last advanced (steps between two
     // reads), so that a swarm down to one trainer is still followed. A stranger beside honest
     // trainers gets at most one epoch ahead of them, as in global(); a stranger that is the only
     // trainer is followed, as the lone-claimant exception believes it. Never decreases; -1
-    // before any. A monitor publishes it (ProgressRecord::followedEpoch), because its own epoch (that of its last state)
-    // lags: without it, a lagging monitor outvoted the one trainer left in a swarm, and a joiner
+    // before any. A monitor publishes it (ProgressRecord::followedEpoch), because its own epoch
+    // (that of its last state) lags: without it, a lagging monitor outvoted the one trainer left in a swarm, and a joiner
     // took epoch 0 for the swarm's and trained apart. Call it after each read.
     long follow(double now);
     [[nodiscard]] long followedEpoch() const { return m_followed; }

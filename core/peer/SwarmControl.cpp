@@ -202,7 +202,6 @@ void SwarmPeer::Impl::readProgress()
         log::debug("swarm", "progress records read: " + (seen.empty() ? std::string("none") : seen));
     progressRecordsSeen = seen;
     refreshSwarmView(now);
-    swarmRead = true;
 }
 
 double SwarmPeer::Impl::nextProgressPeriod()

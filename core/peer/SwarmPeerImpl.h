@@ -75,10 +75,12 @@ struct SwarmPeer::Impl {
     std::atomic<bool> pausedFlag{false};
     // Downloading state: published, so nobody expects us in a group.
     std::atomic<bool> syncingFlag{false};
-    // The control thread has read the swarm's progress records once. Until then this peer's record
-    // says it is syncing too: its epoch, perhaps a checkpoint's far behind, is no vote for the
-    // swarm's (ProgressTracker.h), so a wave of joiners cannot outvote the peers they join.
-    std::atomic<bool> swarmRead{false};
+    // A trainer that has decided nothing but Resync since the swarm's records were first read
+    // (firstFetchDone), or whose last decision was Resync: its record says it is syncing, so that
+    // its epoch, one it is leaving (perhaps a checkpoint's far behind), is no vote for the
+    // swarm's (ProgressTracker.h), and a wave of joiners cannot outvote the peers they join.
+    // Other roles: until the first read.
+    std::atomic<bool> behindSwarm{true};
     // Worker thread only: our parameters may differ from the swarm's (we ask our next group for a
     // state round, and our donor advert says so meanwhile).
     bool repairWanted = false;
