@@ -214,9 +214,12 @@ void SimPeer::Impl::checkAgreement()
         return;
     const auto own = strayedAlready ? std::string() : service->stateDigest().second;
     const auto strayed = strayedFromSwarm(live, identity.peerId(), at, own);
-    // Checked once an epoch, as a trainer does: agreeing settles it once every expected peer's
-    // record is in; a repair that found no donor of the swarm's state is tried again.
-    if ((!strayed && allHeard) || (strayed && resync(at, strayed->swarmDigest))) {
+    // Settled once an epoch, as a trainer does: a verdict once every expected peer's record is in
+    // (until then each turn checks again, also after a repair); a repair that found no donor of
+    // the swarm's state is tried again.
+    if (strayed && !resync(at, strayed->swarmDigest))
+        return;
+    if (allHeard) {
         std::lock_guard lock(mutex);
         agreementChecked = at;
     }

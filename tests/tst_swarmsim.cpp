@@ -110,7 +110,9 @@ private Q_SLOTS:
                 continue;
             }
             // A stray merged another set of groups than the swarm, or only its own when its reads
-            // missed the others (the seal's timing assumption failed on a starved machine).
+            // missed the others (the seal's timing assumption failed on a starved machine): only a
+            // stray may have merged fewer groups.
+            QVERIFY2(e.stepped - e.merged <= e.strays.size(), qPrintable(QStringLiteral("epoch %1: ").arg(epoch) + epochs));
             ++strayed;
             const auto next = r.epochs.find(epoch + 1);
             QVERIFY2(next != r.epochs.end() && next->second.starts == 1,

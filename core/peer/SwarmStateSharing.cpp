@@ -158,15 +158,14 @@ void SwarmPeer::Impl::checkModelAgreement()
         return; // the others' records of this epoch may still be on their way
     const auto [stateEpoch, digest] = service->stateDigest();
     const auto strayed = stateEpoch == epoch ? strayedFromSwarm(live, identity->peerId(), epoch, digest) : std::nullopt;
-    // Agreeing with the records heard so far settles it only once every expected peer's is in:
-    // peers that strayed together may be heard first (on a loaded machine records trickle in),
-    // and look like the swarm. Until then each turn checks again.
-    if (!strayed) {
-        if (allHeard || stateEpoch != epoch)
-            agreementChecked = epoch;
+    // A verdict on the records heard so far settles the epoch only once every expected peer's is
+    // in: peers that strayed together may be heard first (a seal that left slower groups out lets
+    // them step first) and look like the swarm. Until then each turn checks again, also after a
+    // repair (a peer that took the strays' state for the swarm's is then repaired back).
+    if (allHeard || stateEpoch != epoch)
+        agreementChecked = epoch;
+    if (!strayed)
         return;
-    }
-    agreementChecked = epoch;
     log::warning("swarm", "this peer's state of epoch " + std::to_string(epoch) + " is held by "
                               + std::to_string(strayed->withMine) + " peer(s), another by "
                               + std::to_string(strayed->claimants) + ": downloading theirs");
