@@ -168,6 +168,9 @@ class TestHostilePeer : public QObject {
                                              [](const auto &s) { return s.second.value("group_size", 0) < 2; });
             QVERIFY2(steps.size() >= 4 && alone <= 1,
                      qPrintable(p->name + QStringLiteral(": %1 steps, %2 alone").arg(steps.size()).arg(alone)));
+            // and it read both liars' records while it stepped: six live records, the monitor's too
+            QVERIFY2(std::any_of(steps.begin(), steps.end(), [](const auto &s) { return s.second.value("peers", 0) >= 6; }),
+                     qPrintable(p->name + QStringLiteral(" never saw both liars")));
         }
     }
 

@@ -49,6 +49,8 @@ sed 's/"run_id": "[^"]*"/"run_id": "no spaces allowed"/' "$manifest" > "$tmp/run
 grep -q '"run_id": "no spaces allowed"' "$tmp/run/manifest.json" || fail "the bundled manifest has no run_id to break"
 expect 2 "is a run manifest that peers would refuse: " -- "$lead" sign "$tmp/a.bin" "$tmp/run/manifest.json" --secret "$tmp/k/lead.key" --password-env LEAD_PW
 expect 2 "run_id" -- "$lead" sign "$tmp/run/manifest.json" --secret "$tmp/k/lead.key" --password-env LEAD_PW
+sed '0,/,$/s/,$//' "$manifest" > "$tmp/run/manifest.json" # a comma missing: not JSON at all
+expect 2 "is a run manifest that peers would refuse: " -- "$lead" sign "$tmp/run/manifest.json" --secret "$tmp/k/lead.key" --password-env LEAD_PW
 [ ! -e "$tmp/run/manifest.json.minisig" ] || fail "an invalid manifest was signed"
 expect 1 "signature verification failed" -- "$lead" verify "$tmp/a.bin" --public "$tmp/k/lead.pub"
 cp "$manifest" "$tmp/run/manifest.json"

@@ -10,7 +10,8 @@
 
 #include <QCommandLineParser>
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cctype>
 
 #include <chrono>
 #include <cstdio>
@@ -56,16 +57,19 @@ struct PasswordOptions {
     }
 };
 
-// Why `file`, a run manifest (a .json object with "format_version" and "run_id"), would be
-// refused by every peer (parseRunManifest's message); "" for a valid manifest or any other file.
-// A lead learns of a typo when signing, not from volunteers whose peers refuse the run.
+// Why `file`, a run manifest (a .json file that names "format_version" or "run_id", valid JSON
+// or not), would be refused by every peer (parseRunManifest's message); "" for a valid manifest
+// or any other file. A lead learns of a typo (a missing comma, a misspelt key) when signing,
+// not from volunteers whose peers refuse the run.
 std::string manifestProblem(const fs::path &file)
 {
-    if (file.extension() != ".json")
+    auto extension = file.extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (extension != ".json")
         return {};
     const std::string text = readWholeFile(file);
-    const auto j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_object() || !j.contains("format_version") || !j.contains("run_id"))
+    if (text.find("\"format_version\"") == std::string::npos && text.find("\"run_id\"") == std::string::npos)
         return {};
     try {
         (void)parseRunManifest(text, file.parent_path());
