@@ -162,11 +162,14 @@ class TestHostilePeer : public QObject {
         SWARM_VERIFY(b.logText().contains(QStringLiteral("attacks with ahead:2")), all);
         for (const auto *p : {&p1, &p2, &p3}) {
             SWARM_VERIFY(!p->logText().contains(QStringLiteral("waiting for a state donor")), all);
-            // Its own steps (a round that failed may have it catch up once instead), in groups.
+            // It reached the last epoch, by its own steps in groups (the liars, members too, leave
+            // rounds incomplete at times: a trainer the swarm then stepped past catches up to an
+            // epoch the honest peers hold).
             const auto steps = byStep(*p);
             const auto alone = std::count_if(steps.begin(), steps.end(),
                                              [](const auto &s) { return s.second.value("group_size", 0) < 2; });
-            QVERIFY2(steps.size() >= 4 && alone <= 1,
+            QCOMPARE(lastEpoch(p->metrics), 5L);
+            QVERIFY2(!steps.empty() && alone <= 1,
                      qPrintable(p->name + QStringLiteral(": %1 steps, %2 alone").arg(steps.size()).arg(alone)));
             // and it read both liars' records while it stepped: six live records, the monitor's too
             QVERIFY2(std::any_of(steps.begin(), steps.end(), [](const auto &s) { return s.second.value("peers", 0) >= 6; }),

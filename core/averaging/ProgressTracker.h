@@ -26,10 +26,9 @@
 //     e, B at e + 2 beside A, ...) until every honest peer resynced to an epoch whose state only
 //     the pair holds; beside three honest peers the pair holds two votes of five, and its
 //     epochs count for nothing. (Strangers as many as the honest peers still win: an open run
-//     admits any number of keys.) A syncing peer (downloading state, or a trainer that has not
-//     yet decided anything but Resync since its first read of the swarm, SwarmPeer) does not
-//     vote: its epoch is one it is leaving, and a wave of joiners at epoch 0 would otherwise
-//     outvote the swarm they joined;
+//     admits any number of keys.) A syncing peer (downloading state, or started and not yet
+//     through its first read of the swarm, SwarmPeer) does not vote: its epoch is one it is
+//     leaving, and a wave of joiners at epoch 0 would otherwise outvote the swarm they joined;
 //   - samples accumulated toward the target at the global epoch: each peer at the global epoch
 //     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
 //     throughput since its report (a peer at an older epoch counts 0: it must resync first);

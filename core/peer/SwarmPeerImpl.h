@@ -75,12 +75,6 @@ struct SwarmPeer::Impl {
     std::atomic<bool> pausedFlag{false};
     // Downloading state: published, so nobody expects us in a group.
     std::atomic<bool> syncingFlag{false};
-    // A trainer that has decided nothing but Resync since the swarm's records were first read
-    // (firstFetchDone), or whose last decision was Resync: its record says it is syncing, so that
-    // its epoch, one it is leaving (perhaps a checkpoint's far behind), is no vote for the
-    // swarm's (ProgressTracker.h), and a wave of joiners cannot outvote the peers they join.
-    // Other roles: until the first read.
-    std::atomic<bool> behindSwarm{true};
     // Worker thread only: our parameters may differ from the swarm's (we ask our next group for a
     // state round, and our donor advert says so meanwhile).
     bool repairWanted = false;
@@ -101,6 +95,11 @@ struct SwarmPeer::Impl {
     std::atomic<bool> workerDone{false};
     std::atomic<int> exitCode{0};
     std::atomic<std::uint16_t> dhtPort{0};
+    // The control thread has read the swarm's progress records once. Until then this peer's record
+    // says it is syncing: its epoch, perhaps a checkpoint's far behind, is no vote for the swarm's
+    // (ProgressTracker.h), so that a wave of joiners does not outvote the peers they join. (Not
+    // while it decides Resync: two colluders would then silence every honest peer they send
+    // after their epoch, and hold the vote.)
     std::atomic<bool> firstFetchDone{false};
     std::condition_variable wake;
     std::mutex wakeMutex;

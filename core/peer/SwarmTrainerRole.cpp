@@ -124,7 +124,6 @@ void SwarmPeer::Impl::runTrainer()
             sleepFor(0.05);
             continue;
         }
-        behindSwarm = !firstFetchDone.load() || decision == StepDecision::Resync;
         if (decision == StepDecision::Resync) {
             search.drop();
             if (timeUp())
