@@ -101,9 +101,10 @@ ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now, bool vou
         e.add(supported);
         // A trainer's own vote is its local epoch (above), not its last record's; follow() counts
         // the trainers' votes alone. A paused peer stays at the epoch it paused at, however far
-        // the swarm moves on: no vote.
+        // the swarm moves on: no vote. A syncing one votes: strangers who send honest peers
+        // after their epoch must not thereby silence them.
         const bool votes = vouched ? r.role != PeerRole::Auxiliary : r.role == PeerRole::Trainer;
-        if (id != m_options.selfId && !r.syncing && !r.paused && votes)
+        if (id != m_options.selfId && !r.paused && votes)
             e.votes.push_back(supported);
     }
     return e;

@@ -19,16 +19,17 @@
 //     claimant that is the only other live peer has nobody to be compared with and counts;
 //     and only an epoch the swarm holds counts: at least half of the votes reach it (ties go to
 //     the higher epoch, so a peer beside one other follows it; a peer that does not train
-//     follows a trainer above it as far as that epoch). Every live record but an auxiliary's,
-//     a paused or a syncing peer's votes for the epoch it supports, and a trainer for its own
-//     local epoch (a paused peer's stays where it paused). Corroboration alone checks each
+//     follows a trainer above it as far as that epoch). Every live record but an auxiliary's
+//     or a paused peer's votes for the epoch it supports, and a trainer for its own local epoch
+//     (a paused peer's stays where it paused). Corroboration alone checks each
 //     claim against the others, so two colluders could climb by turns (A at e + 1 beside honest
 //     e, B at e + 2 beside A, ...) until every honest peer resynced to an epoch whose state only
 //     the pair holds; beside three honest peers the pair holds two votes of five, and its
 //     epochs count for nothing. (Strangers as many as the honest peers still win: an open run
-//     admits any number of keys.) A syncing peer (downloading state, or started and not yet
-//     through its first read of the swarm, SwarmPeer) does not vote: its epoch is one it is
-//     leaving, and a wave of joiners at epoch 0 would otherwise outvote the swarm they joined;
+//     admits any number of keys.) A syncing peer votes too: had it not, two colluders sent
+//     every honest peer after their epoch, and the honest peers, all syncing, left the vote to
+//     them. The price: a wave of joiners more numerous than the swarm, reading the records
+//     before any of them downloaded, would hold epoch 0 and train apart;
 //   - samples accumulated toward the target at the global epoch: each peer at the global epoch
 //     counts samplesAccumulated + samplesPerSecond * (now - time), i.e. extrapolated by its own
 //     throughput since its report (a peer at an older epoch counts 0: it must resync first);
@@ -149,8 +150,8 @@ public:
     [[nodiscard]] WeightBounds weightBounds(long epoch, double now) const;
     // The highest epoch of a live trainer (other than this peer) that this tracker has seen
     // corroborated and held: at most one above another live record's own epoch (this peer's left
-    // out), and reached by at least half of the other live trainers that neither pause nor sync
-    // (their own epochs vote); or, while that trainer is the only one live, at most one above
+    // out), and reached by at least half of the other live trainers that are not paused (their
+    // own epochs vote); or, while that trainer is the only one live, at most one above
     // the previous followed epoch plus one a second since it last advanced (steps between two
     // reads), so that a swarm down to one trainer is still followed. A stranger beside honest
     // trainers gets at most one epoch ahead of them, as in global(); a stranger that is the only

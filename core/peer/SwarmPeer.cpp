@@ -338,7 +338,7 @@ void SwarmPeer::Impl::setMyRecord(long samples, double samplesPerSecond)
     r.clientMode = inClientMode();
     r.role = opt.role;
     r.paused = pausedFlag;
-    r.syncing = syncingFlag || !firstFetchDone;
+    r.syncing = syncingFlag;
     r.averages = opt.role != PeerRole::Monitor || opt.monitorReduces;
     r.accessToken = access.ownToken;
     if (opt.tamperRecord && !pausedFlag)

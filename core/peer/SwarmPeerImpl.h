@@ -95,11 +95,6 @@ struct SwarmPeer::Impl {
     std::atomic<bool> workerDone{false};
     std::atomic<int> exitCode{0};
     std::atomic<std::uint16_t> dhtPort{0};
-    // The control thread has read the swarm's progress records once. Until then this peer's record
-    // says it is syncing: its epoch, perhaps a checkpoint's far behind, is no vote for the swarm's
-    // (ProgressTracker.h), so that a wave of joiners does not outvote the peers they join. (Not
-    // while it decides Resync: two colluders would then silence every honest peer they send
-    // after their epoch, and hold the vote.)
     std::atomic<bool> firstFetchDone{false};
     std::condition_variable wake;
     std::mutex wakeMutex;
