@@ -14,9 +14,9 @@
 // before the end of its own step into e after that decision, where it made them: a stranger's
 // record one epoch ahead, global here while it lived (or a stranger that ends its round before
 // the honest members and steps first), starts no clock for this peer. A peer that does not
-// train (a monitor, an auxiliary) has only the global epoch to go by. The first note of an epoch stays, except that a seen
-// beginning replaces an unknown one; the floors then apply. Epochs more than two below the
-// highest global epoch are forgotten.
+// train (a monitor, an auxiliary) has only the global epoch to go by. The first note of an
+// epoch stays, except that a seen beginning replaces an unknown one; the floors then apply.
+// Epochs more than two below the highest global epoch are forgotten.
 //
 // Times are seconds on the caller's clock. Pure bookkeeping, not thread-safe: ProgressTracker
 // notes into it from its const views, under its caller's lock.

@@ -21,11 +21,11 @@
 //     the higher epoch, so a peer beside one other follows it; a peer that does not train
 //     follows a trainer above it as far as that epoch). Every live record but an auxiliary's
 //     or a paused peer's votes for the epoch it supports, and a trainer for its own local epoch
-//     (a paused peer's stays where it paused). Corroboration alone checks each
-//     claim against the others, so two colluders could climb by turns (A at e + 1 beside honest
-//     e, B at e + 2 beside A, ...) until every honest peer resynced to an epoch whose state only
-//     the pair holds; beside three honest peers the pair holds two votes of five, and its
-//     epochs count for nothing. (Strangers as many as the honest peers still win: an open run
+//     (a paused peer's stays where it paused). Corroboration alone checks each claim against
+//     the others, so two colluders could climb by turns (A at e + 1 beside honest e, B at e + 2
+//     beside A, ...) until every honest peer resynced to an epoch whose state only the pair
+//     holds; beside three honest peers the pair holds two votes of five, and its epochs count
+//     for nothing. (Strangers as many as the honest peers still win: an open run
 //     admits any number of keys.) A syncing peer votes too: had it not, two colluders sent
 //     every honest peer after their epoch, and the honest peers, all syncing, left the vote to
 //     them. The price: a wave of joiners more numerous than the swarm, reading the records
@@ -151,14 +151,15 @@ public:
     // The highest epoch of a live trainer (other than this peer) that this tracker has seen
     // corroborated and held: at most one above another live record's own epoch (this peer's left
     // out), and reached by at least half of the other live trainers that are not paused (their
-    // own epochs vote); or, while that trainer is the only one live, at most one above
-    // the previous followed epoch plus one a second since it last advanced (steps between two
+    // own epochs vote); or, while that trainer is the only one live, at most one above the
+    // previous followed epoch plus one a second since it last advanced (steps between two
     // reads), so that a swarm down to one trainer is still followed. A stranger beside honest
     // trainers gets at most one epoch ahead of them, as in global(); a stranger that is the only
     // trainer is followed, as the lone-claimant exception believes it. Never decreases; -1
     // before any. A monitor publishes it (ProgressRecord::followedEpoch), because its own epoch
-    // (that of its last state) lags: without it, a lagging monitor outvoted the one trainer left in a swarm, and a joiner
-    // took epoch 0 for the swarm's and trained apart. Call it after each read.
+    // (that of its last state) lags: without it, a lagging monitor outvoted the one trainer left
+    // in a swarm, and a joiner took epoch 0 for the swarm's and trained apart. Call it after
+    // each read.
     long follow(double now);
     [[nodiscard]] long followedEpoch() const { return m_followed; }
 
