@@ -24,6 +24,8 @@ options (default in brackets):
                        ours-8bit   our butterfly, 8-bit uniform quantization on the wire
                        gloo        gloo SUM all-reduce of an fp32 tensor, then / N
                        gloo-fp16   the same on an fp16 tensor (converted before timing)
+                       ours-*-fresh  the same as ours-*, but every round opens its connections
+                                   and closes them after it (ours keeps them across rounds)
   --host ADDR        address the members bind on loopback [127.0.0.1]
   --link-mbit R      link rate in Mbit/s for the "vs bound" column; 0: no bound [0]
   --netns-mbit R     root only: each member in its own network namespace, with a veth link
@@ -83,7 +85,9 @@ long wholeNumber(const std::string &option, const std::string &text, long least,
 
 namespace {
 
-const std::vector<std::string> kImpls = {"ours-none", "ours-fp16", "ours-8bit", "gloo", "gloo-fp16"};
+const std::vector<std::string> kImpls = {"ours-none",       "ours-fp16",       "ours-8bit", "gloo",
+                                         "gloo-fp16",       "ours-none-fresh", "ours-fp16-fresh",
+                                         "ours-8bit-fresh"};
 const std::vector<std::string> kValueOptions = {"--n",         "--elements",   "--rounds",   "--impls",     "--host",
                                                 "--link-mbit", "--netns-mbit", "--internet", "--delay-ms",  "--behind-nat"};
 

@@ -53,9 +53,9 @@ std::string glooRounds(std::vector<float> &values, bool half, const MemberTask &
 
 Compression codecOf(const std::string &impl)
 {
-    if (impl == "ours-fp16")
+    if (impl.starts_with("ours-fp16"))
         return Compression::Fp16;
-    if (impl == "ours-8bit")
+    if (impl.starts_with("ours-8bit"))
         return Compression::Uniform8Bit;
     return Compression::None;
 }
@@ -94,6 +94,7 @@ std::string oursRounds(std::vector<float> &values, const MemberTask &t)
     const auto me = static_cast<std::size_t>(t.rank);
     AllReduceOptions o;
     o.codec = codecOf(t.impl);
+    o.keepConnections = !t.impl.ends_with("-fresh");
     if (const char *part = std::getenv("DEDLOC_BENCH_PART_ELEMENTS")) // experiments with the part size
         o.partElements = static_cast<std::size_t>(std::max(1L, std::atol(part)));
     // As a swarm peer decides for its measured uplink (the coordinator passes the link's rate).

@@ -87,9 +87,9 @@ double measure(const std::string &impl, int n, const BenchOptions &o, const AllR
 
 double wireBytesPerElement(const std::string &impl)
 {
-    if (impl == "ours-fp16" || impl == "gloo-fp16")
+    if (impl.starts_with("ours-fp16") || impl == "gloo-fp16")
         return 2.0;
-    if (impl == "ours-8bit")
+    if (impl.starts_with("ours-8bit"))
         return 1.0;
     return 4.0;
 }
@@ -124,7 +124,7 @@ void printRows(const BenchOptions &o, int n, int behindNat, const std::vector<Re
         char seconds[32] = "-";
         if (t)
             std::snprintf(seconds, sizeof seconds, "%.3f", *t);
-        std::printf("%-3d %-10s %10s %10s %10s %10s\n", n, impl.c_str(), seconds, ratio(t, timeOf("gloo")).c_str(),
+        std::printf("%-3d %-15s %10s %10s %10s %10s\n", n, impl.c_str(), seconds, ratio(t, timeOf("gloo")).c_str(),
                     ratio(t, timeOf("gloo-fp16")).c_str(),
                     ratio(t, bound > 0 ? std::optional(bound) : std::nullopt).c_str());
         std::fflush(stdout);
@@ -166,7 +166,7 @@ void printTitle(const BenchOptions &o, const AllReduceNet &net)
     if (net.behindNat() > 0 && gloo)
         std::printf("gloo rows skipped: gloo connects every pair of members, and the %d behind NAT accept none\n",
                     net.behindNat());
-    std::printf("%-3s %-10s %10s %10s %10s %10s\n", "N", "impl", "seconds", "vs gloo", "vs gloo16", "vs bound");
+    std::printf("%-3s %-15s %10s %10s %10s %10s\n", "N", "impl", "seconds", "vs gloo", "vs gloo16", "vs bound");
 }
 
 int memberMain(int argc, char **argv)

@@ -1,5 +1,6 @@
 #include "averaging/ButterflyAllReduce.h"
 
+#include "averaging/DealerPool.h"
 #include "averaging/EarlyMessages.h"
 #include "averaging/PartReducer.h"
 #include "averaging/PartSender.h"
@@ -25,6 +26,7 @@ namespace dedloc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using allreduce::DealerPool;
 using allreduce::EarlyMessages;
 using allreduce::groupOf;
 using allreduce::PartReducer;
@@ -59,7 +61,7 @@ class RoundRunner final {
   public:
     // `routerPort`: the local port of the ROUTER (0: none), whose connections carry the RESULTs.
     RoundRunner(RoundContext round, zmq::context_t &context, zmq::socket_t *router, EarlyMessages &pending,
-                const AllReduceOptions &options, std::uint16_t routerPort);
+                DealerPool &pool, const AllReduceOptions &options, std::uint16_t routerPort);
     RoundRunner(const RoundRunner &) = delete;
     RoundRunner &operator=(const RoundRunner &) = delete;
 
@@ -86,6 +88,7 @@ class RoundRunner final {
     const AllReduceOptions &m_options;
     zmq::socket_t *m_router; // null in client mode
     EarlyMessages &m_pending;
+    DealerPool &m_pool;
     bool m_downloadCapped;
     PartSender m_sender;
     PartReducer m_reducer;
@@ -97,13 +100,14 @@ class RoundRunner final {
 };
 
 RoundRunner::RoundRunner(RoundContext round, zmq::context_t &context, zmq::socket_t *router, EarlyMessages &pending,
-                         const AllReduceOptions &options, std::uint16_t routerPort)
-    : m_round(std::move(round)), m_options(options), m_router(router), m_pending(pending),
+                         DealerPool &pool, const AllReduceOptions &options, std::uint16_t routerPort)
+    : m_round(std::move(round)), m_options(options), m_router(router), m_pending(pending), m_pool(pool),
       m_downloadCapped(options.download && options.download->rate() > 0.0),
       // Results arrive on this round's own DEALERs: bounded queues there let TCP flow control slow
       // the reducers to the cap (8 messages per connection; 0 = unbounded). (The ROUTER's limit is
       // left alone: changing it while connections exist crashed libzmq 4.3.4's I/O thread.)
-      m_sender(m_round, context, m_downloadCapped ? 8 : 0), m_reducer(m_round, router),
+      m_sender(m_round, context, m_downloadCapped ? 8 : 0, options.keepConnections ? &pool : nullptr),
+      m_reducer(m_round, router),
       m_upload(reducerEndpoints(), m_round.shard(m_round.me) > 0 ? routerPort : std::uint16_t(0))
 {
 }
@@ -314,6 +318,8 @@ AllReduceReport RoundRunner::finish()
     }
     report.uploadBytesPerSecond = measuredUpload();
     report.roundTripSeconds = m_upload.roundTrip();
+    if (m_options.keepConnections)
+        m_sender.keepConnections(m_pool);
     if (m_round.security && m_options.reportOutliers) // the connection's key proved who sent the parts
         for (std::size_t i = 0; i < m_round.size(); ++i)
             if (m_reducer.judged()[i])
@@ -352,10 +358,11 @@ struct AllReduceEndpoint::Impl {
     std::string endpoint;
     std::uint16_t boundPort = 0; // the ROUTER's local port (endpoint may be advertised elsewhere)
     EarlyMessages pending; // of rounds not started here yet
+    DealerPool pool;       // DEALERs kept across rounds; closed before the context
     // Held by a round for its whole run, and by the drainer for one pass: the ROUTER and
     // `pending` are used by one thread at a time.
     mutable std::mutex roundMutex;
-    std::unique_ptr<RouterDrainer> drainer; // reachable endpoints; stopped before the ROUTER closes
+    std::unique_ptr<RouterDrainer> drainer; // stopped before the ROUTER and the pool close
 };
 
 AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddress,
@@ -363,8 +370,10 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
     : d(std::make_unique<Impl>())
 {
     d->security = std::move(security);
-    if (!reachable)
+    if (!reachable) {
+        d->drainer = std::make_unique<RouterDrainer>(nullptr, d->roundMutex, d->pending, d->pool);
         return;
+    }
     if (d->security)
         d->zap = d->security->startZap(d->context);
     d->router = std::make_unique<zmq::socket_t>(d->context, zmq::socket_type::router);
@@ -387,7 +396,7 @@ AllReduceEndpoint::AllReduceEndpoint(bool reachable, const std::string &bindAddr
         throw Error("cannot listen on " + bindAddress + ": " + e.what());
     }
     d->endpoint = d->router->get(zmq::sockopt::last_endpoint);
-    d->drainer = std::make_unique<RouterDrainer>(*d->router, d->roundMutex, d->pending);
+    d->drainer = std::make_unique<RouterDrainer>(d->router.get(), d->roundMutex, d->pending, d->pool);
     try { // "tcp://host:port"; another transport has no port and its upload is not measured
         d->boundPort = static_cast<std::uint16_t>(std::stoi(d->endpoint.substr(d->endpoint.rfind(':') + 1)));
     } catch (const std::exception &) {
@@ -430,7 +439,7 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     round.security = d->security.get();
     if (d->security)
         round.curveKeys = curveKeysOf(members);
-    RoundRunner runner(std::move(round), d->context, d->router.get(), d->pending, options, d->boundPort);
+    RoundRunner runner(std::move(round), d->context, d->router.get(), d->pending, d->pool, options, d->boundPort);
     // What this member sends is the compressed form; the rest waits in the residual (once the
     // round is set up: a round that cannot start leaves the residual as it was). A sender of
     // weight 0 sends nothing, so its residual stays.

@@ -41,8 +41,13 @@
 //
 // Between rounds: messages for rounds not started here (a faster member began earlier) are kept
 // for them, at most 4096 messages and 64 MiB in all, none older than 120 s; the rest is dropped.
-// A reachable endpoint's own thread reads its ROUTER every 50 ms while no round runs, so that
-// what anyone sends between rounds never waits, unbounded, in ZeroMQ's queue.
+// An endpoint's own thread reads its ROUTER (if reachable) every 50 ms while no round runs, so
+// that what anyone sends between rounds never waits, unbounded, in ZeroMQ's queue.
+//
+// Connections: a member keeps the DEALER it opened to a reducer after a round that returned it
+// every RESULT, and the next round with that reducer sends on it (averaging/DealerPool.h: at
+// most 32 idle, none idle over 120 s; what arrives on an idle one is read and dropped by the
+// same thread). So a swarm of stable groups sets up its connections once.
 //
 // Threads: run() may be called from any thread, one round at a time (a second call waits for
 // the first); the drainer thread never touches the sockets while a round runs. Errors:
@@ -147,6 +152,10 @@ struct AllReduceOptions {
     // codec sends of them plus the residual kept here, and the rest becomes the new residual;
     // the round then averages exactly those values. Ignored for other codecs. Must outlive run().
     ErrorFeedback *errorFeedback = nullptr;
+    // Whether this round's DEALERs may come from, and go back to, the endpoint's kept connections
+    // (see "Connections" above). false: opened for this round alone and closed after it (the
+    // benchmark's comparison).
+    bool keepConnections = true;
 };
 
 // A member whose messages broke the protocol in this round (see above).

@@ -58,8 +58,8 @@ std::vector<EarlyMessage> EarlyMessages::take(const std::string &group, EarlyClo
     return out;
 }
 
-RouterDrainer::RouterDrainer(zmq::socket_t &router, std::mutex &roundMutex, EarlyMessages &pending)
-    : m_router(router), m_roundMutex(roundMutex), m_pending(pending)
+RouterDrainer::RouterDrainer(zmq::socket_t *router, std::mutex &roundMutex, EarlyMessages &pending, DealerPool &pool)
+    : m_router(router), m_roundMutex(roundMutex), m_pending(pending), m_pool(pool)
 {
     m_thread = std::thread([this] {
         std::unique_lock lock(m_stopMutex);
@@ -86,11 +86,15 @@ void RouterDrainer::drainOnce()
     std::unique_lock round(m_roundMutex, std::try_to_lock);
     if (!round.owns_lock()) // a round is running: it reads the ROUTER itself
         return;
+    if (const auto dropped = m_pool.drain(PoolClock::now(), DrainBudget))
+        log::debug("allreduce", "dropped " + std::to_string(dropped) + " message(s) idle connections received");
+    if (!m_router)
+        return;
     m_pending.expire(EarlyClock::now());
     for (int n = 0; n < DrainBudget; ++n) {
         std::vector<zmq::message_t> frames;
         try {
-            if (!zmq::recv_multipart(m_router, std::back_inserter(frames), zmq::recv_flags::dontwait))
+            if (!zmq::recv_multipart(*m_router, std::back_inserter(frames), zmq::recv_flags::dontwait))
                 return;
         } catch (const zmq::error_t &e) {
             log::warning("allreduce", std::string("reading between rounds: ") + e.what());

@@ -8,12 +8,17 @@
 //     that what anyone sends between rounds moves into EarlyMessages (bounded) instead of
 //     waiting in ZeroMQ's receive queue (unbounded) until the next round. What it read has not
 //     passed a round's download cap: the round that takes it does that then (EarlyMessage::paced).
+//     In the same pass it reads and drops what the idle kept connections received
+//     (averaging/DealerPool.h), and closes those idle too long; a client-mode endpoint (no
+//     ROUTER) runs it for those alone.
 //
-// Threads: EarlyMessages and the ROUTER are used under the endpoint's round mutex: a round holds
+// Threads: EarlyMessages, the pool and the ROUTER are used under the endpoint's round mutex: a round holds
 // it for its whole run; the drainer takes it only when free (try_lock), for one pass of at most
 // DrainBudget messages, so a round waits at most that pass to start.
 // Errors: none thrown; a message without a readable group is dropped (logged at debug level:
 // between rounds no member list tells who sent it).
+#include "averaging/DealerPool.h"
+
 #include <zmq.hpp>
 
 #include <chrono>
@@ -63,8 +68,9 @@ struct EarlyMessages {
 
 class RouterDrainer final {
 public:
-    // Starts the thread; `router`, `roundMutex` and `pending` must outlive this object.
-    RouterDrainer(zmq::socket_t &router, std::mutex &roundMutex, EarlyMessages &pending);
+    // Starts the thread; `router` (null: client mode), `roundMutex`, `pending` and `pool` must
+    // outlive this object.
+    RouterDrainer(zmq::socket_t *router, std::mutex &roundMutex, EarlyMessages &pending, DealerPool &pool);
     // Stops the thread (within one pass).
     ~RouterDrainer();
     RouterDrainer(const RouterDrainer &) = delete;
@@ -73,9 +79,10 @@ public:
 private:
     void drainOnce();
 
-    zmq::socket_t &m_router;
+    zmq::socket_t *m_router;
     std::mutex &m_roundMutex;
     EarlyMessages &m_pending;
+    DealerPool &m_pool;
     std::mutex m_stopMutex;
     std::condition_variable m_stopSignal;
     bool m_stopping = false;

@@ -50,56 +50,84 @@ std::vector<Piece> pieces(std::uint64_t elements, std::size_t partElements)
 // messages when staggered, else 8): a slow link backs up into the loop instead of into an
 // unbounded queue, and a dead reducer costs no memory. Staggered, the reducers are fed one after
 // the other, in the order after my own index (PartSender.h); otherwise all at once, round-robin.
-PartSender::PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue)
-    : m_round(round), m_dealers(round.size()), m_outgoing(round.size()), m_nextPart(round.size(), 0),
-      m_expectedBack(round.size(), 0), m_receivedBack(round.size(), 0), m_resultSeen(round.size()),
-      m_lastProgress(round.size(), 0.0), m_resultPiece(round.partElements), m_window(round.staggered, round.size())
+PartSender::PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue, DealerPool *pool)
+    : m_round(round), m_dealers(round.size()), m_keys(round.size()), m_outgoing(round.size()),
+      m_nextPart(round.size(), 0), m_expectedBack(round.size(), 0), m_receivedBack(round.size(), 0),
+      m_resultSeen(round.size()), m_lastProgress(round.size(), 0.0), m_resultPiece(round.partElements),
+      m_window(round.staggered, round.size())
 {
     if (!round.iSend())
         return;
     for (std::size_t j = 0; j < round.size(); ++j)
         if (j != round.me && round.shardSizes[j] != 0)
-            connect(j, receiveQueue, context);
+            connect(j, receiveQueue, context, pool);
 }
 
 PartSender::~PartSender() = default;
 
-void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &context)
+DealerKey PartSender::keyOf(std::size_t j, int receiveQueue) const
 {
     const auto &member = m_round.members[j];
+    DealerKey key{member.endpoint, member.publicKey};
+    // Staggered: a short queue and a send buffer of the round trip; else deeper queues keep a
+    // fast uplink busy between turns of the loop.
+    key.sendQueue = m_round.staggered ? SendQueue : 8;
+    key.sendBuffer = m_round.staggered ? sendBufferBytes(m_round.uploadMbit, m_round.roundTripSeconds) : 0;
+    key.receiveQueue = receiveQueue;
+    return key;
+}
+
+std::unique_ptr<zmq::socket_t> PartSender::open(const DealerKey &key, zmq::context_t &context) const
+{
     auto s = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
     s->set(zmq::sockopt::linger, 0);
-    if (m_round.staggered) {
-        s->set(zmq::sockopt::sndhwm, SendQueue);
-        s->set(zmq::sockopt::sndbuf, sendBufferBytes(m_round.uploadMbit, m_round.roundTripSeconds));
-    } else { // a fast uplink: deeper queues keep it busy between turns of the loop
-        s->set(zmq::sockopt::sndhwm, 8);
-    }
-    s->set(zmq::sockopt::rcvhwm, receiveQueue);
+    s->set(zmq::sockopt::sndhwm, key.sendQueue);
+    if (key.sendBuffer > 0)
+        s->set(zmq::sockopt::sndbuf, key.sendBuffer);
+    s->set(zmq::sockopt::rcvhwm, key.receiveQueue);
     s->set(zmq::sockopt::maxmsgsize, MaxDataPlaneFrameBytes);
-    if (const auto *security = m_round.security) {
-        // Closed run: never hand gradients to a member whose access token we have not
-        // verified. Either way its shard keeps local values, without waiting for it.
-        std::string refusal = security->admission(member.publicKey);
-        if (refusal.empty()) {
-            try {
-                security->configureClient(*s, member.publicKey);
-            } catch (const Error &e) {
-                refusal = e.what();
-            }
-        }
-        if (!refusal.empty()) {
-            log::warning("allreduce", "group " + m_round.groupId + ": not sending to member " + std::to_string(j) +
-                                          " (" + member.peerId.substr(0, 8) + "): " + refusal);
-            m_skippedBack += m_round.shard(j);
-            return;
+    if (m_round.security)
+        m_round.security->configureClient(*s, key.publicKey);
+    s->connect(key.endpoint);
+    return s;
+}
+
+void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &context, DealerPool *pool)
+{
+    const auto &member = m_round.members[j];
+    // Closed run: never hand gradients to a member whose access token we have not verified.
+    // Either way its shard keeps local values, without waiting for it.
+    std::string refusal = m_round.security ? m_round.security->admission(member.publicKey) : std::string();
+    auto key = keyOf(j, receiveQueue);
+    std::unique_ptr<zmq::socket_t> s;
+    if (refusal.empty()) {
+        try {
+            s = pool ? pool->take(key, PoolClock::now()) : nullptr;
+            if (!s)
+                s = open(key, context);
+        } catch (const Error &e) {
+            refusal = e.what();
         }
     }
-    s->connect(member.endpoint);
+    if (!refusal.empty()) {
+        log::warning("allreduce", "group " + m_round.groupId + ": not sending to member " + std::to_string(j) + " ("
+                                      + member.peerId.substr(0, 8) + "): " + refusal);
+        m_skippedBack += m_round.shard(j);
+        return;
+    }
     m_outgoing[j] = pieces(m_round.shard(j), m_round.partElements);
     m_expectedBack[j] = m_round.shard(j);
     m_resultSeen[j].assign(m_outgoing[j].size(), false);
     m_dealers[j] = std::move(s);
+    m_keys[j] = std::move(key);
+}
+
+void PartSender::keepConnections(DealerPool &pool)
+{
+    const auto now = PoolClock::now();
+    for (std::size_t j = 0; j < m_round.size(); ++j)
+        if (m_dealers[j] && m_receivedBack[j] >= m_expectedBack[j] && !hasPartsFor(j))
+            pool.give(std::move(m_keys[j]), std::move(m_dealers[j]), now);
 }
 
 bool PartSender::hasPartsFor(std::size_t j) const

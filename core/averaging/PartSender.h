@@ -20,6 +20,7 @@
 // dedloc::Error from the codec for a payload of the wrong size, with the reason; the caller drops
 // it and, when the link proves the sender, records an offence.
 #include "averaging/ButterflyAllReduce.h"
+#include "averaging/DealerPool.h"
 #include "net/CurveSecurity.h"
 
 #include <chrono>
@@ -139,9 +140,10 @@ class PartSender final {
   public:
     // If this member sends (weight > 0), opens a DEALER in `context` to every other member with a
     // shard, queueing at most 8 outgoing and `receiveQueue` incoming messages on it (0:
-    // unbounded). Secured rounds admit and authenticate each reducer first; one refused is logged
-    // and skipped: its shard keeps local values and counts as expected but not received.
-    PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue);
+    // unbounded), or takes one kept from an earlier round from `pool` (null: always opens).
+    // Secured rounds admit and authenticate each reducer first; one refused is logged and
+    // skipped: its shard keeps local values and counts as expected but not received.
+    PartSender(const RoundContext &round, zmq::context_t &context, int receiveQueue, DealerPool *pool = nullptr);
     ~PartSender();
     PartSender(const PartSender &) = delete;
     PartSender &operator=(const PartSender &) = delete;
@@ -177,14 +179,20 @@ class PartSender final {
     [[nodiscard]] double minResultWeight() const { return m_minResultWeight; }
     // Seconds into the round when the last part left, or -1 while parts remain.
     [[nodiscard]] double sentAt() const { return m_sentAt; }
+    // After the round: hands `pool` the DEALERs whose reducer returned every RESULT (so nothing
+    // of this round is queued on them); the others close with this object.
+    void keepConnections(DealerPool &pool);
 
   private:
-    void connect(std::size_t j, int receiveQueue, zmq::context_t &context);
+    void connect(std::size_t j, int receiveQueue, zmq::context_t &context, DealerPool *pool);
+    [[nodiscard]] DealerKey keyOf(std::size_t j, int receiveQueue) const;
+    [[nodiscard]] std::unique_ptr<zmq::socket_t> open(const DealerKey &key, zmq::context_t &context) const;
     bool sendPart(std::size_t j);
     void keepReducersWaiting(int &budget);
 
     const RoundContext &m_round;
     std::vector<std::unique_ptr<zmq::socket_t>> m_dealers;     // per member; null: none
+    std::vector<DealerKey> m_keys;                             // per member, what opened its DEALER
     std::vector<std::vector<Piece>> m_outgoing;                // per reducer, the parts of its shard
     std::vector<std::uint32_t> m_nextPart;                     // per reducer, the next part to send
     std::vector<std::uint64_t> m_expectedBack, m_receivedBack; // elements, per reducer
