@@ -152,7 +152,7 @@ class TestDealerPool final : public QObject {
         auto back = pool.take(key, PoolClock::now());
         QVERIFY(back);
         zmq::message_t left;
-        QVERIFY(!back->recv(left, zmq::recv_flags::dontwait)); // taken with nothing waiting
+        QVERIFY(!back->recv(left, zmq::recv_flags::dontwait));       // taken with nothing waiting
         back->send(zmq::str_buffer("again"), zmq::send_flags::none); // and still connected
         std::vector<zmq::message_t> again;
         QVERIFY(zmq::recv_multipart(router, std::back_inserter(again)));

@@ -46,7 +46,7 @@
 //
 // Connections: a member keeps the DEALER it opened to a reducer after a round that returned it
 // every RESULT, and the next round with that reducer sends on it (averaging/DealerPool.h: at
-// most 32 idle, none idle over 120 s; what arrives on an idle one is read and dropped by the
+// most 64 idle, none idle over 120 s; what arrives on an idle one is read and dropped by the
 // same thread). So a swarm of stable groups sets up its connections once.
 //
 // Threads: run() may be called from any thread, one round at a time (a second call waits for

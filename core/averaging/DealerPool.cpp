@@ -31,16 +31,14 @@ bool dropWaiting(zmq::socket_t &socket, int budget, std::size_t &dropped)
 
 bool DealerKey::serves(const DealerKey &wanted) const
 {
-    const bool near = wanted.sendBuffer == sendBuffer
-                      || (wanted.sendBuffer > 0 && sendBuffer > 0 && sendBuffer * 4 <= wanted.sendBuffer * 5
-                          && wanted.sendBuffer * 4 <= sendBuffer * 5);
-    return near && endpoint == wanted.endpoint && publicKey == wanted.publicKey && sendQueue == wanted.sendQueue
-           && receiveQueue == wanted.receiveQueue;
+    const bool near = wanted.sendBuffer == sendBuffer ||
+                      (wanted.sendBuffer > 0 && sendBuffer > 0 && sendBuffer * 4 <= wanted.sendBuffer * 5 &&
+                       wanted.sendBuffer * 4 <= sendBuffer * 5);
+    return near && endpoint == wanted.endpoint && publicKey == wanted.publicKey && sendQueue == wanted.sendQueue &&
+           receiveQueue == wanted.receiveQueue;
 }
 
-DealerPool::DealerPool(std::size_t capacity, PoolClock::duration maxIdle) : m_capacity(capacity), m_maxIdle(maxIdle)
-{
-}
+DealerPool::DealerPool(std::size_t capacity, PoolClock::duration maxIdle) : m_capacity(capacity), m_maxIdle(maxIdle) {}
 
 DealerPool::~DealerPool() = default;
 

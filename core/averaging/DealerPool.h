@@ -1,8 +1,9 @@
 #pragma once
-// Connections kept across all-reduce rounds (ours; hivemind opens a stream per part, the paper
-// does not say): the DEALERs a member opened to the other reducers of a round, kept after it so
-// that the next round with the same peer sends on a connection already set up, internal to
-// averaging/ButterflyAllReduce.cpp (docs/PROTOCOL.md "Butterfly all-reduce data plane").
+// Connections kept across all-reduce rounds (libp2p under hivemind keeps its connections too;
+// the paper does not say): the DEALERs a member opened to the other reducers of a round, kept
+// after it so that the next round with the same peer sends on a connection already set up,
+// internal to averaging/ButterflyAllReduce.cpp (docs/PROTOCOL.md "Butterfly all-reduce data
+// plane").
 //
 // Why: every round opened n - 1 connections per member, each with its CURVE handshake and a fresh
 // TCP slow start that overran a home router's queue together with the others (docs/BENCHMARKS.md,
@@ -33,9 +34,9 @@ namespace dedloc::allreduce {
 
 using PoolClock = std::chrono::steady_clock;
 
-// Idle connections kept per endpoint: a group of 16 holds 15 DEALERs per member, so two groups'
-// worth of peers met in turn (Moshpit-style regrouping) stay warm.
-inline constexpr std::size_t DealerPoolCapacity = 32;
+// Idle connections kept per endpoint: a round of the default group size (64, the manifest's
+// averaging.group_size) leaves at most 63, so all of them stay; a larger group keeps 64.
+inline constexpr std::size_t DealerPoolCapacity = 64;
 inline constexpr auto DealerPoolMaxIdle = std::chrono::seconds(120);
 
 // What fixed a DEALER when it was opened.
@@ -54,14 +55,13 @@ struct DealerKey {
 
 class DealerPool final {
   public:
-    explicit DealerPool(std::size_t capacity = DealerPoolCapacity,
-                        PoolClock::duration maxIdle = DealerPoolMaxIdle);
+    explicit DealerPool(std::size_t capacity = DealerPoolCapacity, PoolClock::duration maxIdle = DealerPoolMaxIdle);
     ~DealerPool();
     DealerPool(const DealerPool &) = delete;
     DealerPool &operator=(const DealerPool &) = delete;
 
-    // A kept connection whose key serves `key`, removed from the pool, with whatever it received while
-    // idle read and dropped; null when none is kept (or it was idle longer than maxIdle).
+    // A kept connection whose key serves `key`, removed from the pool, with whatever it received
+    // while idle read and dropped; null when none is kept (or it was idle longer than maxIdle).
     [[nodiscard]] std::unique_ptr<zmq::socket_t> take(const DealerKey &key, PoolClock::time_point now);
     // Keeps `socket` (a connected DEALER opened with `key`) for a later round; beyond the capacity
     // the connection idle longest closes.
