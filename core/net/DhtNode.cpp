@@ -1,5 +1,6 @@
 #include "net/DhtNode.h"
 
+#include "net/RecordSequences.h"
 #include "util/Error.h"
 #include "util/Log.h"
 #include "util/Clock.h"
@@ -170,7 +171,7 @@ struct DhtNode::Impl {
     PeerIdentity identity;
     dht::DhtRunner runner;
     std::mutex sequenceMutex;
-    std::map<std::string, std::uint64_t> sequences;   // guarded by sequenceMutex
+    RecordSequences sequences;                         // guarded by sequenceMutex
     std::mutex bootstrapMutex;
     std::vector<std::pair<std::string, std::string>> bootstrapPeers; // (host, port), guarded by bootstrapMutex
     std::atomic<std::uint64_t> bytesPut{0}, bytesGot{0};
@@ -310,9 +311,7 @@ bool DhtNode::publish(const std::string &key, const std::string &payload, double
     std::uint64_t sequence = 0;
     {
         std::lock_guard lock(d->sequenceMutex);
-        auto &seq = d->sequences[key];
-        seq = std::max(seq + 1, static_cast<std::uint64_t>(now * 1000.0));
-        sequence = seq;
+        sequence = d->sequences.next(key, now);
     }
     const auto bytes = encodeRecord(key, payload, sequence, now, now + ttlSeconds);
     return publishRaw(key, bytes, valueId(key), timeout);
