@@ -84,13 +84,19 @@ class TestDealerPool final : public QObject {
         auto beyond = nearBuffer;
         beyond.sendBuffer = 100001;
         QVERIFY(!pool.take(beyond, now));
-        QVERIFY(pool.take(within, now));
+        // Given back under the key it was opened with, not the one it served: a chain of rounds
+        // each within 25 % of the last cannot walk its key away from its real send buffer.
+        DealerKey openedWith;
+        QVERIFY(pool.take(within, now, &openedWith));
+        QCOMPARE(openedWith.sendBuffer, 80000);
         auto otherReceive = key;
         otherReceive.receiveQueue = 8;
         for (const auto &k : {otherEndpoint, otherPeer, otherQueue, otherBuffer, otherReceive})
             QVERIFY(!pool.take(k, now));
         QCOMPARE(pool.size(), std::size_t{1});
-        QCOMPARE(pool.take(key, now).get(), kept);
+        DealerKey opened;
+        QCOMPARE(pool.take(key, now, &opened).get(), kept);
+        QVERIFY(opened == key);
         QVERIFY(!pool.take(key, now));
         QCOMPARE(pool.size(), std::size_t{0});
     }
@@ -122,6 +128,7 @@ class TestDealerPool final : public QObject {
     {
         zmq::socket_t router(m_context, zmq::socket_type::router);
         router.set(zmq::sockopt::linger, 0);
+        router.set(zmq::sockopt::rcvtimeo, 5000); // a failure fails, not hangs
         router.bind("tcp://127.0.0.1:*");
         const auto endpoint = router.get(zmq::sockopt::last_endpoint);
         auto s = dealer();
@@ -148,11 +155,14 @@ class TestDealerPool final : public QObject {
         QCOMPARE(dropped, std::size_t{3});
         QCOMPARE(pool.drain(PoolClock::now(), 1), std::size_t{0});
         sendBack(2);
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
         auto back = pool.take(key, PoolClock::now());
         QVERIFY(back);
         zmq::message_t left;
-        QVERIFY(!back->recv(left, zmq::recv_flags::dontwait));       // taken with nothing waiting
+        int late = 0; // on a loaded machine the second may still have been on its way at the take
+        while (back->recv(left, zmq::recv_flags::dontwait))
+            ++late;
+        QVERIFY2(late < 2, "take() dropped nothing of what waited");
         back->send(zmq::str_buffer("again"), zmq::send_flags::none); // and still connected
         std::vector<zmq::message_t> again;
         QVERIFY(zmq::recv_multipart(router, std::back_inserter(again)));

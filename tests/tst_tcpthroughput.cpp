@@ -149,6 +149,23 @@ class TestTcpThroughput final : public QObject {
                  qPrintable(QStringLiteral("measured %1 B/s, drained %2 B/s").arg(measured).arg(drained)));
     }
 
+    // A connection that moved nothing since the meter's start (a peer of an earlier exchange
+    // keeps it open) says nothing of this exchange's round trip, though the kernel measured one.
+    void anIdleConnectionSaysNothingOfTheRoundTrip()
+    {
+        SlowReceiver r;
+        QVERIFY(r.listener >= 0);
+        int sender = -1;
+        QVERIFY(transfer(r, 256 * 1024, &sender));
+        const auto stats = tcpSendStatsTo({r.endpoint()});
+        QVERIFY(stats.size() == 1 && stats[0].minRttSeconds > 0.0);
+        UploadMeter meter({r.endpoint()}, 0);
+        meter.sample();
+        ::close(sender);
+        QCOMPARE(meter.bytes(), std::uint64_t{0});
+        QCOMPARE(meter.roundTrip(), 0.0);
+    }
+
     // A reducer sends its parts, then its results, on other connections: busy times one after the
     // other add up (the longest alone would report twice the rate).
     void meterAddsConnectionsBusyOneAfterTheOther()

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <time.h>
+
 namespace dedloc::allreduce {
 
 namespace {
@@ -29,6 +31,16 @@ bool dropWaiting(zmq::socket_t &socket, int budget, std::size_t &dropped)
 
 } // namespace
 
+PoolClock::time_point PoolClock::now() noexcept
+{
+#ifdef CLOCK_BOOTTIME
+    timespec t{};
+    if (clock_gettime(CLOCK_BOOTTIME, &t) == 0)
+        return time_point(std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec));
+#endif
+    return time_point(std::chrono::duration_cast<duration>(std::chrono::steady_clock::now().time_since_epoch()));
+}
+
 bool DealerKey::serves(const DealerKey &wanted) const
 {
     const bool near = wanted.sendBuffer == sendBuffer ||
@@ -47,13 +59,22 @@ void DealerPool::expire(PoolClock::time_point now)
     std::erase_if(m_idle, [&](const Idle &i) { return now - i.since > m_maxIdle; });
 }
 
-std::unique_ptr<zmq::socket_t> DealerPool::take(const DealerKey &key, PoolClock::time_point now)
+std::size_t DealerPool::size() const
 {
+    std::lock_guard lock(m_mutex);
+    return m_idle.size();
+}
+
+std::unique_ptr<zmq::socket_t> DealerPool::take(const DealerKey &wanted, PoolClock::time_point now, DealerKey *opened)
+{
+    std::lock_guard lock(m_mutex);
     expire(now);
-    const auto it = std::find_if(m_idle.begin(), m_idle.end(), [&](const Idle &i) { return i.key.serves(key); });
+    const auto it = std::find_if(m_idle.begin(), m_idle.end(), [&](const Idle &i) { return i.key.serves(wanted); });
     if (it == m_idle.end())
         return nullptr;
     auto socket = std::move(it->socket);
+    if (opened)
+        *opened = it->key;
     m_idle.erase(it);
     std::size_t dropped = 0;
     // Whatever waits there is no answer to the round about to start: nothing was asked on it since.
@@ -68,6 +89,7 @@ void DealerPool::give(DealerKey key, std::unique_ptr<zmq::socket_t> socket, Pool
 {
     if (!socket || m_capacity == 0)
         return;
+    std::lock_guard lock(m_mutex);
     expire(now);
     // One kept connection per key: a second (a group that named the same reducer twice) closes.
     if (std::any_of(m_idle.begin(), m_idle.end(), [&](const Idle &i) { return i.key == key; }))
@@ -79,6 +101,7 @@ void DealerPool::give(DealerKey key, std::unique_ptr<zmq::socket_t> socket, Pool
 
 std::size_t DealerPool::drain(PoolClock::time_point now, int budget)
 {
+    std::lock_guard lock(m_mutex);
     expire(now);
     std::size_t dropped = 0;
     std::erase_if(m_idle, [&](Idle &i) {

@@ -16,23 +16,37 @@
 // fixed it when it was opened: the reducer's endpoint and key and the socket's queue and buffer
 // sizes (a round that wants other sizes opens a new one). At most `capacity` idle connections
 // are kept, none idle longer than `maxIdle`; beyond that the longest idle closes. What arrives on
-// an idle one (nothing, from an honest reducer) is read and dropped between rounds (drain()), so
-// that an idle connection holds no memory for a stranger.
+// an idle one (nothing, from an honest reducer) is read and dropped every 50 ms (drain(), also
+// while a round runs), so that an idle connection holds no memory for a stranger.
 //
-// Threads: one at a time (the endpoint's round mutex: a round, or the between-rounds drainer).
-// Errors: none thrown by take()/give()/drain(); ZeroMQ errors on an idle socket close it.
+// Idle time counts time the machine slept (PoolClock is CLOCK_BOOTTIME): a laptop that wakes
+// after two minutes or more opens new connections instead of sending into ones its peers and
+// their routers have dropped meanwhile.
+//
+// Threads: any; the pool guards itself. A taken socket belongs to the round that took it until
+// it is given back; an idle one only to the pool (the between-rounds drainer reads idle ones
+// even while a round runs). Errors: none thrown; ZeroMQ errors on an idle socket close it.
 #include <zmq.hpp>
 
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace dedloc::allreduce {
 
-using PoolClock = std::chrono::steady_clock;
+// Monotonic time that includes suspend (Linux CLOCK_BOOTTIME; elsewhere the steady clock).
+struct PoolClock {
+    using duration = std::chrono::nanoseconds;
+    using rep = duration::rep;
+    using period = duration::period;
+    using time_point = std::chrono::time_point<PoolClock>;
+    static constexpr bool is_steady = true;
+    static time_point now() noexcept;
+};
 
 // Idle connections kept per endpoint: a round of the default group size (64, the manifest's
 // averaging.group_size) leaves at most 63, so all of them stay; a larger group keeps 64.
@@ -60,9 +74,11 @@ class DealerPool final {
     DealerPool(const DealerPool &) = delete;
     DealerPool &operator=(const DealerPool &) = delete;
 
-    // A kept connection whose key serves `key`, removed from the pool, with whatever it received
-    // while idle read and dropped; null when none is kept (or it was idle longer than maxIdle).
-    [[nodiscard]] std::unique_ptr<zmq::socket_t> take(const DealerKey &key, PoolClock::time_point now);
+    // A kept connection whose key serves `wanted`, removed from the pool, with whatever it
+    // received while idle read and dropped, and in `*opened` (if given) the key it was opened
+    // with (what to give it back under); null when none is kept (or it was idle over maxIdle).
+    [[nodiscard]] std::unique_ptr<zmq::socket_t> take(const DealerKey &wanted, PoolClock::time_point now,
+                                                      DealerKey *opened = nullptr);
     // Keeps `socket` (a connected DEALER opened with `key`) for a later round; beyond the capacity
     // the connection idle longest closes.
     void give(DealerKey key, std::unique_ptr<zmq::socket_t> socket, PoolClock::time_point now);
@@ -70,7 +86,7 @@ class DealerPool final {
     // idle longer than maxIdle at `now`. Returns the messages dropped.
     std::size_t drain(PoolClock::time_point now, int budget);
     // Idle connections kept.
-    [[nodiscard]] std::size_t size() const { return m_idle.size(); }
+    [[nodiscard]] std::size_t size() const;
 
   private:
     struct Idle {
@@ -80,6 +96,7 @@ class DealerPool final {
     };
     void expire(PoolClock::time_point now);
 
+    mutable std::mutex m_mutex; // guards m_idle and the idle sockets
     std::size_t m_capacity;
     PoolClock::duration m_maxIdle;
     std::vector<Idle> m_idle; // oldest first

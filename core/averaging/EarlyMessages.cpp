@@ -83,12 +83,11 @@ RouterDrainer::~RouterDrainer()
 
 void RouterDrainer::drainOnce()
 {
-    std::unique_lock round(m_roundMutex, std::try_to_lock);
-    if (!round.owns_lock()) // a round is running: it reads the ROUTER itself
-        return;
+    // Idle kept connections are the pool's alone, also while a round runs.
     if (const auto dropped = m_pool.drain(PoolClock::now(), DrainBudget))
         log::debug("allreduce", "dropped " + std::to_string(dropped) + " message(s) idle connections received");
-    if (!m_router)
+    std::unique_lock round(m_roundMutex, std::try_to_lock);
+    if (!round.owns_lock() || !m_router) // a round is running: it reads the ROUTER itself
         return;
     m_pending.expire(EarlyClock::now());
     for (int n = 0; n < DrainBudget; ++n) {

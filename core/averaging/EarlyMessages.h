@@ -8,11 +8,12 @@
 //     that what anyone sends between rounds moves into EarlyMessages (bounded) instead of
 //     waiting in ZeroMQ's receive queue (unbounded) until the next round. What it read has not
 //     passed a round's download cap: the round that takes it does that then (EarlyMessage::paced).
-//     In the same pass it reads and drops what the idle kept connections received
-//     (averaging/DealerPool.h), and closes those idle too long; a client-mode endpoint (no
-//     ROUTER) runs it for those alone.
+//     Each pass also reads and drops what the idle kept connections received
+//     (averaging/DealerPool.h), while a round runs too, and closes those idle too long; a
+//     client-mode endpoint (no ROUTER) runs it for those alone.
 //
-// Threads: EarlyMessages, the pool and the ROUTER are used under the endpoint's round mutex: a round holds
+// Threads: EarlyMessages and the ROUTER are used under the endpoint's round mutex (the pool guards
+// itself): a round holds
 // it for its whole run; the drainer takes it only when free (try_lock), for one pass of at most
 // DrainBudget messages, so a round waits at most that pass to start.
 // Errors: none thrown; a message without a readable group is dropped (logged at debug level:

@@ -102,7 +102,7 @@ void PartSender::connect(std::size_t j, int receiveQueue, zmq::context_t &contex
     std::unique_ptr<zmq::socket_t> s;
     if (refusal.empty()) {
         try {
-            s = pool ? pool->take(key, PoolClock::now()) : nullptr;
+            s = pool ? pool->take(key, PoolClock::now(), &key) : nullptr;
             if (!s)
                 s = open(key, context);
         } catch (const Error &e) {

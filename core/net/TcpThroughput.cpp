@@ -171,9 +171,13 @@ void UploadMeter::sample()
         // Not seen before, or fewer bytes than last time (the descriptor now holds a new
         // connection to the same peer): all it moved is new.
         const bool same = last != m_last.end() && c.bytesAcked >= last->bytesAcked;
-        m_bytes += c.bytesAcked - (same ? last->bytesAcked : 0);
+        const std::uint64_t moved = c.bytesAcked - (same ? last->bytesAcked : 0);
+        m_bytes += moved;
         gained += std::max(0.0, c.busySeconds - (same ? last->busySeconds : 0.0));
-        m_roundTrip = std::max(m_roundTrip, c.minRttSeconds);
+        // Only a connection this exchange used: a listener also holds idle ones kept by peers
+        // of earlier exchanges, whose paths say nothing about this one's.
+        if (moved > 0)
+            m_roundTrip = std::max(m_roundTrip, c.minRttSeconds);
     }
     m_busy += std::min(gained, now - m_lastSample);
     m_last = std::move(current);

@@ -50,8 +50,9 @@ public:
     [[nodiscard]] double rate(std::uint64_t minBytes = 256 * 1024) const;
     // Bytes acknowledged since the baseline.
     [[nodiscard]] std::uint64_t bytes() const { return m_bytes; }
-    // The longest of the connections' least round trips seen at the samples (seconds; 0: none):
-    // the path to the farthest peer without its queues, what a sender's buffer must cover.
+    // The longest of the least round trips of the connections that moved bytes since the
+    // baseline, seen at the samples (seconds; 0: none): the path to the farthest peer of this
+    // exchange without its queues, what a sender's buffer must cover.
     [[nodiscard]] double roundTrip() const { return m_roundTrip; }
 
 private:
