@@ -152,8 +152,10 @@ class TestHostilePeer : public QObject {
         const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "ahead";
         std::filesystem::create_directories(d);
         SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
+        // Ten steps: the second liar starts last, and an honest trainer must read its record
+        // while it still steps (five were over before it did, once, in a fresh Debian run).
         auto [monitor, p1, p2, p3, a] =
-            startSwarm(h, 5, QStringLiteral("ahead:1"), {QStringLiteral("--min-peers"), QStringLiteral("3")});
+            startSwarm(h, 10, QStringLiteral("ahead:1"), {QStringLiteral("--min-peers"), QStringLiteral("3")});
         auto &b = h.startPeer(QStringLiteral("hostile2"),
                               QStringList(m_args) << QStringLiteral("--attack") << QStringLiteral("ahead:2"), m_hostile);
         const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &a, &b, &monitor};
@@ -168,7 +170,7 @@ class TestHostilePeer : public QObject {
             const auto steps = byStep(*p);
             const auto alone = std::count_if(steps.begin(), steps.end(),
                                              [](const auto &s) { return s.second.value("group_size", 0) < 2; });
-            QCOMPARE(lastEpoch(p->metrics), 5L);
+            QCOMPARE(lastEpoch(p->metrics), 10L);
             QVERIFY2(!steps.empty() && alone <= 1,
                      qPrintable(p->name + QStringLiteral(": %1 steps, %2 alone").arg(steps.size()).arg(alone)));
             // and it read both liars' records while it stepped: six live records, the monitor's too
