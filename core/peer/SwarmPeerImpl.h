@@ -95,6 +95,8 @@ struct SwarmPeer::Impl {
     std::atomic<bool> workerDone{false};
     std::atomic<int> exitCode{0};
     std::atomic<std::uint16_t> dhtPort{0};
+    // The control thread has read the swarm's progress records once: start() waits for it (up to
+    // 5 s), so that a joiner sees the swarm's epoch before its first decision.
     std::atomic<bool> firstFetchDone{false};
     std::condition_variable wake;
     std::mutex wakeMutex;
