@@ -36,6 +36,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -85,6 +86,8 @@ struct SwarmPeer::Impl {
     // Worker thread only: the last state round changed this trainer's state (it was not the
     // group's already), so the step's update alone does not lead to it.
     bool stateRoundChanged = false;
+    // Worker thread only: seconds the last replayed update took to fetch (< 0: none yet).
+    double updateFetchSeconds = -1.0;
     // Worker thread only: the epoch whose state was last compared with the swarm's
     // (checkModelAgreement), when this peer reached its epoch, and while repairing a strayed
     // state, the digest of the state most peers hold (the only one a download takes then).
@@ -308,7 +311,13 @@ struct SwarmPeer::Impl {
     // updates of the epochs in between from donors that agree and applies them in order
     // (averaging/UpdateDownload.h), at the cost of the compressed averages instead of the
     // state; true if it got at least one (the caller then looks again where the swarm is).
-    bool replayUpdates(long global);
+    // `oneBehind(epoch)`, when given, is called once only the update before the swarm's `epoch`
+    // is left to fetch, if the last update took under a third of the sender timeout to fetch.
+    bool replayUpdates(long global, const std::function<void(long)> &oneBehind = {});
+    // One update short of the swarm's `epoch`: looks for that epoch's group while the update
+    // downloads (the group forms meanwhile), so that this peer takes part in the step with
+    // weight 0 once the replay ends, instead of finding the group gone and replaying again.
+    void searchWhileReplaying(GroupSearch &search, long epoch);
     // After a step: keeps its update for others to replay when our state is the group's result
     // of it, else ends the chain the service offers.
     void keepUpdate(const std::shared_ptr<const AveragedUpdate> &update, bool stateIsTheUpdates);

@@ -380,7 +380,16 @@ void SwarmPeer::Impl::reportCatchUp(long from, const char *how)
         metrics->write("catch_up", {{"step", trainer->step()}, {"from", from}, {"how", how}});
 }
 
-bool SwarmPeer::Impl::replayUpdates(long global)
+void SwarmPeer::Impl::searchWhileReplaying(GroupSearch &search, long epoch)
+{
+    if ((search.active() && search.epoch() == epoch) || expectedPeers(epoch) < 2)
+        return;
+    offerStateDigest(epoch); // none: the state of `epoch` is not here yet
+    search.start(epoch, [this, epoch] { return expectedPeers(epoch); });
+    log::info("swarm", "one update short of epoch " + std::to_string(epoch) + ": looking for its group meanwhile");
+}
+
+bool SwarmPeer::Impl::replayUpdates(long global, const std::function<void(long)> &oneBehind)
 {
     if (!stateIsSwarms || repairWanted || trainer->step() >= global)
         return false;
@@ -399,9 +408,16 @@ bool SwarmPeer::Impl::replayUpdates(long global)
         UpdateFetcher fetcher(donor, manifest->runId, static_cast<std::uint64_t>(trainer->parameterCount()),
                               opt.progressPeriod * 4.0 + 5.0, stopFlag, access.security);
         while (!stopFlag.load() && trainer->step() < global) {
+            // The last update's download is short beside the group's sender timeout: the group
+            // of the swarm's epoch, forming meanwhile, can wait for this peer's (empty) parts.
+            if (oneBehind && global == trainer->step() + 1 && updateFetchSeconds >= 0.0
+                && updateFetchSeconds < opt.senderTimeout / 3.0)
+                oneBehind(global);
+            const auto asked = std::chrono::steady_clock::now();
             auto u = fetcher.fetch(trainer->step());
             if (!u)
                 break;
+            updateFetchSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
             std::vector<float> gradient;
             try {
                 gradient = decodeUpdate(*u);

@@ -135,9 +135,10 @@ void SwarmPeer::Impl::runTrainer()
             }
             // Replaying an update takes its compressed average (about a second on a home
             // downlink): at once, so that a peer that just fell one step behind is back early in
-            // the next epoch, not at its end. A failed replay, and downloads, wait 2 s between tries.
+            // the next epoch, not at its end; with one update left it joins the group of the
+            // swarm's epoch meanwhile. A failed replay, and downloads, wait 2 s between tries.
             if (now - lastReplayFailed >= 2.0) {
-                if (replayUpdates(global)) {
+                if (replayUpdates(global, [&](long epoch) { searchWhileReplaying(search, epoch); })) {
                     setState(PeerState::Training);
                     continue;
                 }
