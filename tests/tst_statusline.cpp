@@ -64,6 +64,11 @@ class TestStatusLine final : public QObject {
             << 7
             << "Training (monitor: recording metrics) | step 12 | batch 40/64 (64%), next in 3 s | swarm 396.1 "
                "samples/s, 2 trainers, 1 auxiliary, 1 monitor";
+        QTest::newRow("peers of the run on another manifest version are named, not counted")
+            << 8
+            << "Training | step 12 | batch 40/64 (64%), next in 3 s | swarm 396.1 samples/s, "
+               "2 trainers, 1 auxiliary, 1 monitor (3 peers on another manifest version) | you 198.0 samples/s, "
+               "388 samples (50.0% of swarm) | loss 4.930";
     }
 
     void lines()
@@ -97,6 +102,8 @@ class TestStatusLine final : public QObject {
             s.session.samples = 0;
             s.shareOfSwarm = 0.0;
             s.lastLoss = -1.0;
+        } else if (variant == 8) {
+            s.otherVersionPeers = 3;
         }
         if (variant == 0)
             s.reachability = "reachable: peer 1a2b3c4d connected back to tcp://192.0.2.1:40001";

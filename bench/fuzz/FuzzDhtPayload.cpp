@@ -1,9 +1,11 @@
 // The JSON payloads of signed DHT records (averaging/SwarmMessages.h): progress records,
-// matchmaking declarations and donor adverts. The record around it already verified (the
+// matchmaking declarations and donor adverts; and manifest version records
+// (averaging/ManifestVersions.h). The record around it already verified (the
 // signer's id and key are fixed here); the payload is whatever its signer chose to sign.
 #include "FuzzFixtures.h"
 #include "FuzzTargets.h"
 
+#include "averaging/ManifestVersions.h"
 #include "averaging/SwarmMessages.h"
 
 namespace dedloc::fuzz {
@@ -25,6 +27,10 @@ int fuzzDhtPayload(const std::uint8_t *data, std::size_t size)
     }
     try {
         (void)parseDonorAdvert(record);
+    } catch (const ProtocolError &) {
+    }
+    try {
+        (void)parseVersionRecord(record);
     } catch (const ProtocolError &) {
     }
     return 0;

@@ -67,6 +67,9 @@ struct PeerSnapshot {
     double etaSeconds = -1.0;               // to the next global step; < 0 unknown
     double localSamplesPerSecond = 0.0;
     int trainers = 0, auxiliaries = 0, monitors = 0, clientModePeers = 0;  // live peers by role
+    // Peers of this run on another version of its manifest (averaging/ManifestVersions.h):
+    // neither counted above nor averaged with.
+    int otherVersionPeers = 0;
     std::vector<SwarmPeerInfo> peers;
 
     ContributionTotals session;   // since this process joined

@@ -52,6 +52,8 @@ std::string statusLine(const PeerSnapshot &s)
     line += " | swarm " + fixed(s.swarmSamplesPerSecond, 1) + " samples/s, " +
             plural(s.trainers, "trainer", "trainers") + ", " + std::to_string(s.auxiliaries) + " auxiliary, " +
             plural(s.monitors, "monitor", "monitors");
+    if (s.otherVersionPeers > 0)
+        line += " (" + plural(s.otherVersionPeers, "peer", "peers") + " on another manifest version)";
     // A monitor or auxiliary computes no samples: its own figures would only say 0.
     if (s.role == PeerRole::Trainer) {
         line += " | you " + fixed(s.localSamplesPerSecond, 1) + " samples/s, ";

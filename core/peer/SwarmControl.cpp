@@ -51,7 +51,8 @@ void SwarmPeer::Impl::controlLoop()
     double bootstrappedAt = unixNow();
     // Credit reads and publications run beside the loop: a slow DHT answer must not delay the
     // progress records that groups are formed from.
-    std::future<void> creditRead, creditPublish, reachabilityCheck, bootstrapping;
+    std::future<void> creditRead, creditPublish, reachabilityCheck, bootstrapping, versionsCheck;
+    double versionsCheckedAt = unixNow() - 25.0; // the first check ~5 s after the start
     double reachabilityCheckStart = unixNow();
     auto idle = [](const std::future<void> &f) {
         return !f.valid() || f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
@@ -76,20 +77,20 @@ void SwarmPeer::Impl::controlLoop()
         else if (heldClaim) // a client-mode trainer's: the state it holds
             std::tie(mine.stateEpoch, mine.stateDigest) = *heldClaim;
         const bool progressPut =
-            mine.peerId.empty() || dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine), ttl, 2.0);
+            mine.peerId.empty() || dht->publish(runKey(swarmId, "progress"), encodeProgress(mine), ttl, 2.0);
         const double progressPutSeconds = unixNow() - turnStart;
         if (metricsPayload)
-            dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, 2.0);
+            dht->publish(runKey(swarmId, "metrics"), *metricsPayload, 120.0, 2.0);
         // A new advert (first one, new epoch) goes out at once, then every 10 s or so (it lives 30 s).
         // One the DHT did not confirm (a first peer without neighbours yet) goes out again next turn.
         if (advert && (unixNow() - advertisedAt >= 9.0 || advert->epoch != advertisedEpoch)
-            && dht->publish(runKey(manifest->runId, "donors"), encodeDonorAdvert(*advert), 30.0, 2.0)) {
+            && dht->publish(runKey(swarmId, "donors"), encodeDonorAdvert(*advert), 30.0, 2.0)) {
             advertisedEpoch = advert->epoch;
             advertisedAt = unixNow();
         }
         readProgress();
         if (recorder) {
-            auto records = dht->fetch(runKey(manifest->runId, "metrics"), 2.0);
+            auto records = dht->fetch(runKey(swarmId, "metrics"), 2.0);
             // Closed run: only admitted peers' metrics are recorded.
             std::erase_if(records, [&](const SignedRecord &r) {
                 return r.peerId != identity->peerId() && !access.security->admission(r.publicKey).empty();
@@ -111,6 +112,12 @@ void SwarmPeer::Impl::controlLoop()
             reachabilityCheck = std::async(std::launch::async, [this] { recheckReachability(); });
         }
         firstFetchDone = true;
+        // Peers of the run on another version of its manifest, every 30 s (they read no record
+        // of this swarm's keys, nor this peer theirs).
+        if (unixNow() - versionsCheckedAt >= 30.0 && idle(versionsCheck)) {
+            versionsCheckedAt = unixNow();
+            versionsCheck = std::async(std::launch::async, [this] { checkManifestVersions(); });
+        }
         // The bootstrap peers (the lead's server) again every 30 s: one that restarted after
         // this node forgot it would otherwise never hear of this peer. Beside the loop: resolving
         // a name can take as long as the resolver's timeout.
@@ -126,7 +133,7 @@ void SwarmPeer::Impl::controlLoop()
         heapTrimmer.due(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
         waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
-    for (auto *f : {&creditRead, &creditPublish, &reachabilityCheck, &bootstrapping})
+    for (auto *f : {&creditRead, &creditPublish, &reachabilityCheck, &bootstrapping, &versionsCheck})
         if (f->valid())
             f->wait();
     saveBansIfChanged(); // a ban of the last period
@@ -153,12 +160,12 @@ void SwarmPeer::Impl::controlLoop()
     std::future<bool> progress, lastMetrics;
     if (!mine.peerId.empty())
         progress = std::async(std::launch::async, [&] {
-            return dht->publish(runKey(manifest->runId, "progress"), encodeProgress(mine),
+            return dht->publish(runKey(swarmId, "progress"), encodeProgress(mine),
                                 mine.expiresAt - mine.time, FinalPublishTimeout);
         });
     if (metricsPayload)
         lastMetrics = std::async(std::launch::async, [&] {
-            return dht->publish(runKey(manifest->runId, "metrics"), *metricsPayload, 120.0, FinalPublishTimeout);
+            return dht->publish(runKey(swarmId, "metrics"), *metricsPayload, 120.0, FinalPublishTimeout);
         });
     if (lastMetrics.valid() && !lastMetrics.get())
         log::warning("swarm", "the DHT did not confirm this peer's last metrics; the monitor may miss its last step");
@@ -168,7 +175,7 @@ void SwarmPeer::Impl::controlLoop()
 
 void SwarmPeer::Impl::readProgress()
 {
-    const auto records = dht->fetch(runKey(manifest->runId, "progress"), 2.0);
+    const auto records = dht->fetch(runKey(swarmId, "progress"), 2.0);
     const double now = unixNow();
     std::vector<ProgressRecord> admitted;
     for (const auto &record : records) {

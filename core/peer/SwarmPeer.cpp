@@ -67,6 +67,8 @@ void SwarmPeer::Impl::setUp()
     if (config.devices.empty())
         config.devices = {"cpu"};
     checkpointDir = runDataDir(opt.dataDir, manifest->runId);
+    fingerprint = trainingFingerprint(*manifest);
+    swarmId = manifest->runId + "@" + fingerprint;
     loadBans();
     trainer = startTrainer(*manifest, *tokenizer, *identity, config, checkpointDir,
                            opt.resume && opt.role != PeerRole::Auxiliary, "swarm");
@@ -114,7 +116,7 @@ void SwarmPeer::Impl::setUp()
     const std::string allReducePort = opt.allReducePort ? std::to_string(opt.allReducePort) : "*";
     const std::string servicePort = opt.servicePort ? std::to_string(opt.servicePort) : "*";
     if (reachable()) {
-        service = std::make_unique<PeerService>(manifest->runId, "tcp://" + opt.host + ":" + servicePort, 128 * 1024,
+        service = std::make_unique<PeerService>(swarmId, "tcp://" + opt.host + ":" + servicePort, 128 * 1024,
                                                 access.security, bans);
         service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
     }
@@ -128,7 +130,7 @@ void SwarmPeer::Impl::setUp()
     }
     mapRouterPorts();
     settleReachability();
-    MatchSelf self{identity->peerId(), manifest->runId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
+    MatchSelf self{identity->peerId(), swarmId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
                    opt.role == PeerRole::Trainer, identity->publicKey()};
     auto matchmaking = opt.matchmaking;
     matchmaking.targetGroupSize = static_cast<std::size_t>(manifest->averaging().groupSize);
@@ -139,7 +141,7 @@ void SwarmPeer::Impl::setUp()
     mergeOptions.fetchTimeout = opt.matchmaking.requestTimeout;
     mergeOptions.maxGroupWeight = static_cast<double>(maxSamplesPerEpoch(manifest->training.targetBatchSize));
     mergeOptions.targetGroupSize = matchmaking.targetGroupSize;
-    merger = std::make_unique<GroupMerger>(*dht, service.get(), MergeSelf{identity->peerId(), manifest->runId},
+    merger = std::make_unique<GroupMerger>(*dht, service.get(), MergeSelf{identity->peerId(), swarmId},
                                            mergeOptions, access.security, bans);
 
     update([&](PeerSnapshot &s) {

@@ -146,6 +146,12 @@ struct SwarmPeer::Impl {
     std::unique_ptr<DownstreamMonitor> downstream; // monitor with a downstream evaluation
     std::filesystem::path checkpointDir;
     std::string gradientSchema, stateSchema;
+    // The run id and the manifest's training fingerprint ("<run id>@<16 hex digits>",
+    // run/RunManifest.h trainingFingerprint): what the swarm's DHT keys and service messages name,
+    // so that peers on another version of the run's manifest never count, group or download
+    // with this one. Credit, checkpoints and access tokens stay with the run id.
+    std::string swarmId;
+    std::string fingerprint; // trainingFingerprint(*manifest)
     double emaSamplesPerSecond = 0.0;
     ComputeUtilisation utilisation; // wall time computing, per step and over the last steps
     // Starts a utilisation interval now (training starts or resumes).
@@ -262,6 +268,11 @@ struct SwarmPeer::Impl {
     // keeps its own record of its steps and reads what the monitors say of it.
     void publishCredit();
     void readCredit();
+    // --- manifest versions (SwarmVersions.cpp; averaging/ManifestVersions.h), control thread:
+    // publishes this peer's fingerprint under the run id's "versions" key, reads the others',
+    // and tells the volunteer when peers of the run train under another version.
+    void checkManifestVersions();
+    std::set<std::string> otherFingerprintsSeen; // control thread only
     void recordOwnStep(long step, long long samples, double loss); // the worker, after each step
     std::mutex creditMutex;                  // guards ownStepSamples
     std::map<long, long long> ownStepSamples; // step -> this peer's samples in it

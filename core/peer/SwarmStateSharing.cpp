@@ -37,7 +37,7 @@ std::string advertisedEpochs(const std::vector<DonorAdvert> &donors)
 
 std::vector<DonorAdvert> SwarmPeer::Impl::usableDonors()
 {
-    auto donors = fetchDonors(*dht, manifest->runId, identity->peerId());
+    auto donors = fetchDonors(*dht, swarmId, identity->peerId());
     const double now = unixNow();
     std::erase_if(donors, [&](const DonorAdvert &a) { return bans->isBanned(a.peerId, now); });
     return donors;
@@ -95,7 +95,7 @@ bool SwarmPeer::Impl::downloadAndLoadState(long minEpoch, std::string *why, bool
         if (ranked.empty())
             continue; // the reason of a pass that asked someone is kept
         asked = true;
-        auto s = downloadState(ranked, manifest->runId, minEpoch, static_cast<std::uint64_t>(trainer->stateElements()),
+        auto s = downloadState(ranked, swarmId, minEpoch, static_cast<std::uint64_t>(trainer->stateElements()),
                                o, stopFlag, &reason, access.security, bans.get());
         if (!s)
             continue;
@@ -405,7 +405,7 @@ bool SwarmPeer::Impl::replayUpdates(long global, const std::function<void(long)>
             break;
         if (access.security && !access.security->admission(donor.publicKey).empty())
             continue;
-        UpdateFetcher fetcher(donor, manifest->runId, static_cast<std::uint64_t>(trainer->parameterCount()),
+        UpdateFetcher fetcher(donor, swarmId, static_cast<std::uint64_t>(trainer->parameterCount()),
                               opt.progressPeriod * 4.0 + 5.0, stopFlag, access.security);
         while (!stopFlag.load() && trainer->step() < global) {
             // The last update's download is short beside the group's sender timeout: the group

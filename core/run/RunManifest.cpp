@@ -442,6 +442,18 @@ std::string toJson(const RunManifest &m)
     return out.dump(2);
 }
 
+std::string trainingFingerprint(const RunManifest &manifest)
+{
+    auto doc = json::parse(toJson(manifest));
+    for (const char *key : {"name", "lead", "description", "bootstrap_peers", "evaluation"})
+        doc.erase(key);
+    for (const char *key :
+         {"validation_every_n_steps", "validation_samples", "checkpoint_every_n_steps", "micro_batch_size"})
+        doc["training"].erase(key);
+    const std::string canonical = doc.dump();
+    return sha256Hex(canonical.data(), canonical.size()).substr(0, 16);
+}
+
 void verifyRunFiles(const RunManifest &manifest)
 {
     verifyFile(manifest, manifest.tokenizer, "tokenizer");

@@ -165,6 +165,14 @@ struct RunManifest {
 // Canonical JSON (sorted keys, 2-space indent) that parseRunManifest accepts.
 [[nodiscard]] std::string toJson(const RunManifest &manifest);
 
+// What peers must agree on to average together: the first 16 hex digits of the SHA-256 of
+// toJson() less the fields that change no peer's arithmetic (name, lead, description,
+// bootstrap_peers, evaluation, and training's validation, checkpoint and micro-batch settings,
+// which each peer may choose). A lead who re-signs the run with another target batch, learning
+// rate, schedule or model gets another fingerprint; one who only adds a bootstrap peer does not.
+// The swarm's DHT keys derive from it (docs/PROTOCOL.md "Manifest versions"). Throws nothing.
+[[nodiscard]] std::string trainingFingerprint(const RunManifest &manifest);
+
 // Checks that the tokenizer and every corpus file exist and match their SHA-256. Throws
 // dedloc::Error naming the file, the expected and the actual hash.
 void verifyRunFiles(const RunManifest &manifest);
