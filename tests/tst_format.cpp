@@ -33,6 +33,9 @@ class TestFormat final : public QObject {
         s.trainers = 0;
         s.monitors = 0;
         QCOMPARE(formatPeerCounts(s), QString("0 trainers, 1 auxiliary, 0 monitors (1 in client mode)"));
+        s.otherVersionPeers = 2;
+        QCOMPARE(formatPeerCounts(s),
+                 QString("0 trainers, 1 auxiliary, 0 monitors (1 in client mode); 2 peers on another manifest version"));
     }
 
     void durations()

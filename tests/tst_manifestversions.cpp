@@ -47,6 +47,11 @@ class TestManifestVersions final : public QObject {
         same.training.validationEveryNSteps = base.training.validationEveryNSteps + 5;
         same.training.checkpointEveryNSteps = base.training.checkpointEveryNSteps + 5;
         QCOMPARE(trainingFingerprint(same), f);
+        // Optional sections spelled out with the values an absent one stands for.
+        auto spelled = base;
+        spelled.aggregationField = base.aggregation();
+        spelled.averagingField = base.averaging();
+        QCOMPARE(trainingFingerprint(spelled), f);
     }
 
     void theFingerprintChangesWithTheTraining()
@@ -71,10 +76,10 @@ class TestManifestVersions final : public QObject {
         QCOMPARE(v.peerId, std::string("p1"));
         QCOMPARE(v.fingerprint, std::string("0123456789abcdef"));
         QCOMPARE(v.epoch, 42L);
-        for (const char *bad :
-             {"", "[]", "{\"m\":\"0123456789abcdef\"}", "{\"e\":1}", "{\"m\":\"0123456789ABCDEF\",\"e\":1}",
-              "{\"m\":\"0123\",\"e\":1}", "{\"m\":\"0123456789abcdef\",\"e\":-1}",
-              "{\"m\":\"0123456789abcdef\",\"e\":1.5}", "{\"m\":7,\"e\":1}"}) {
+        for (const char *bad : {"", "[]", "{\"m\":\"0123456789abcdef\"}", "{\"e\":1}",
+                                "{\"m\":\"0123456789ABCDEF\",\"e\":1}", "{\"m\":\"0123\",\"e\":1}",
+                                "{\"m\":\"0123456789abcdef\",\"e\":-1}", "{\"m\":\"0123456789abcdef\",\"e\":1.5}",
+                                "{\"m\":7,\"e\":1}", "{\"m\":\"0123456789abcdef\",\"e\":1099511627777}"}) {
             bool refused = false;
             try {
                 (void)parseVersionRecord(record("p1", bad));
@@ -106,7 +111,7 @@ class TestManifestVersions final : public QObject {
         const auto line = describeOtherVersions(o, mine, 10);
         QVERIFY(line.find("3 peers") == 0);
         QVERIFY(line.find(newer + " (2)") != std::string::npos);
-        QVERIFY(line.find("theirs reached epoch 12") != std::string::npos);
+        QVERIFY(line.find("they report epoch 12") != std::string::npos);
         QVERIFY(describeOtherVersions(otherVersions({records[1]}, mine, "self"), mine, 10).empty());
     }
 

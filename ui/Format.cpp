@@ -71,11 +71,15 @@ QString formatPeerCounts(const PeerSnapshot &s)
 {
     const QString trainers = s.trainers == 1 ? QObject::tr("1 trainer") : QObject::tr("%1 trainers").arg(s.trainers);
     const QString monitors = s.monitors == 1 ? QObject::tr("1 monitor") : QObject::tr("%1 monitors").arg(s.monitors);
-    return localDigits(QObject::tr("%1, %2 auxiliary, %3 (%4 in client mode)")
-                           .arg(trainers)
-                           .arg(s.auxiliaries)
-                           .arg(monitors)
-                           .arg(s.clientModePeers));
+    QString counts = QObject::tr("%1, %2 auxiliary, %3 (%4 in client mode)")
+                         .arg(trainers)
+                         .arg(s.auxiliaries)
+                         .arg(monitors)
+                         .arg(s.clientModePeers);
+    // Peers of the run on another version of its manifest train apart: named, never counted above.
+    if (s.otherVersionPeers > 0)
+        counts += QObject::tr("; %1 peers on another manifest version").arg(s.otherVersionPeers);
+    return localDigits(counts);
 }
 
 QString formatCount(long long n)

@@ -11,6 +11,8 @@ namespace dedloc {
 
 namespace {
 
+constexpr long long MaxEpoch = 1LL << 40; // as progress records bound theirs
+
 bool isFingerprint(const std::string &s)
 {
     return s.size() == 16 &&
@@ -33,7 +35,7 @@ VersionRecord parseVersionRecord(const SignedRecord &record)
     const auto e = j.find("e");
     if (m == j.end() || !m->is_string() || !isFingerprint(m->get<std::string>()))
         throw ProtocolError("version record: \"m\" is not 16 lowercase hex digits");
-    if (e == j.end() || !e->is_number_integer() || e->get<long long>() < 0)
+    if (e == j.end() || !e->is_number_integer() || e->get<long long>() < 0 || e->get<long long>() > MaxEpoch)
         throw ProtocolError("version record: \"e\" is not an epoch");
     return {record.peerId, m->get<std::string>(), static_cast<long>(e->get<long long>())};
 }
@@ -73,7 +75,7 @@ std::string describeOtherVersions(const OtherVersions &others, const std::string
     return std::to_string(others.peers) +
            (others.peers == 1 ? " peer of this run trains" : " peers of this run train") +
            " under another version of its manifest (" + versions + "; this peer's is " + mine +
-           (ahead ? ", and theirs reached epoch " + std::to_string(others.highestEpoch) : std::string()) +
+           (ahead ? "; they report epoch " + std::to_string(others.highestEpoch) : std::string()) +
            "): they are neither counted nor averaged with. If the lead re-signed the run, get the new manifest";
 }
 

@@ -6,7 +6,7 @@
 // runKey(run id, "versions"), a key of the run id alone, so that both sides learn that the other
 // exists and can tell their volunteer (docs/PROTOCOL.md "Manifest versions").
 //
-// Payload: {"m": fingerprint (16 lowercase hex digits), "e": the peer's epoch (>= 0)}.
+// Payload: {"m": fingerprint (16 lowercase hex digits), "e": the peer's epoch (0 to 2^40)}.
 // Threads: pure functions, thread-safe. Errors: parseVersionRecord throws ProtocolError
 // (net/WireMessage.h); otherVersions skips what it cannot parse.
 #include "net/DhtNode.h"

@@ -24,6 +24,7 @@ std::optional<ServiceReply> UpdateFetcher::await(const char *type, std::size_t m
         const auto &h = r->header;
         if (h.at("t") == "refuse") {
             m_why = "donor has no update: " + textOr(h, "why", "?");
+            m_refused = true;
             return std::nullopt;
         }
         if (h.at("t") == type && integerOr(h, "e", -1) == epoch && (chunk < 0 || integerOr(h, "k", -1) == chunk))
@@ -41,6 +42,7 @@ std::optional<ServiceReply> UpdateFetcher::await(const char *type, std::size_t m
 
 std::optional<AveragedUpdate> UpdateFetcher::fetch(long epoch, const std::string &groupId)
 {
+    m_refused = false;
     nlohmann::json ask = {{"run", m_runId}, {"e", epoch}};
     if (!groupId.empty())
         ask["g"] = groupId;

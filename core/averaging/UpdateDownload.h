@@ -33,6 +33,9 @@ class UpdateFetcher final {
     [[nodiscard]] const std::string &why() const { return m_why; }
     // The donor's own answer broke the protocol (a strike against it, not a slow link).
     [[nodiscard]] bool invalid() const { return m_invalid; }
+    // The last fetch() was answered that the donor keeps no such update (yet: the update of an
+    // epoch whose round still runs comes when it ends).
+    [[nodiscard]] bool refused() const { return m_refused; }
 
   private:
     std::optional<ServiceReply> await(const char *type, std::size_t maxData, long epoch, long chunk);
@@ -44,6 +47,7 @@ class UpdateFetcher final {
     const std::atomic<bool> &m_stop;
     std::string m_why;
     bool m_invalid = false;
+    bool m_refused = false;
 };
 
 } // namespace dedloc

@@ -268,11 +268,14 @@ struct SwarmPeer::Impl {
     // keeps its own record of its steps and reads what the monitors say of it.
     void publishCredit();
     void readCredit();
-    // --- manifest versions (SwarmVersions.cpp; averaging/ManifestVersions.h), control thread:
-    // publishes this peer's fingerprint under the run id's "versions" key, reads the others',
-    // and tells the volunteer when peers of the run train under another version.
+    // --- manifest versions (SwarmVersions.cpp; averaging/ManifestVersions.h), run by the
+    // control loop on one std::async task at a time: publishes this peer's fingerprint under
+    // the run id's "versions" key, reads the others', and tells the volunteer when peers of the
+    // run train under another version.
     void checkManifestVersions();
-    std::set<std::string> otherFingerprintsSeen; // control thread only
+    // Other versions told, with when a read last saw each (that task only; at most
+    // OtherVersions::MaxFingerprints).
+    std::map<std::string, double> otherFingerprintsSeen;
     void recordOwnStep(long step, long long samples, double loss); // the worker, after each step
     std::mutex creditMutex;                  // guards ownStepSamples
     std::map<long, long long> ownStepSamples; // step -> this peer's samples in it
@@ -307,7 +310,11 @@ struct SwarmPeer::Impl {
     std::string describeRecords();
     std::string progressRecordsSeen; // control thread: whose records the last read returned
 
-    // --- state sharing and round options (SwarmStateSharing.cpp)
+    // How far past the swarm's (corroborated) epoch a donor may be: the steps the swarm may take
+    // between reading the progress records and asking the donor.
+    static constexpr long MaxEpochLead = 2;
+
+    // --- state sharing and round options (SwarmStateSharing.cpp; replay: SwarmReplay.cpp)
     // The donors advertised on the DHT, less the ones this peer has banned.
     std::vector<DonorAdvert> usableDonors();
     bool syncState(long minEpoch);
@@ -322,13 +329,23 @@ struct SwarmPeer::Impl {
     // updates of the epochs in between from donors that agree and applies them in order
     // (averaging/UpdateDownload.h), at the cost of the compressed averages instead of the
     // state; true if it got at least one (the caller then looks again where the swarm is).
-    // `oneBehind(epoch)`, when given, is called once only the update before the swarm's `epoch`
-    // is left to fetch, if the last update took under a third of the sender timeout to fetch.
+    // `oneBehind(epoch)`, when given, is called once one update is left before the swarm's
+    // epoch, if the last update took under a third of the sender timeout to fetch: with the
+    // swarm's epoch, or, when its group has formed or is about to (lateForGroupOf), the next one,
+    // whose missing update comes when the running round ends (the replay waits for it while that
+    // round runs, and a third of the sender timeout). The replay then ends at that epoch (its
+    // group may be waiting for this peer) or at the first failure.
     bool replayUpdates(long global, const std::function<void(long)> &oneBehind = {});
     // One update short of the swarm's `epoch`: looks for that epoch's group while the update
     // downloads (the group forms meanwhile), so that this peer takes part in the step with
     // weight 0 once the replay ends, instead of finding the group gone and replaying again.
     void searchWhileReplaying(GroupSearch &search, long epoch);
+    // Whether the group of `epoch` has formed, or forms before an update could download: its
+    // samples reached the target batch, matchmaking starts soon, or a group of it is running.
+    bool lateForGroupOf(long epoch);
+    // After a replay: a search for an epoch other than this peer's is dropped, or, where its
+    // group formed, served with weight 0 (the group waits for this member) without a step.
+    void leaveSearchBehind(GroupSearch &search);
     // After a step: keeps its update for others to replay when our state is the group's result
     // of it, else ends the chain the service offers.
     void keepUpdate(const std::shared_ptr<const AveragedUpdate> &update, bool stateIsTheUpdates);

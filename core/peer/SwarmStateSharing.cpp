@@ -7,7 +7,6 @@
 #include "averaging/StateDownload.h"
 #include "averaging/StateRoundPlan.h"
 #include "averaging/StateVouching.h"
-#include "averaging/UpdateDownload.h"
 #include "net/WireMessage.h"
 #include "util/Error.h"
 #include "util/Hash.h"
@@ -20,9 +19,6 @@
 namespace dedloc {
 
 namespace {
-// How far past the swarm's (corroborated) epoch a donor may be: the steps the swarm may take
-// between reading the progress records and asking the donor.
-constexpr long MaxEpochLead = 2;
 // " (donors advertise epochs 3-5)": why no donor was in range, for the log and the window.
 std::string advertisedEpochs(const std::vector<DonorAdvert> &donors)
 {
@@ -362,90 +358,6 @@ bool SwarmPeer::Impl::averageState(const FormedGroup &group, long epoch)
     log::info("swarm", "averaged parameters and optimizer state with " + std::to_string(group.info.members.size())
                            + " peers" + (everyShard ? "" : " (incomplete: kept its own)"));
     return swarmState;
-}
-
-void SwarmPeer::Impl::keepUpdate(const std::shared_ptr<const AveragedUpdate> &update, bool stateIsTheUpdates)
-{
-    if (!service)
-        return;
-    if (update && stateIsTheUpdates)
-        service->addUpdate(update);
-    else if (!stateIsTheUpdates)
-        service->clearUpdates();
-}
-
-void SwarmPeer::Impl::reportCatchUp(long from, const char *how)
-{
-    if (trainer->step() != from)
-        metrics->write("catch_up", {{"step", trainer->step()}, {"from", from}, {"how", how}});
-}
-
-void SwarmPeer::Impl::searchWhileReplaying(GroupSearch &search, long epoch)
-{
-    if ((search.active() && search.epoch() == epoch) || expectedPeers(epoch) < 2)
-        return;
-    offerStateDigest(epoch); // none: the state of `epoch` is not here yet
-    search.start(epoch, [this, epoch] { return expectedPeers(epoch); });
-    log::info("swarm", "one update short of epoch " + std::to_string(epoch) + ": looking for its group meanwhile");
-}
-
-bool SwarmPeer::Impl::replayUpdates(long global, const std::function<void(long)> &oneBehind)
-{
-    if (!stateIsSwarms || repairWanted || trainer->step() >= global)
-        return false;
-    auto donors = usableDonors();
-    std::erase_if(donors, [](const DonorAdvert &d) { return d.mayDiffer; });
-    const long from = trainer->step();
-    setState(PeerState::Syncing, "replaying the averaged steps since epoch " + std::to_string(from));
-    syncingFlag = true; // published at once: no leader waits for us meanwhile
-    setMyRecord(0, 0.0);
-    int tried = 0;
-    for (const auto &donor : rankDonors(std::move(donors), from + 1, global + MaxEpochLead)) {
-        if (stopFlag.load() || trainer->step() > from || tried++ >= 3)
-            break;
-        if (access.security && !access.security->admission(donor.publicKey).empty())
-            continue;
-        UpdateFetcher fetcher(donor, swarmId, static_cast<std::uint64_t>(trainer->parameterCount()),
-                              opt.progressPeriod * 4.0 + 5.0, stopFlag, access.security);
-        while (!stopFlag.load() && trainer->step() < global) {
-            // The last update's download is short beside the group's sender timeout: the group
-            // of the swarm's epoch, forming meanwhile, can wait for this peer's (empty) parts.
-            if (oneBehind && global == trainer->step() + 1 && updateFetchSeconds >= 0.0
-                && updateFetchSeconds < opt.senderTimeout / 3.0)
-                oneBehind(global);
-            const auto asked = std::chrono::steady_clock::now();
-            auto u = fetcher.fetch(trainer->step());
-            if (!u)
-                break;
-            updateFetchSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
-            std::vector<float> gradient;
-            try {
-                gradient = decodeUpdate(*u);
-            } catch (const ProtocolError &e) {
-                bans->strike(donor.peerId, std::string("update: ") + e.what(), unixNow());
-                break;
-            }
-            (void)trainer->applyAveragedStep(gradient, u->batchSamples);
-            keepUpdate(std::make_shared<const AveragedUpdate>(std::move(*u)), true);
-            std::lock_guard lock(mutex);
-            global = std::max(global, tracker.global(unixNow(), trainer->step()).globalEpoch);
-        }
-        if (fetcher.invalid())
-            bans->strike(donor.peerId, "update download: " + fetcher.why(), unixNow());
-        if (trainer->step() == from)
-            log::info("state", "donor " + donor.peerId.substr(0, 8) + " gave no update of epoch " + std::to_string(from)
-                                   + ": " + fetcher.why());
-    }
-    syncingFlag = false;
-    setMyRecord(0, emaSamplesPerSecond);
-    if (trainer->step() == from)
-        return false;
-    afterStateChange();
-    reportCatchUp(from, "replayed");
-    log::info("state", "replayed the averaged steps of epochs " + std::to_string(from) + "-"
-                           + std::to_string(trainer->step() - 1) + " (instead of downloading the state): now at epoch "
-                           + std::to_string(trainer->step()));
-    return true;
 }
 
 bool SwarmPeer::Impl::repairByDownload()

@@ -138,7 +138,9 @@ void SwarmPeer::Impl::runTrainer()
             // the next epoch, not at its end; with one update left it joins the group of the
             // swarm's epoch meanwhile. A failed replay, and downloads, wait 2 s between tries.
             if (now - lastReplayFailed >= 2.0) {
-                if (replayUpdates(global, [&](long epoch) { searchWhileReplaying(search, epoch); })) {
+                const bool replayed = replayUpdates(global, [&](long epoch) { searchWhileReplaying(search, epoch); });
+                leaveSearchBehind(search);
+                if (replayed) {
                     setState(PeerState::Training);
                     continue;
                 }

@@ -20,17 +20,28 @@ void SwarmPeer::Impl::checkManifestVersions()
     }
     const auto key = runKey(manifest->runId, "versions");
     (void)dht->publish(key, encodeVersionRecord(fingerprint, epoch), RecordSeconds, 2.0);
-    const auto others = otherVersions(dht->fetch(key, 2.0), fingerprint, identity->peerId());
+    auto records = dht->fetch(key, 2.0);
+    // Closed run: only admitted peers' versions are told (as only their metrics are recorded).
+    std::erase_if(records, [&](const SignedRecord &r) {
+        return r.peerId != identity->peerId() && !access.security->admission(r.publicKey).empty();
+    });
+    const auto others = otherVersions(records, fingerprint, identity->peerId());
     update([&](PeerSnapshot &s) { s.otherVersionPeers = static_cast<int>(others.peers); });
-    std::set<std::string> seen;
-    for (const auto &[f, peers] : others.byFingerprint)
-        seen.insert(f);
-    if (seen == otherFingerprintsSeen)
-        return;
-    otherFingerprintsSeen = std::move(seen);
-    if (others.peers > 0)
+    // A version is told once when it appears, and forgotten when no read saw it for as long as
+    // its records live: a read that missed a record does not make it appear again.
+    const double now = unixNow();
+    const bool hadAny = !otherFingerprintsSeen.empty();
+    bool appeared = false;
+    for (const auto &[f, peers] : others.byFingerprint) {
+        if (!otherFingerprintsSeen.count(f) && otherFingerprintsSeen.size() >= OtherVersions::MaxFingerprints)
+            continue;
+        appeared = appeared || !otherFingerprintsSeen.count(f);
+        otherFingerprintsSeen[f] = now;
+    }
+    std::erase_if(otherFingerprintsSeen, [&](const auto &seen) { return now - seen.second > RecordSeconds; });
+    if (appeared)
         log::warning("swarm", describeOtherVersions(others, fingerprint, epoch));
-    else
+    else if (hadAny && otherFingerprintsSeen.empty())
         log::info("swarm", "no peer of this run trains under another version of its manifest any more");
 }
 

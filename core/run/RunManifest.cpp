@@ -444,7 +444,12 @@ std::string toJson(const RunManifest &m)
 
 std::string trainingFingerprint(const RunManifest &manifest)
 {
-    auto doc = json::parse(toJson(manifest));
+    // The optional sections as the peers resolve them: an absent section and one that spells
+    // out its defaults compute the same.
+    auto resolved = manifest;
+    resolved.aggregationField = manifest.aggregation();
+    resolved.averagingField = manifest.averaging();
+    auto doc = json::parse(toJson(resolved));
     for (const char *key : {"name", "lead", "description", "bootstrap_peers", "evaluation"})
         doc.erase(key);
     for (const char *key :

@@ -72,6 +72,11 @@
         <translation>%1, %2টি সহায়ক, %3 (%4টি ক্লায়েন্ট মোডে)</translation>
     </message>
     <message>
+        <location filename="../../ui/Format.cpp" line="80"/>
+        <source>; %1 peers on another manifest version</source>
+        <translation>; ম্যানিফেস্টের অন্য সংস্করণে %1টি পিয়ার</translation>
+    </message>
+    <message>
         <location filename="../../ui/Format.cpp" line="75"/>
         <source>paused</source>
         <translation>বিরতিতে</translation>
