@@ -86,8 +86,9 @@ struct SwarmPeer::Impl {
     // Worker thread only: the last state round changed this trainer's state (it was not the
     // group's already), so the step's update alone does not lead to it.
     bool stateRoundChanged = false;
-    // Worker thread only: seconds the last replayed update took to fetch (< 0: none yet).
-    double updateFetchSeconds = -1.0;
+    // Worker thread only: seconds the last replayed update took to fetch (< 0: none yet), and
+    // when a replay last said it cannot catch up (averaging/ReplayPace.h; Unix seconds).
+    double updateFetchSeconds = -1.0, replayPaceToldAt = -1e9;
     // Worker thread only: the epoch whose state was last compared with the swarm's
     // (checkModelAgreement), when this peer reached its epoch, and while repairing a strayed
     // state, the digest of the state most peers hold (the only one a download takes then).
@@ -329,12 +330,10 @@ struct SwarmPeer::Impl {
     // updates of the epochs in between from donors that agree and applies them in order
     // (averaging/UpdateDownload.h), at the cost of the compressed averages instead of the
     // state; true if it got at least one (the caller then looks again where the swarm is).
-    // `oneBehind(epoch)`, when given, is called once one update is left before the swarm's
-    // epoch, if the last update took under a third of the sender timeout to fetch: with the
-    // swarm's epoch, or, when its group has formed or is about to (lateForGroupOf), the next one,
-    // whose missing update comes when the running round ends (the replay waits for it while that
-    // round runs, and a third of the sender timeout). The replay then ends at that epoch (its
-    // group may be waiting for this peer) or at the first failure.
+    // `oneBehind(epoch)`, when given, is called once with one update left (the last fetched in
+    // under a third of the sender timeout): the swarm's epoch, or the next where its group formed
+    // or is due (lateForGroupOf; the replay then waits for the running round's update). The
+    // replay ends there (its group may wait for this peer) or at the first failure.
     bool replayUpdates(long global, const std::function<void(long)> &oneBehind = {});
     // One update short of the swarm's `epoch`: looks for that epoch's group while the update
     // downloads (the group forms meanwhile), so that this peer takes part in the step with

@@ -3,6 +3,7 @@
 // the updates a peer missed, and joining the swarm's next step while the last one downloads.
 #include "peer/SwarmPeerImpl.h"
 
+#include "averaging/ReplayPace.h"
 #include "averaging/StateDownload.h"
 #include "averaging/UpdateDownload.h"
 #include "net/WireMessage.h"
@@ -89,6 +90,26 @@ bool SwarmPeer::Impl::replayUpdates(long global, const std::function<void(long)>
     setMyRecord(0, 0.0);
     int tried = 0;
     long searched = -1; // the epoch whose group oneBehind looks for meanwhile
+    // Every 8 updates: did the pass gain on the swarm? Told at most every 10 minutes.
+    ReplayPass pass{0, 0.0, 0, global - from, 0};
+    auto passStart = std::chrono::steady_clock::now();
+    const auto judgePace = [&](std::size_t bytes) {
+        ++pass.updates;
+        pass.bytes += bytes;
+        if (pass.updates < 2 * MinUpdatesToJudge)
+            return;
+        const auto now = std::chrono::steady_clock::now();
+        pass.seconds = std::chrono::duration<double>(now - passStart).count();
+        pass.behindAfter = global - trainer->step();
+        if (const auto line = replayFallsBehind(pass); !line.empty() && unixNow() - replayPaceToldAt >= 600.0) {
+            log::warning("state", line);
+            setState(PeerState::Syncing, "replaying the averaged steps since epoch " + std::to_string(from) +
+                                             ": slower than the swarm on this link");
+            replayPaceToldAt = unixNow();
+        }
+        pass = ReplayPass{0, 0.0, 0, global - trainer->step(), 0};
+        passStart = now;
+    };
     for (const auto &donor : rankDonors(std::move(donors), from + 1, global + MaxEpochLead)) {
         // Once a group may be waiting, one donor's failure ends the replay (leaveSearchBehind).
         if (stopFlag.load() || trainer->step() > from || tried++ >= 3 || searched >= 0)
@@ -128,9 +149,15 @@ bool SwarmPeer::Impl::replayUpdates(long global, const std::function<void(long)>
                 break;
             }
             (void)trainer->applyAveragedStep(gradient, u->batchSamples);
+            const std::size_t bytes = u->bytes.size();
             keepUpdate(std::make_shared<const AveragedUpdate>(std::move(*u)), true);
-            std::lock_guard lock(mutex);
-            global = std::max(global, tracker.global(unixNow(), trainer->step()).globalEpoch);
+            long swarm;
+            {
+                std::lock_guard lock(mutex);
+                swarm = tracker.global(unixNow(), trainer->step()).globalEpoch;
+            }
+            global = std::max(global, swarm);
+            judgePace(bytes);
         }
         if (fetcher.invalid())
             bans->strike(donor.peerId, "update download: " + fetcher.why(), unixNow());
