@@ -54,8 +54,7 @@ void SwarmPeer::Impl::leaveSearchBehind(GroupSearch &search)
         return;
     }
     log::info("swarm", "took part in group " + group->info.groupId +
-                           " with weight 0 but not in its step: the update"
-                           " before it did not arrive");
+                           " with weight 0 but not in its step: the update before it did not arrive");
 }
 
 bool SwarmPeer::Impl::lateForGroupOf(long epoch)
