@@ -86,4 +86,11 @@ RunAccess setUpRunAccess(const RunManifest &manifest, const PeerIdentity &identi
     return access;
 }
 
+void keepAdmittedRecords(const RunAccess &access, std::vector<SignedRecord> &records, const std::string &selfPeerId)
+{
+    std::erase_if(records, [&](const SignedRecord &r) {
+        return r.peerId != selfPeerId && !access.security->admission(r.publicKey).empty();
+    });
+}
+
 } // namespace dedloc

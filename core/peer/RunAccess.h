@@ -14,6 +14,7 @@
 // Errors: dedloc::Error whose message starts "this run is closed: " for every token problem,
 // and for a closed run whose lead key is unknown (manifest not verified).
 #include "net/DataPlaneSecurity.h"
+#include "net/DhtNode.h"
 #include "run/RunManifest.h"
 #include "security/Minisign.h"
 
@@ -22,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dedloc {
 
@@ -40,5 +42,9 @@ struct RunAccess {
                                        const std::optional<minisign::PublicKey> &leadKey,
                                        const std::filesystem::path &dataDir, std::filesystem::path tokenFile,
                                        bool checkOwnToken = true);
+
+// Closed runs: removes the records of signers the run does not admit (DataPlaneSecurity::
+// admission), this peer's own (`selfPeerId`) kept; open runs admit every signer.
+void keepAdmittedRecords(const RunAccess &access, std::vector<SignedRecord> &records, const std::string &selfPeerId);
 
 } // namespace dedloc

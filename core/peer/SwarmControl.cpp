@@ -92,9 +92,7 @@ void SwarmPeer::Impl::controlLoop()
         if (recorder) {
             auto records = dht->fetch(runKey(swarmId, "metrics"), 2.0);
             // Closed run: only admitted peers' metrics are recorded.
-            std::erase_if(records, [&](const SignedRecord &r) {
-                return r.peerId != identity->peerId() && !access.security->admission(r.publicKey).empty();
-            });
+            keepAdmittedRecords(access, records, identity->peerId());
             recorder->record(records);
             if (idle(creditPublish))
                 creditPublish = std::async(std::launch::async, [this] { publishCredit(); });

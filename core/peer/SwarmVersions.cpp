@@ -22,9 +22,7 @@ void SwarmPeer::Impl::checkManifestVersions()
     (void)dht->publish(key, encodeVersionRecord(fingerprint, epoch), RecordSeconds, 2.0);
     auto records = dht->fetch(key, 2.0);
     // Closed run: only admitted peers' versions are told (as only their metrics are recorded).
-    std::erase_if(records, [&](const SignedRecord &r) {
-        return r.peerId != identity->peerId() && !access.security->admission(r.publicKey).empty();
-    });
+    keepAdmittedRecords(access, records, identity->peerId());
     const auto others = otherVersions(records, fingerprint, identity->peerId());
     update([&](PeerSnapshot &s) { s.otherVersionPeers = static_cast<int>(others.peers); });
     // A version is told once when it appears, and forgotten when no read saw it for as long as
