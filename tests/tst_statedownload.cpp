@@ -379,6 +379,30 @@ private Q_SLOTS:
         QVERIFY2(waited < options.partTimeout / 2, qPrintable(QString::number(waited)));
     }
 
+    // A donor that answers every part? only with replies for another part, one every 0.1 s, is
+    // given up one part timeout after the request: the replies do not extend the wait.
+    void dripsOfOtherPartsDoNotHoldTheDownload()
+    {
+        FakeDonor drip(
+            m_context,
+            donorOf(stateHeader(),
+                    [](std::uint64_t k) {
+                        return std::vector<Frames>(40, Frames{partHeader(k + 1), partValues(k + 1)});
+                    }),
+            0.1);
+        RealDonor good(6, goodValues());
+        const auto start = Clock::now();
+        std::string why;
+        const auto s = downloadState({drip.advert("drip"), good.advert("good", 6)}, "r", 5, Elements, quick(),
+                                     m_running, &why);
+        const double waited = secondsSince(start);
+        QVERIFY2(s.has_value(), why.c_str());
+        QVERIFY(s->values == goodValues());
+        QCOMPARE(drip.requests("part?"), 1);
+        // quick(): 0.3 s a part; 40 replies 0.1 s apart would have held it 4 s.
+        QVERIFY2(waited < 2.0, qPrintable(QString::number(waited)));
+    }
+
     // Header fields of the wrong type refuse that donor, like any invalid answer; the download
     // goes on with the next donor instead of throwing.
     void fieldsOfTheWrongTypeDoNotEscape_data()

@@ -5,10 +5,14 @@
 #include "averaging/PeerService.h"
 #include "averaging/UpdateDownload.h"
 #include "net/WireMessage.h"
+#include "FakeDonor.h"
 
 #include <QtTest>
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 
 using namespace dedloc;
@@ -84,6 +88,26 @@ class TestUpdateDownload final : public QObject {
         QVERIFY(r && r->header.at("t") == "refuse");
         UpdateFetcher good(advert, "r", Elements, 5.0, m_stop);
         QVERIFY(good.fetch(4).has_value());
+    }
+
+    // A donor that answers update? only with updates of another epoch, one every 0.1 s, is given
+    // up one timeout after the request, not one timeout after its last answer.
+    void answersForOtherEpochsDoNotHoldTheFetch()
+    {
+        zmq::context_t context;
+        const auto other = encodeServiceMessage("update", {{"e", 3}});
+        test::FakeDonor drip(
+            context,
+            [&](const nlohmann::json &) {
+                return std::vector<test::Frames>(40, test::Frames{std::string(other.begin(), other.end())});
+            },
+            0.1);
+        UpdateFetcher f(drip.advert("drip"), "r", Elements, 0.5, m_stop);
+        const auto start = std::chrono::steady_clock::now();
+        QVERIFY(!f.fetch(4));
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        QCOMPARE(f.why(), std::string("donor did not answer"));
+        QVERIFY2(waited < 2.0, qPrintable(QString::number(waited))); // 40 answers 0.1 s apart: 4 s
     }
 };
 

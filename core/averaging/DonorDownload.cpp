@@ -1,6 +1,7 @@
 #include "averaging/DonorDownload.h"
 
 #include "averaging/ServiceClient.h"
+#include "util/Clock.h"
 #include "util/Hash.h"
 #include "util/Log.h"
 
@@ -149,8 +150,11 @@ bool DonorSession::fetchPart(const StateInfo &info, std::uint32_t k, StateSnapsh
     const std::uint64_t count = std::min<std::uint64_t>(info.partElements, info.elements - offset);
     const int dropped = client.droppedReplies();
     client.send("part?", {{"i", info.snapshotId}, {"k", k}});
+    // One deadline for the part, from the request: replies for other parts (stale answers of
+    // earlier requests, or a donor that sends nothing else) do not extend it.
+    const double until = unixNow() + options.partTimeout;
     std::optional<ServiceReply> part;
-    while ((part = client.receive(options.partTimeout, count * sizeof(float), &stop))) {
+    while ((part = client.receive(until - unixNow(), count * sizeof(float), &stop))) {
         const auto &h = part->header;
         if (h.at("t") == "part" && textOr(h, "i", "") == info.snapshotId && integerOr(h, "k", -1) == static_cast<long>(k))
             break;

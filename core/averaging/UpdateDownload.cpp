@@ -1,6 +1,7 @@
 #include "averaging/UpdateDownload.h"
 
 #include "averaging/UpdateArchive.h"
+#include "util/Clock.h"
 
 #include <cstring>
 
@@ -19,8 +20,10 @@ UpdateFetcher::UpdateFetcher(const DonorAdvert &donor, std::string runId, std::u
 std::optional<ServiceReply> UpdateFetcher::await(const char *type, std::size_t maxData, long epoch, long chunk)
 {
     const int dropped = m_client.droppedReplies();
+    // One deadline from the request: answers to other requests do not extend it.
+    const double until = unixNow() + m_timeout;
     std::optional<ServiceReply> r;
-    while ((r = m_client.receive(m_timeout, maxData, &m_stop))) {
+    while ((r = m_client.receive(until - unixNow(), maxData, &m_stop))) {
         const auto &h = r->header;
         if (h.at("t") == "refuse") {
             m_why = "donor has no update: " + textOr(h, "why", "?");

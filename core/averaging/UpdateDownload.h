@@ -5,8 +5,9 @@
 // layout (checked before anything is allocated), then upart? chunk by chunk.
 //
 // Security: the connection is a CURVE client to the key that signed the donor's advert.
-// Threads: one thread at a time; fetch() returns within about `timeout` after progress stops, or
-// within 100 ms of `stop` becoming true.
+// Threads: one thread at a time; fetch() returns within about `timeout` of any request that got
+// no answer to it (answers to other requests do not extend that), or within 100 ms of `stop`
+// becoming true.
 #include "averaging/AveragedUpdate.h"
 #include "averaging/ServiceClient.h"
 

@@ -12,8 +12,8 @@ std::string serviceHeader(const std::string &type, const nlohmann::json &fields)
     return {bytes.begin(), bytes.end()};
 }
 
-FakeDonor::FakeDonor(zmq::context_t &context, Answer answer)
-    : m_router(context, zmq::socket_type::router), m_answer(std::move(answer))
+FakeDonor::FakeDonor(zmq::context_t &context, Answer answer, double gap)
+    : m_router(context, zmq::socket_type::router), m_answer(std::move(answer)), m_gap(gap)
 {
     m_router.set(zmq::sockopt::linger, 0);
     m_router.bind("tcp://127.0.0.1:*");
@@ -55,6 +55,11 @@ void FakeDonor::loop()
         }
         const auto routingId = frames[0].to_string();
         for (const auto &reply : m_answer(request)) {
+            for (const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(m_gap);
+                 !m_stop.load() && std::chrono::steady_clock::now() < until;)
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            if (m_stop.load())
+                return;
             m_router.send(zmq::buffer(routingId), zmq::send_flags::sndmore);
             for (std::size_t i = 0; i < reply.size(); ++i)
                 m_router.send(zmq::buffer(reply[i]), i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);

@@ -2,7 +2,8 @@
 // A hand-made state donor for tests of state downloads (core/averaging/StateDownload.h,
 // DonorDownload.h): a ZeroMQ ROUTER on its own thread that answers each service request with
 // what a function of the request returns (a list of replies, each a list of frames; none:
-// silence), and counts the requests by type.
+// silence), and counts the requests by type. With `gap` > 0 it waits that many seconds before
+// each reply (a donor that drips answers).
 #include "averaging/SwarmMessages.h"
 
 #include <nlohmann/json.hpp>
@@ -27,7 +28,7 @@ class FakeDonor {
   public:
     using Answer = std::function<std::vector<Frames>(const nlohmann::json &request)>;
 
-    FakeDonor(zmq::context_t &context, Answer answer);
+    FakeDonor(zmq::context_t &context, Answer answer, double gap = 0.0);
     ~FakeDonor();
     FakeDonor(const FakeDonor &) = delete;
     FakeDonor &operator=(const FakeDonor &) = delete;
@@ -40,6 +41,7 @@ class FakeDonor {
 
     zmq::socket_t m_router;
     Answer m_answer;
+    double m_gap = 0.0;
     std::string m_endpoint;
     std::atomic<bool> m_stop{false};
     mutable std::mutex m_mutex;
