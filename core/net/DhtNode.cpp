@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <sstream>
+#include <tuple>
 #include <future>
 #include <map>
 #include <mutex>
@@ -210,6 +212,42 @@ DhtNode::~DhtNode()
 }
 
 DhtNode::RecordTraffic DhtNode::recordTraffic() const { return {d->bytesPut.load(), d->bytesGot.load()}; }
+
+DhtNode::Footprint DhtNode::footprint() const
+{
+    // OpenDHT reports these only as text: "Total: N searches (...)", one "[search <hash> IPv4]"
+    // line per search (or, up to 8, a dump starting "Search IPv4 <hash>"), a dump per search
+    // whose first line says "[done]" once it stopped, and "Total N storages, V values".
+    Footprint f;
+    std::istringstream searches(d->runner.getSearchesLog(AF_INET));
+    std::vector<std::string> ids;
+    for (std::string line; std::getline(searches, line);) {
+        std::istringstream words(line);
+        std::string first, second, third;
+        words >> first >> second >> third;
+        if (first == "[search")
+            ids.push_back(second);
+        else if (first == "Search" && second == "IPv4")
+            ids.push_back(third);
+    }
+    f.searches = ids.size();
+    for (const auto &id : ids) {
+        const auto dump = d->runner.getSearchLog(dht::InfoHash(id), AF_INET);
+        if (dump.find("Search IPv4") == std::string::npos)
+            continue; // removed since the list was read
+        const auto header = dump.substr(0, dump.find('\n', dump.find("Search IPv4")));
+        if (header.find("[done]") == std::string::npos)
+            ++f.unfinishedSearches;
+    }
+    std::istringstream storage(d->runner.getStorageLog());
+    for (std::string line; std::getline(storage, line);)
+        if (line.rfind("Total ", 0) == 0) {
+            std::istringstream words(line.substr(6));
+            words >> f.storedKeys;
+        }
+    std::tie(f.storedBytes, f.storedValues) = d->runner.getStoreSize();
+    return f;
+}
 
 std::uint16_t DhtNode::port() const { return d->runner.getBoundPort(AF_INET); }
 

@@ -102,6 +102,19 @@ public:
     };
     [[nodiscard]] RecordTraffic recordTraffic() const;
 
+    // What this node's OpenDHT instance holds: its searches (a key this node put or got; OpenDHT
+    // drops a finished search 62 minutes after its last step, and never one whose put was not
+    // confirmed by every node it chose), those not finished, and the values it stores for others.
+    // Costs one lock of the DHT thread per search: call it now and then, not per step.
+    struct Footprint {
+        std::size_t searches = 0;
+        std::size_t unfinishedSearches = 0; // still stepping: a get or a put under way, or a put never confirmed
+        std::size_t storedKeys = 0;
+        std::size_t storedValues = 0;
+        std::size_t storedBytes = 0;
+    };
+    [[nodiscard]] Footprint footprint() const;
+
     // The encoded bytes publish() would store: for tests, and for a record relayed beside the DHT
     // (averaging/SealRelay.h).
     [[nodiscard]] std::string encodeRecord(const std::string &key, const std::string &payload, std::uint64_t sequence,

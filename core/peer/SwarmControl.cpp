@@ -13,6 +13,22 @@
 
 namespace dedloc {
 
+namespace {
+
+// How often the control loop logs what the DHT node holds: for a long run's memory, whose
+// growth per step is otherwise hard to tell from the allocator's swings.
+constexpr double FootprintLogSeconds = 600.0;
+
+void logDhtFootprint(const DhtNode &dht)
+{
+    const auto f = dht.footprint();
+    log::info("dht", "node holds " + std::to_string(f.searches) + " searches (" + std::to_string(f.unfinishedSearches)
+                         + " unfinished), stores " + std::to_string(f.storedValues) + " values under "
+                         + std::to_string(f.storedKeys) + " keys (" + std::to_string(f.storedBytes / 1024) + " KiB)");
+}
+
+} // namespace
+
 void SwarmPeer::Impl::loadBans()
 {
     const auto file = checkpointDir / "bans.json";
@@ -54,6 +70,7 @@ void SwarmPeer::Impl::controlLoop()
     std::future<void> creditRead, creditPublish, reachabilityCheck, bootstrapping, versionsCheck;
     double versionsCheckedAt = unixNow() - 25.0; // the first check ~5 s after the start
     double reachabilityCheckStart = unixNow();
+    double footprintLoggedAt = unixNow();
     auto idle = [](const std::future<void> &f) {
         return !f.valid() || f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
     };
@@ -128,6 +145,10 @@ void SwarmPeer::Impl::controlLoop()
                                     + " s); progress record " + (progressPut ? "put in " : "not confirmed in ")
                                     + std::to_string(progressPutSeconds) + " s");
         saveBansIfChanged();
+        if (unixNow() - footprintLoggedAt >= FootprintLogSeconds) {
+            footprintLoggedAt = unixNow();
+            logDhtFootprint(*dht);
+        }
         heapTrimmer.due(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
         waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
