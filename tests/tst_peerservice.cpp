@@ -184,6 +184,36 @@ private Q_SLOTS:
         QCOMPARE(donor.served("part?"), 5LL);
     }
 
+    // A client that asks for 300 parts of 512 KiB and reads nothing for a while gets the few the
+    // service queued for it (and what the kernel buffered), not 300: the service drops the rest
+    // instead of holding 150 MiB for 30-byte requests. It serves the next client as before.
+    void aClientThatDoesNotReadCannotQueueRepliesWithoutBound()
+    {
+        constexpr std::uint64_t Part = 128 * 1024;
+        PeerService donor("r", "tcp://127.0.0.1:*", Part);
+        donor.setState(std::make_shared<StateSnapshot>(StateSnapshot{3, std::vector<float>(4 * Part, 1.0F)}));
+        ServiceClient client(donor.endpoint());
+        client.send("state?", {{"run", "r"}});
+        const auto offer = client.receive(5.0);
+        QVERIFY(offer && offer->header.at("t") == "state");
+        const auto id = offer->header.at("i").get<std::string>();
+        constexpr int Asked = 300;
+        for (int k = 0; k < Asked; ++k)
+            client.send("part?", {{"i", id}, {"k", k % 4}});
+        for (int waited = 0; donor.served("part?") < Asked && waited < 100; ++waited)
+            QTest::qWait(50);
+        QCOMPARE(donor.served("part?"), static_cast<long long>(Asked));
+        int received = 0;
+        while (client.receive(1.0, Part * sizeof(float)))
+            ++received;
+        qInfo("received %d of %d parts", received, Asked);
+        QVERIFY2(received >= 1 && received <= 40, qPrintable(QString::number(received)));
+        std::atomic<bool> stop{false};
+        std::string why;
+        QVERIFY2(downloadState({{"donor", donor.endpoint(), 3}}, "r", 3, 4 * Part, {}, stop, &why).has_value(),
+                 why.c_str());
+    }
+
     // A download keeps its snapshot while it reads it: the donor steps three times (its two
     // newest are then epochs 3 and 4), yet part 1 of the epoch-1 snapshot the download started on
     // is still served, bit for bit. Once nobody has asked for it within the pin time it goes at

@@ -309,6 +309,10 @@ PeerService::PeerService(std::string runId, const std::string &bindAddress, std:
     // Requests are one header frame of at most MaxServiceHeaderBytes: a frame four times that is
     // not stored at all (the sender is disconnected); one just above it is read, refused, struck.
     d->router.set(zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(4 * MaxServiceHeaderBytes));
+    // A reader that asks and never reads: at most ServiceSendQueue replies wait here for it (a
+    // part is up to 512 KiB; ZeroMQ's default queue of 1 000 would hold 500 MiB for 30 bytes of
+    // requests); the next ones are dropped. An honest client has one request in flight.
+    d->router.set(zmq::sockopt::sndhwm, ServiceSendQueue);
     if (d->security)
         d->security->configureServer(d->router);
     try {

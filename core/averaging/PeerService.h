@@ -34,6 +34,11 @@ namespace dedloc {
 
 class DataPlaneSecurity;
 
+// Replies the service queues for one connection (ZeroMQ's send high-water mark): a client that
+// asks without reading gets the first ones, the rest are dropped, so requests of a few bytes
+// cannot make the service hold hundreds of MiB of state parts for it.
+inline constexpr int ServiceSendQueue = 8;
+
 struct GatherSpec {
     long epoch = 0;
     std::string schema;

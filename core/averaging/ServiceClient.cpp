@@ -62,6 +62,9 @@ ServiceClient::ServiceClient(const std::string &endpoint, const std::shared_ptr<
 {
     d->dealer.set(zmq::sockopt::linger, 0);
     d->dealer.set(zmq::sockopt::maxmsgsize, MaxDataPlaneFrameBytes);
+    // Replies beyond a few wait in the kernel's buffers, not in ZeroMQ's (a server sending
+    // unasked frames of 16 MiB would otherwise fill a queue of 1 000 of them).
+    d->dealer.set(zmq::sockopt::rcvhwm, 4);
     if (security) {
         security->configureClient(d->dealer, serverKey);
         // Unique within the shared context.
