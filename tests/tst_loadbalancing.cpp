@@ -177,6 +177,35 @@ private Q_SLOTS:
         QCOMPARE(claimed.shards, expected);
     }
 
+    // Open runs cap every share at twice an even one of the r members that reduce (fairShareCap:
+    // 2 / r for r >= 3): a member claiming 1e5 beside members of 10 takes all of the vector
+    // uncapped, and half of it among 4 reducers (the others split the rest: w = 1/6 each), two
+    // thirds among 3; two reducers and one reducer are not capped; client-mode members (0) do
+    // not count; equal members are not affected.
+    void aCappedShareBoundsALiar_data()
+    {
+        QTest::addColumn<Bandwidths>("bandwidths");
+        QTest::addColumn<Shards>("uncapped");
+        QTest::addColumn<Shards>("capped");
+        QTest::newRow("liar and 3 of 10") << Bandwidths{1e5, 10, 10, 10} << Shards{6000, 0, 0, 0}
+                                          << Shards{3000, 1000, 1000, 1000};
+        QTest::newRow("liar and 2 of 10") << Bandwidths{1e5, 10, 10} << Shards{6000, 0, 0} << Shards{4000, 1000, 1000};
+        QTest::newRow("liar, a client, 3 of 10") << Bandwidths{1e5, 0, 10, 10, 10} << Shards{6000, 0, 0, 0, 0}
+                                                 << Shards{3000, 0, 1000, 1000, 1000};
+        QTest::newRow("liar and 1 of 10") << Bandwidths{1e5, 10} << Shards{5999, 1} << Shards{5999, 1};
+        QTest::newRow("one reducer") << Bandwidths{10, 0, 0} << Shards{6000, 0, 0} << Shards{6000, 0, 0};
+        QTest::newRow("4 equal") << Bandwidths{10, 10, 10, 10} << Shards{1500, 1500, 1500, 1500}
+                                 << Shards{1500, 1500, 1500, 1500};
+    }
+    void aCappedShareBoundsALiar()
+    {
+        QFETCH(Bandwidths, bandwidths);
+        QFETCH(Shards, uncapped);
+        QFETCH(Shards, capped);
+        QCOMPARE(shardShares(bandwidths, 6000), uncapped);
+        QCOMPARE(shardShares(bandwidths, 6000, true), capped);
+    }
+
     // NaN and +inf are no bandwidths: they count as unknown (-1), i.e. the mean of the known
     // ones. {unknown, 1, 3} -> {2, 1, 3}: T = 3 / 5, w = {0.2, 0, 0.8}.
     void nonFiniteClaimsCountAsUnknown_data()

@@ -58,9 +58,10 @@ class TestMatchmaker final : public QObject {
 
     // A follower asks `leader` once, refuses its BEGIN with `reason`, and never asks it again in
     // that epoch.
-    static void expectRefusedOnce(FakeLeader &leader, const char *reason)
+    static void expectRefusedOnce(FakeLeader &leader, const char *reason, bool capShares = false)
     {
-        const auto options = fastOptions();
+        auto options = fastOptions();
+        options.capShares = capShares;
         auto follower = followerOf(leader, options);
         QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
         const auto out = formGroupGuarded(*follower->matchmaker, options);
@@ -307,6 +308,35 @@ private Q_SLOTS:
         expectRefusedOnce(leader, "does not list the leader");
     }
 
+    // A leader cannot hand itself the vector: a BEGIN whose shares are not those its listed
+    // bandwidths give (two reducers of 10: half each, not all to the leader), or, in an open run,
+    // not capped at twice an even share (a leader listing 1e5 beside two members of 10 would
+    // take all of it; capped: two thirds), is refused and that leader not asked again.
+    void beginWithSharesItsBandwidthsDoNotGiveIsRefused_data()
+    {
+        QTest::addColumn<double>("leaderBandwidth");
+        QTest::addColumn<qint64>("leaderShare");
+        QTest::addColumn<bool>("capShares");
+        QTest::newRow("all to the leader, equal bandwidths") << 10.0 << qint64(ShardShareTotal) << false;
+        QTest::newRow("uncapped shares in an open run") << 1e5 << qint64(ShardShareTotal) << true;
+    }
+    void beginWithSharesItsBandwidthsDoNotGiveIsRefused()
+    {
+        QFETCH(double, leaderBandwidth);
+        QFETCH(qint64, leaderShare);
+        QFETCH(bool, capShares);
+        const auto a = PeerIdentity::generate(), b = PeerIdentity::generate();
+        FakeLeader leader([&](const FakeLeader &l, const JoinRequest &j) {
+            GroupInfo g{"e3-fake", 3, {l.asMember(), {j.peerId, "", 0.0, 1.0, j.publicKey}}};
+            g.members[0].bandwidth = leaderBandwidth;
+            g.members[0].share = leaderShare;
+            g.members.push_back({a.peerId(), "tcp://127.0.0.1:7", 10.0, 1.0, a.publicKey(), ShardShareTotal - leaderShare});
+            g.members.push_back({b.peerId(), "tcp://127.0.0.1:6", 10.0, 1.0, b.publicKey(), 0});
+            return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
+        });
+        expectRefusedOnce(leader, "shard share", capShares);
+    }
+
     // A leader cannot change what a follower joined as: a BEGIN that marks it as asking for
     // repair (it would then take the others' state in the state round) or as an auxiliary (it
     // would send no gradient) is refused, and that leader is not asked again in this epoch.
@@ -377,7 +407,8 @@ private Q_SLOTS:
         auto options = fastOptions();
         options.window = 6.0; // room for A's declaration to reach B on a loaded machine
         FakeLeader a([accepts](const FakeLeader &l, const JoinRequest &j) {
-            const GroupInfo g{"e3-a", 3, {l.asMember(), {j.peerId, j.allReduceEndpoint, -1.0, 1.0, j.publicKey}}};
+            GroupInfo g{"e3-a", 3, {l.asMember(), {j.peerId, j.allReduceEndpoint, -1.0, 1.0, j.publicKey}}};
+            g.members[0].share = g.members[1].share = ShardShareTotal / 2; // two reducers, unknown rates
             return accepts ? Replies{message("accept", {{"d", unixNow() + 1.0}}), message("begin", groupToJson(g))}
                            : Replies{};
         });

@@ -33,7 +33,9 @@ std::vector<double> resolveUnknown(const std::vector<double> &bandwidths)
 
 } // namespace
 
-std::vector<double> optimalFractions(const std::vector<double> &input)
+double fairShareCap(std::size_t reducers) { return reducers <= 2 ? 1.0 : 2.0 / static_cast<double>(reducers); }
+
+std::vector<double> optimalFractions(const std::vector<double> &input, double maxFraction)
 {
     const std::size_t n = input.size();
     if (n == 0)
@@ -43,16 +45,21 @@ std::vector<double> optimalFractions(const std::vector<double> &input)
     if (!(total > 0.0))
         throw Error("no peer in the group can reduce a shard (every bandwidth is 0: all in client mode)");
     std::vector<double> w(n, 0.0);
-    if (n <= 2) {
+    const auto reducers = static_cast<std::size_t>(std::count_if(b.begin(), b.end(), [](double x) { return x > 0.0; }));
+    // A cap below an even share could not cover the vector; NaN or above 1 is no cap.
+    const double cap = std::isfinite(maxFraction) ? std::clamp(maxFraction, 1.0 / static_cast<double>(reducers), 1.0) : 1.0;
+    if (n <= 2 && cap >= 1.0) {
         for (std::size_t i = 0; i < n; ++i)
             w[i] = b[i] / total;
         return w;
     }
-    const double k = static_cast<double>(n - 2);
+    // Two members under a cap (one of them reduces nothing, else the cap is 1): the same level
+    // rule with k = 1, which splits in proportion up to the cap.
+    const double k = static_cast<double>(std::max<std::size_t>(n, 3) - 2);
     auto fill = [&](double level) {
         double s = 0.0;
         for (std::size_t i = 0; i < n; ++i) {
-            w[i] = std::clamp((level * b[i] - 1.0) / k, 0.0, 1.0);
+            w[i] = b[i] > 0.0 ? std::clamp((level * b[i] - 1.0) / k, 0.0, cap) : 0.0;
             s += w[i];
         }
         return s;
@@ -75,11 +82,11 @@ std::vector<double> optimalFractions(const std::vector<double> &input)
 }
 
 std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector<double> &bandwidths,
-                                        std::int64_t minShardElements)
+                                        std::int64_t minShardElements, double maxFraction)
 {
     if (elements < 0)
         throw Error("cannot balance a negative number of elements");
-    auto w = optimalFractions(bandwidths);
+    auto w = optimalFractions(bandwidths, maxFraction);
     const std::size_t n = w.size();
     std::vector<double> share(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -123,9 +130,11 @@ std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector
     return out;
 }
 
-std::vector<std::int64_t> shardShares(const std::vector<double> &bandwidths, std::int64_t total)
+std::vector<std::int64_t> shardShares(const std::vector<double> &bandwidths, std::int64_t total, bool capped)
 {
-    return balanceShards(total, bandwidths);
+    const auto reducers = static_cast<std::size_t>(
+        std::count_if(bandwidths.begin(), bandwidths.end(), [](double b) { return !(b == 0.0); }));
+    return balanceShards(total, bandwidths, 0, capped ? fairShareCap(reducers) : 1.0);
 }
 
 std::vector<std::int64_t> shardsFromShares(std::int64_t elements, const std::vector<std::int64_t> &shares)

@@ -20,7 +20,11 @@
 // mode) and does not count as a known bandwidth; a claim above MaxDeclaredBandwidth is clipped to
 // it, so that no declared figure can break the arithmetic (overflow, NaN, a remainder loop that
 // never ends). A clipped claim still takes a large share (the whole vector against claims n - 1
-// times smaller): only measured rates bound a liar's share.
+// times smaller). So open runs also cap every fraction at `maxFraction` = fairShareCap(r), twice
+// an even share of the r members that reduce (w_i <= min(1, 2 / r); the water level above is
+// then found with the clamp at maxFraction instead of 1): a member that lies about its bandwidth
+// reduces, and so decides the result of, at most two r-ths of the vector, and an honest fast
+// member in a group of slow ones gives up some speed for it. Closed runs keep the exact optimum.
 // Reference cases (hivemind's tests): 60 elements, [0.55, 0.44, 0.40], min 10 -> [41, 19, 0];
 // [0.32, 0.55, 0.44] -> [0, 40, 20]; 100 elements, two unknown -> [50, 50].
 // Pure function; throws dedloc::Error when no peer can reduce (all bandwidths 0) or n == 0.
@@ -33,6 +37,7 @@
 // ties to the lower index. Every member therefore lays out identical shards, whatever its
 // floating point; shares computed independently by each member could differ in one element, and
 // then every part of the round is refused.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -42,17 +47,22 @@ namespace dedloc {
 // 100 Gbit/s).
 inline constexpr double MaxDeclaredBandwidth = 100000.0;
 
-[[nodiscard]] std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector<double> &bandwidths,
-                                                      std::int64_t minShardElements = 0);
+// Twice an even share of `reducers` members (1 for two or fewer); at least 1 / reducers.
+[[nodiscard]] double fairShareCap(std::size_t reducers);
 
-// Integer shares of the members, summing to `total` (balanceShards of `total` elements).
-[[nodiscard]] std::vector<std::int64_t> shardShares(const std::vector<double> &bandwidths, std::int64_t total);
+[[nodiscard]] std::vector<std::int64_t> balanceShards(std::int64_t elements, const std::vector<double> &bandwidths,
+                                                      std::int64_t minShardElements = 0, double maxFraction = 1.0);
+
+// Integer shares of the members, summing to `total` (balanceShards of `total` elements). With
+// `capped`, no fraction above fairShareCap of the members whose bandwidth is not 0.
+[[nodiscard]] std::vector<std::int64_t> shardShares(const std::vector<double> &bandwidths, std::int64_t total,
+                                                    bool capped = false);
 
 // Element counts summing to `elements` from shares (each >= 0, sum > 0). Throws dedloc::Error
 // for a negative share, a zero sum or a negative element count.
 [[nodiscard]] std::vector<std::int64_t> shardsFromShares(std::int64_t elements, const std::vector<std::int64_t> &shares);
 
 // The optimal fractions w_i before rounding and the minimum-size rule (exposed for tests).
-[[nodiscard]] std::vector<double> optimalFractions(const std::vector<double> &bandwidths);
+[[nodiscard]] std::vector<double> optimalFractions(const std::vector<double> &bandwidths, double maxFraction = 1.0);
 
 } // namespace dedloc

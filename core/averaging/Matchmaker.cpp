@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -41,21 +43,45 @@ void setWhy(std::string *why, const std::string &text)
         *why = text;
 }
 
-// The leader decides every member's shard share from the bandwidths (client mode: 0), so that all
-// members lay out the same shards (averaging/LoadBalancing.h). False when nobody can reduce.
-bool assignShardShares(std::vector<GroupMember> &members)
+// The bandwidths the shares follow: client-mode members (no endpoint) reduce nothing.
+std::vector<double> shareBandwidths(const std::vector<GroupMember> &members)
 {
     std::vector<double> bandwidths;
     for (const auto &m : members)
         bandwidths.push_back(m.endpoint.empty() ? 0.0 : m.bandwidth);
+    return bandwidths;
+}
+
+// The leader decides every member's shard share from the bandwidths (client mode: 0), so that all
+// members lay out the same shards (averaging/LoadBalancing.h). False when nobody can reduce.
+bool assignShardShares(std::vector<GroupMember> &members, bool capped)
+{
     try {
-        const auto shares = shardShares(bandwidths, ShardShareTotal);
+        const auto shares = shardShares(shareBandwidths(members), ShardShareTotal, capped);
         for (std::size_t i = 0; i < members.size(); ++i)
             members[i].share = shares[i];
         return true;
     } catch (const Error &) {
         return false;
     }
+}
+
+// A follower's check of its BEGIN: the shares must be those the listed bandwidths give (within
+// a thousandth of the vector: the leader's floating point may differ in the last bit) and, in an
+// open run, capped; a leader cannot hand itself the vector whatever it lists.
+void checkShares(const std::vector<GroupMember> &members, bool capped)
+{
+    std::vector<std::int64_t> expected;
+    try {
+        expected = shardShares(shareBandwidths(members), ShardShareTotal, capped);
+    } catch (const Error &e) {
+        throw ProtocolError(std::string("BEGIN's bandwidths give no shares: ") + e.what());
+    }
+    for (std::size_t i = 0; i < members.size(); ++i)
+        if (std::llabs(members[i].share - expected[i]) > ShardShareTotal / 1000)
+            throw ProtocolError("BEGIN gives " + members[i].peerId.substr(0, 8) + " a shard share of "
+                                + std::to_string(members[i].share) + " where its bandwidth gives "
+                                + std::to_string(expected[i]) + " of " + std::to_string(ShardShareTotal));
 }
 
 } // namespace
@@ -98,7 +124,7 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
     for (std::size_t i = 0; i < g.info.members.size(); ++i)
         if (g.info.members[i].peerId == m_self.peerId)
             g.myIndex = i;
-    if (!assignShardShares(g.info.members)) {
+    if (!assignShardShares(g.info.members, m_options.capShares)) {
         m_service->disband("no member of the group can reduce a shard");
         log::warning("match", "disbanded a group in which no member can reduce a shard (all in client mode)");
         return std::nullopt;
@@ -191,6 +217,9 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
             if (std::none_of(g.info.members.begin(), g.info.members.end(),
                              [&](const GroupMember &m) { return m.peerId == leader.peerId; }))
                 throw ProtocolError("BEGIN does not list the leader");
+            if (me.bandwidth != (request.clientMode ? 0.0 : request.bandwidth) && !std::isnan(request.bandwidth))
+                throw ProtocolError("BEGIN lists this peer's bandwidth otherwise than it joined");
+            checkShares(g.info.members, m_options.capShares);
             log::info("match", "joined group " + g.info.groupId + " of " + std::to_string(g.info.members.size())
                                    + " peers led by " + leader.peerId.substr(0, 8));
             return g;

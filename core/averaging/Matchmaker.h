@@ -56,6 +56,9 @@ struct MatchmakingOptions {
     std::size_t minGroupSize = 2;
     std::size_t targetGroupSize = 16;
     double fetchInterval = 0.2;     // seconds between DHT reads of the declarations
+    // Open runs: no member's shard share above twice an even one (averaging/LoadBalancing.h,
+    // fairShareCap), as the leader assigns them and as every follower checks its BEGIN.
+    bool capShares = false;
 };
 
 struct MatchSelf {

@@ -134,6 +134,7 @@ void SwarmPeer::Impl::setUp()
                    opt.role == PeerRole::Trainer, identity->publicKey()};
     auto matchmaking = opt.matchmaking;
     matchmaking.targetGroupSize = static_cast<std::size_t>(manifest->averaging().groupSize);
+    matchmaking.capShares = manifest->aggregation().rule == AggregationRule::CenteredClip; // open runs
     matchmaker = std::make_unique<Matchmaker>(*dht, service.get(), self, matchmaking, access.security, bans);
     log::info("swarm", "averaging groups hold up to " + std::to_string(matchmaking.targetGroupSize)
                            + " peers (the run's averaging.group_size); larger swarms merge their groups' averages");
