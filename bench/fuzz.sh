@@ -21,14 +21,14 @@ SECONDS_PER_TARGET=${1:-60}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 FUZZ_TORCH=${FUZZ_TORCH:-OFF}
 JOBS=${JOBS:-2}
-ALL_TARGETS="ShardHeader Payload ServiceMessage UpdateHeader DhtPayload DhtRecord RunManifest AccessToken MinisignKey MinisignSignature"
+ALL_TARGETS="ShardHeader Payload ServiceMessage UpdateHeader DhtPayload DhtRecord RunManifest AccessToken MinisignKey MinisignSignature SealRelay MetricsRecord"
 [ "${FUZZ_TORCH^^}" = ON ] && ALL_TARGETS+=" Checkpoint"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 
 # The longest input worth trying per target: what its reader accepts at most, or a little more.
 declare -A MAX_LEN=([ShardHeader]=1100 [Payload]=20000 [ServiceMessage]=16500 [UpdateHeader]=20000 [DhtPayload]=8192
   [DhtRecord]=66000 [RunManifest]=8192 [AccessToken]=600 [MinisignKey]=2048 [MinisignSignature]=9000
-  [Checkpoint]=4096)
+  [SealRelay]=70000 [MetricsRecord]=4200 [Checkpoint]=4096)
 
 install_toolchain() {
   local fuzzer

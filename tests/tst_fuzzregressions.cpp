@@ -28,7 +28,8 @@ const Named targets[] = {{"ShardHeader", fuzzShardHeader},           {"Payload",
                          {"UpdateHeader", fuzzUpdateHeader},         {"DhtPayload", fuzzDhtPayload},
                          {"DhtRecord", fuzzDhtRecord},               {"RunManifest", fuzzRunManifest},
                          {"AccessToken", fuzzAccessToken},           {"MinisignKey", fuzzMinisignKey},
-                         {"MinisignSignature", fuzzMinisignSignature}};
+                         {"MinisignSignature", fuzzMinisignSignature}, {"SealRelay", fuzzSealRelay},
+                         {"MetricsRecord", fuzzMetricsRecord}};
 
 std::vector<std::uint8_t> readBytes(const std::filesystem::path &file)
 {

@@ -1,12 +1,14 @@
 // The JSON payloads of signed DHT records (averaging/SwarmMessages.h): progress records,
-// matchmaking declarations and donor adverts; and manifest version records
-// (averaging/ManifestVersions.h). The record around it already verified (the
+// matchmaking declarations, donor adverts and group records (announcements, averages, seals);
+// manifest version records (averaging/ManifestVersions.h); and a monitor's credit records
+// (monitor/CreditLedger.h, which refuses with nullopt). The record around it already verified (the
 // signer's id and key are fixed here); the payload is whatever its signer chose to sign.
 #include "FuzzFixtures.h"
 #include "FuzzTargets.h"
 
 #include "averaging/ManifestVersions.h"
 #include "averaging/SwarmMessages.h"
+#include "monitor/CreditLedger.h"
 
 namespace dedloc::fuzz {
 
@@ -33,6 +35,11 @@ int fuzzDhtPayload(const std::uint8_t *data, std::size_t size)
         (void)parseVersionRecord(record);
     } catch (const ProtocolError &) {
     }
+    try {
+        (void)parseGroupRecord(record);
+    } catch (const ProtocolError &) {
+    }
+    (void)creditFromJson(record.payload, record.peerId, "fedcba9876543210fedcba9876543210", Now);
     return 0;
 }
 

@@ -16,6 +16,7 @@ namespace dedloc::fuzz {
 inline constexpr double Now = 1796169600.0;
 inline constexpr const char *RunId = "fuzz-run";
 inline constexpr const char *DhtKey = "dedloc/fuzz-run/progress";
+inline constexpr const char *GroupsKey = "dedloc/fuzz-run/groups/3";
 inline constexpr long UpdateEpoch = 3;
 inline constexpr std::uint64_t ModelElements = 1000;
 // The content the signature target's inputs are verified against.

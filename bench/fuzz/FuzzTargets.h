@@ -22,6 +22,8 @@ int fuzzRunManifest(const std::uint8_t *data, std::size_t size);     // run/RunM
 int fuzzAccessToken(const std::uint8_t *data, std::size_t size);     // security/AccessToken
 int fuzzMinisignKey(const std::uint8_t *data, std::size_t size);     // security/Minisign (key files)
 int fuzzMinisignSignature(const std::uint8_t *data, std::size_t size); // security/Minisign (signatures)
+int fuzzSealRelay(const std::uint8_t *data, std::size_t size);       // averaging/SealRelay, GroupMerge records
+int fuzzMetricsRecord(const std::uint8_t *data, std::size_t size);   // monitor/SwarmMetricsRecorder
 int fuzzCheckpoint(const std::uint8_t *data, std::size_t size);      // train/Checkpoint (libtorch)
 
 } // namespace dedloc::fuzz

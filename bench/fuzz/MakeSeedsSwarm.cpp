@@ -3,9 +3,12 @@
 #include "FuzzFixtures.h"
 #include "MakeSeeds.h"
 
+#include "averaging/ManifestVersions.h"
+#include "averaging/SealRelay.h"
 #include "averaging/SwarmMessages.h"
 #include "averaging/UpdateArchive.h"
 #include "net/DhtNode.h"
+#include "monitor/CreditLedger.h"
 #include "net/PeerIdentity.h"
 #include "util/Hash.h"
 
@@ -123,10 +126,35 @@ std::vector<Seed> dhtSeeds()
     const auto identity = PeerIdentity::generate();
     const DhtNode node(identity);
     const auto record = node.encodeRecord(DhtKey, encodeProgress(p), 1796169600000ULL, Now, Now + 60);
+    GroupRecord announced;
+    announced.epoch = UpdateEpoch;
+    announced.groupId = "e3-0123456789abcdef";
+    announced.members = 4;
+    GroupRecord sealed = announced;
+    sealed.weight = 64;
+    sealed.digest = std::string(64, 'a');
+    sealed.serviceEndpoint = "tcp://127.0.0.1:6002";
+    sealed.seal = {{announced.groupId, 64, sealed.digest}, {"e3-fedcba9876543210", 32, std::string(64, 'b')}};
+    const auto relayed = encodeRelayedRecords(
+        {node.encodeRecord(GroupsKey, encodeGroupRecord(sealed), 1796169600001ULL, Now, Now + 60),
+         node.encodeRecord(GroupsKey, encodeGroupRecord(announced), 1796169600000ULL, Now, Now + 60)});
+    MonitorCredit credit;
+    credit.samples = 640;
+    credit.steps = 10;
+    credit.ranges = {{1, 4}, {7, 12}};
+    const nlohmann::json metrics = {{"step", 12},        {"loss", 7.5},      {"samples", 64},
+                                    {"averaged", true},  {"rss_mib", 512.0}, {"event", "step"},
+                                    {"group_size", 4},   {"epoch", 12}};
     return {seedOf("DhtPayload", "progress.json", encodeProgress(p)),
             seedOf("DhtPayload", "declaration.json", encodeDeclaration(d)),
             seedOf("DhtPayload", "donor.json", encodeDonorAdvert(advert)),
-            seedOf("DhtRecord", "progress.cbor", record)};
+            seedOf("DhtPayload", "group-announced.json", encodeGroupRecord(announced)),
+            seedOf("DhtPayload", "group-sealed.json", encodeGroupRecord(sealed)),
+            seedOf("DhtPayload", "version.json", encodeVersionRecord(std::string(16, 'c'), UpdateEpoch)),
+            seedOf("DhtPayload", "credit.json", creditToJson("0123456789abcdef0123456789abcdef", credit).dump()),
+            seedOf("DhtRecord", "progress.cbor", record),
+            seedOf("SealRelay", "relay.cbor", relayed),
+            seedOf("MetricsRecord", "step.json", metrics.dump())};
 }
 
 } // namespace
