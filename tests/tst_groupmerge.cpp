@@ -1,6 +1,7 @@
 // Merging the groups of one epoch (core/averaging/GroupMerge.h): the records and their majority
 // view, the weighted mean, and peers in threads (own OpenDHT node and service socket each, on
-// loopback) that averaged in two groups and must all end with one identical average.
+// loopback) that averaged in two groups and must all end with one identical average. Sealing:
+// tst_groupseal.
 #include "averaging/GroupMerge.h"
 #include "averaging/PeerService.h"
 #include "compress/Compression.h"
@@ -9,6 +10,7 @@
 #include "util/Clock.h"
 #include "util/Error.h"
 
+#include "MergeFixtures.h"
 #include "SwarmHarness.h"
 
 #include <QTest>
@@ -23,90 +25,13 @@
 #include <thread>
 
 using namespace dedloc;
+using namespace dedloc::test;
 
 namespace {
 
-const std::string Run = "merge-test";
-constexpr long Epoch = 5;
-constexpr std::size_t Elements = 3000;
-
-std::vector<float> ramp(float scale, float offset)
-{
-    std::vector<float> v(Elements);
-    for (std::size_t i = 0; i < Elements; ++i)
-        v[i] = scale * std::sin(0.01F * static_cast<float>(i)) + offset;
-    return v;
-}
-
-std::shared_ptr<const AveragedUpdate> fp16Update(const std::vector<float> &values, long batchSamples)
-{
-    AveragedUpdate u;
-    u.epoch = Epoch;
-    u.batchSamples = batchSamples;
-    u.codec = Compression::Fp16;
-    u.elements = values.size();
-    u.pieces = {{0, values.size()}};
-    u.bytes = encode(Compression::Fp16, values);
-    return std::make_shared<const AveragedUpdate>(std::move(u));
-}
-
-GroupRecord record(const std::string &peer, const std::string &group, long weight, std::size_t members,
-                   const std::string &digest, const std::string &endpoint = "tcp://127.0.0.1:9")
-{
-    return {peer, {}, Epoch, group, weight, members, digest, endpoint, {}, {}};
-}
-
-struct MergePeer {
-    PeerIdentity identity = PeerIdentity::generate();
-    std::unique_ptr<DhtNode> dht;
-    std::unique_ptr<PeerService> service;
-    std::unique_ptr<GroupMerger> merger;
-};
-
-// `targetGroupSize`: the largest group (MergeOptions): a swarm of more peers is larger than one group.
-std::vector<std::unique_ptr<MergePeer>> makePeers(std::size_t count, std::size_t targetGroupSize = 2)
-{
-    std::vector<std::unique_ptr<MergePeer>> peers;
-    MergeOptions options;
-    options.maxGroupWeight = 100.0;
-    options.formingWait = 3.0;
-    options.targetGroupSize = targetGroupSize;
-    for (std::size_t i = 0; i < count; ++i) {
-        auto p = std::make_unique<MergePeer>();
-        p->dht = std::make_unique<DhtNode>(p->identity);
-        if (i > 0)
-            p->dht->bootstrap("127.0.0.1:" + std::to_string(peers.front()->dht->port()));
-        p->service = std::make_unique<PeerService>(Run);
-        p->merger = std::make_unique<GroupMerger>(*p->dht, p->service.get(), MergeSelf{p->identity.peerId(), Run}, options);
-        peers.push_back(std::move(p));
-    }
-    for (auto &p : peers)
-        p->dht->waitForNodes(1, 5.0);
-    return peers;
-}
-
-GroupInfo groupOf(const std::string &id, const std::vector<std::unique_ptr<MergePeer>> &peers, std::size_t first)
-{
-    GroupInfo g{id, Epoch, {}};
-    for (std::size_t i = first; i < first + 2; ++i)
-        g.members.push_back({peers[i]->identity.peerId(), "tcp://127.0.0.1:1", 1.0, 1.0, peers[i]->identity.publicKey()});
-    return g;
-}
-
-// Peers 0..count-1 merge at once: 0 and 1 as group `ga` with average `a`, the others as `gb`
-// with `b`, each expecting `expected` peers at the epoch.
-std::vector<std::future<MergeResult>> mergeAtOnce(const std::vector<std::unique_ptr<MergePeer>> &peers, std::size_t count,
-                                                  const GroupInfo &ga, const std::shared_ptr<const AveragedUpdate> &a,
-                                                  const GroupInfo &gb, const std::shared_ptr<const AveragedUpdate> &b,
-                                                  std::size_t expected, const std::atomic<bool> &stop)
-{
-    std::vector<std::future<MergeResult>> results;
-    for (std::size_t i = 0; i < count; ++i)
-        results.push_back(std::async(std::launch::async, [&, i, expected] {
-            return peers[i]->merger->merge(i < 2 ? ga : gb, i < 2 ? a : b, [expected] { return expected; }, 0.1, stop);
-        }));
-    return results;
-}
+const std::string &Run = test::MergeRun;
+constexpr long Epoch = test::MergeEpoch;
+constexpr std::size_t Elements = test::MergeElements;
 
 } // namespace
 
@@ -169,6 +94,14 @@ private Q_SLOTS:
         for (std::size_t i = 0; i <= MaxSealGroups; ++i)
             tooMany.push_back(nlohmann::json::array({"e5-" + std::to_string(i), 1, digest}));
         QVERIFY(refused(payload("s", tooMany)));
+        // The end of a round without an average: no digest, no seal.
+        auto ended = record("x", "e5-01", 0, 3, "");
+        ended.ended = true;
+        withSeal.payload = encodeGroupRecord(ended);
+        QVERIFY(parseGroupRecord(withSeal).ended);
+        QVERIFY(!parseGroupRecord(*signed_).ended);
+        QVERIFY(refused(payload("x", true))); // and a digest
+        QVERIFY(refused(payload("x", 1)));
     }
 
     // Each group is what most of its records claim; a group claimed by one record, or heavier
@@ -196,6 +129,18 @@ private Q_SLOTS:
         views = groupViews({record("p1", "e5-f", 10, 2, h1), record("p2", "e5-f", 0, 2, "")}, Epoch, 100.0);
         QCOMPARE(views.size(), std::size_t{1});
         QVERIFY(views[0].forming);
+        // Ended without an average by one member: still forming; by two: left out, unless two
+        // other members agree on an average (they received every shard).
+        const auto end = [](const char *peer) {
+            auto r = record(peer, "e5-g", 0, 4, "");
+            r.ended = true;
+            return r;
+        };
+        QVERIFY(groupViews({end("p1"), record("p2", "e5-g", 0, 4, "")}, Epoch, 100.0).at(0).forming);
+        QVERIFY(groupViews({end("p1"), end("p2")}, Epoch, 100.0).empty());
+        views = groupViews({end("p1"), end("p2"), record("p3", "e5-g", 10, 4, h1), record("p4", "e5-g", 10, 4, h1)},
+                           Epoch, 100.0);
+        QVERIFY(views.size() == 1 && !views[0].forming && views[0].digest == h1);
     }
 
     void mergeIsTheWeightedMean()
@@ -281,47 +226,6 @@ private Q_SLOTS:
         QCOMPARE(views[0].members, std::size_t{3});
     }
 
-    // Group B's round ends after group A sealed the epoch's merge without it: B's members take
-    // A's average, not their own, so all four hold one model (B's batch is lost to this step).
-    // Also where one group could hold all four (matchmaking views split them, B formed late):
-    // A's members, seeing two of the four peers they expect, wait and seal all the same. (Merging
-    // A without a seal, A would hold A's average and B the merge of both.)
-    void aGroupLateForTheSealTakesTheSealedMerge_data()
-    {
-        QTest::addColumn<int>("targetGroupSize");
-        QTest::newRow("a swarm larger than one group") << 2;
-        QTest::newRow("a swarm one group could hold") << 16;
-    }
-
-    void aGroupLateForTheSealTakesTheSealedMerge()
-    {
-        QFETCH(int, targetGroupSize);
-        auto peers = makePeers(4, static_cast<std::size_t>(targetGroupSize));
-        const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
-        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
-        std::atomic<bool> stop{false};
-        const auto four = [] { return std::size_t{4}; };
-        auto first = std::async(std::launch::async, [&] { return peers[0]->merger->merge(ga, a, four, 0.1, stop); });
-        auto second = std::async(std::launch::async, [&] { return peers[1]->merger->merge(ga, a, four, 0.1, stop); });
-        for (auto *f : {&first, &second}) {
-            const auto r = f->get();
-            QVERIFY2(r.sealed, r.note.c_str());
-            QCOMPARE(r.groups, std::size_t{1}); // nobody else came within the wait
-            QVERIFY(r.average.empty());         // the step is A's own average
-        }
-        std::vector<std::future<MergeResult>> late;
-        for (std::size_t i = 2; i < 4; ++i)
-            late.push_back(std::async(std::launch::async, [&, i] { return peers[i]->merger->merge(gb, b, four, 0.1, stop); }));
-        for (auto &f : late) {
-            const auto r = f.get();
-            QVERIFY2(r.sealed && !r.ownMerged, r.note.c_str());
-            QCOMPARE(r.groups, std::size_t{1});
-            QCOMPARE(r.weight, 10L);
-            QCOMPARE(r.peers, std::size_t{2});
-            QVERIFY(r.average == decodeUpdate(*a));
-        }
-    }
-
     // A peer whose search found no group takes the merge the two groups apply, bit for bit,
     // without a round of its own (its own samples are not in it).
     void aPeerWithoutAGroupTakesTheEpochsMerge()
@@ -378,6 +282,27 @@ private Q_SLOTS:
         QVERIFY2(waited < 20.0, qPrintable(QString::number(waited)));
     }
 
+    // The members of a round that ended without an average say so: a peer of the epoch no longer
+    // sees the group as running (a restarted peer waited up to the records' 120 s for it) and
+    // takes the epoch's step without waiting for it.
+    void anIncompleteRoundsEndIsNotWaitedFor()
+    {
+        auto peers = makePeers(3);
+        const GroupInfo g = groupOf("e5-aaaa", peers, 0);
+        peers[0]->merger->announce(g);
+        peers[1]->merger->announce(g);
+        QVERIFY(test::SwarmHarness::waitFor([&] { return peers[2]->merger->groupsStillRunning(Epoch); }, 10.0));
+        std::atomic<bool> stop{false};
+        for (std::size_t i : {0, 1})
+            QVERIFY(peers[i]->merger->adopt(Epoch, Elements, [] { return std::size_t{2}; }, stop, g).average.empty());
+        QVERIFY(test::SwarmHarness::waitFor([&] { return !peers[2]->merger->groupsStillRunning(Epoch); }, 10.0));
+        const auto started = std::chrono::steady_clock::now();
+        const auto r = peers[2]->merger->adopt(Epoch, Elements, [] { return std::size_t{2}; }, stop);
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        QVERIFY(r.average.empty() && r.groups == 0);
+        QVERIFY2(waited < 2.5, qPrintable(QString::number(waited))); // a forming group: 3 s (makePeers)
+    }
+
     // A member of an incomplete round whose group held every peer it expected (a count that is
     // low where records arrive late) takes another group's merge that the records show: A
     // (peers 0 and 1) completed alone, and B's member expects 2 peers.
@@ -417,69 +342,6 @@ private Q_SLOTS:
             QVERIFY(f.get().average.empty());
         const auto r = waiting.get();
         QVERIFY2(r.average == decodeUpdate(*a) && r.groups == 1 && r.weight == 10, r.note.c_str());
-    }
-
-    // A peer whose DHT reads show the groups' records but no seal (here its DHT is another
-    // network, holding copies of A's and B's plain records and a third group C that no seal
-    // names) asks a member for the seal it merged: it takes exactly the sealed A and B, bit for
-    // bit as their members, not the three groups it saw.
-    void aPeerThatReadsNoSealAsksAMemberForIt()
-    {
-        auto peers = makePeers(4);
-        auto aside = makePeers(2); // aside[0] reads there; aside[1] serves group C
-        const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
-        const auto c = fp16Update(ramp(5.0F, -1.0F), 20);
-        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
-        std::atomic<bool> stop{false};
-        auto results = mergeAtOnce(peers, 4, ga, a, gb, b, 4, stop);
-        const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
-        for (auto &f : results)
-            QVERIFY(f.get().average == expected);
-        const auto key = runKey(Run, "groups/" + std::to_string(Epoch));
-        const double now = unixNow();
-        std::uint64_t valueId = 100;
-        const auto copy = [&](const DhtNode &signer, const GroupRecord &r) {
-            return aside[1]->dht->publishRaw(key, signer.encodeRecord(key, encodeGroupRecord(r), 1, now, now + 60.0),
-                                             ++valueId);
-        };
-        for (std::size_t i = 0; i < 4; ++i)
-            QVERIFY(copy(*peers[i]->dht, record("", i < 2 ? ga.groupId : gb.groupId, i < 2 ? 10 : 30, 2,
-                                                updateDigest(i < 2 ? *a : *b), peers[i]->service->endpoint())));
-        aside[1]->service->addGroupUpdate("e5-cccc", c);
-        const DhtNode other(PeerIdentity::generate());
-        for (const DhtNode *signer : {static_cast<const DhtNode *>(aside[1]->dht.get()), &other})
-            QVERIFY(copy(*signer, record("", "e5-cccc", 20, 2, updateDigest(*c), aside[1]->service->endpoint())));
-        const auto r = aside[0]->merger->adopt(Epoch, Elements, [] { return std::size_t{6}; }, stop);
-        QVERIFY2(r.sealed, r.note.c_str());
-        QCOMPARE(r.groups, std::size_t{2});
-        QCOMPARE(r.weight, 40L);
-        QVERIFY(r.average == expected);
-        QVERIFY2(r.note.find("e5-cccc not merged: the epoch's seal leaves it out") != std::string::npos, r.note.c_str());
-        long long asked = 0;
-        for (const auto &p : peers)
-            asked += p->service->served("seal?");
-        QVERIFY(asked >= 1);
-    }
-
-    // Of two seals, the heavier one that names groups nobody recorded is passed over (after
-    // waiting for its records); the one every group's records confirm is merged by all.
-    void aSealNamingUnrecordedGroupsIsPassedOver()
-    {
-        auto peers = makePeers(5);
-        const auto a = fp16Update(ramp(1.0F, 0.5F), 10), b = fp16Update(ramp(-3.0F, 0.25F), 30);
-        const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
-        auto forged = record("", "e5-zzzz", 50, 2, std::string(64, 'f'), peers[4]->service->endpoint());
-        forged.seal = {{"e5-zzzz", 50, std::string(64, 'f')}, {ga.groupId, 10, updateDigest(*a)}};
-        QVERIFY(peers[4]->dht->publish(runKey(Run, "groups/" + std::to_string(Epoch)), encodeGroupRecord(forged), 60.0));
-        std::atomic<bool> stop{false};
-        auto results = mergeAtOnce(peers, 4, ga, a, gb, b, 4, stop);
-        const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
-        for (auto &f : results) {
-            const auto r = f.get();
-            QVERIFY2(r.sealed, r.note.c_str());
-            QCOMPARE(r.groups, std::size_t{2});
-            QVERIFY(r.average == expected);
-        }
     }
 
     // A group that holds every expected peer merges nothing and waits for nothing.

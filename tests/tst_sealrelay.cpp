@@ -24,7 +24,7 @@ const std::string Key = runKey(Run, "groups/7");
 GroupRecord groupRecord(const std::string &peer, const std::string &group, long weight, const std::string &digest,
                         const std::string &signedValue)
 {
-    return {peer, {}, 7, group, weight, 2, digest, "tcp://127.0.0.1:9", {}, signedValue};
+    return {peer, {}, 7, group, weight, 2, digest, "tcp://127.0.0.1:9", {}, false, signedValue};
 }
 
 std::vector<std::uint8_t> cbor(const nlohmann::json &j) { return nlohmann::json::to_cbor(j); }

@@ -28,10 +28,12 @@ std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long 
     // group id -> (weight, members, digest) -> records claiming it; and every record of the group
     std::map<std::string, std::map<std::tuple<long, std::size_t, std::string>, std::vector<const GroupRecord *>>> claims;
     std::map<std::string, std::vector<const GroupRecord *>> known;
+    std::map<std::string, std::size_t> ended;
     for (const auto &r : records) {
         if (r.epoch != epoch)
             continue;
         known[r.groupId].push_back(&r);
+        ended[r.groupId] += r.ended ? 1 : 0;
         if (!r.digest.empty())
             claims[r.groupId][{r.weight, r.members, r.digest}].push_back(&r);
     }
@@ -58,6 +60,8 @@ std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long 
                         v.servers.push_back(*r);
             }
         }
+        if (v.forming && ended[groupId] >= 2)
+            continue; // its round ended without an average: nothing to wait for, nothing to merge
         views.push_back(std::move(v));
     }
     return views; // std::map iterates group ids in order
@@ -217,7 +221,15 @@ MergeResult GroupMerger::adopt(long epoch, std::uint64_t elements, const std::fu
     const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
     const GroupInfo none{{}, epoch, {}};
     const GroupInfo &waitAs = round.groupId.empty() ? none : round;
-    const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}, {}};
+    const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}, false, {}};
+    if (!round.groupId.empty() && round.epoch == epoch) { // its round's end, over its announcement
+        if (m_announcing.valid())
+            m_announcing.wait();
+        GroupRecord end{m_self.peerId, {}, epoch, round.groupId, 0, round.members.size(), {}, {}, {}, true, {}};
+        m_announcing = std::async(std::launch::async, [this, key, payload = encodeGroupRecord(end)] {
+            publishRecord(key, payload);
+        });
+    }
     auto views =
         agreeOnGroups(key, mine, awaitGroups(key, mine, waitAs, expectedPeers, 0.0, roundSeconds, stop), stop, result);
     mergeViews(views, none, {nullptr, {}, epoch, elements}, stop, result);

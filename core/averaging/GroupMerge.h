@@ -85,7 +85,9 @@ struct GroupView {
 // The groups of `epoch` in `records`, sorted by group id: a group with records of at least two
 // members is listed, complete when at least two of them claim the same average (and it is at
 // most `maxGroupWeight` per member: a heavier one is left out), forming otherwise (its round has
-// not ended for most of them), with the largest size its records claim.
+// not ended for most of them), with the largest size its records claim. A group that is not
+// complete and whose round two members recorded as ended without an average (GroupRecord::ended)
+// is left out: nothing of it will come, so nobody waits for it.
 [[nodiscard]] std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long epoch,
                                                 double maxGroupWeight);
 
@@ -160,7 +162,8 @@ public:
                                     const std::atomic<bool> &stop);
 
     // For a peer of `epoch` without a complete round (its search found no group, or its round
-    // lost a part): waits as merge() does, publishes nothing, and takes the best seal it can
+    // lost a part): waits as merge() does, publishes nothing (a member of `round` only that its
+    // round ended without an average: GroupRecord::ended), and takes the best seal it can
     // check (else the complete groups it sees): the merge every member of those groups applies,
     // `elements` values, with ownMerged false. An empty average (groups 0) when no group of the
     // epoch could be fetched: the peer then steps on its own gradient as before. `round`: the

@@ -12,7 +12,7 @@
 
 namespace dedloc {
 
-int informed(const GroupRecord &r) { return !r.seal.empty() ? 2 : r.digest.empty() ? 0 : 1; }
+int informed(const GroupRecord &r) { return !r.seal.empty() ? 2 : r.digest.empty() && !r.ended ? 0 : 1; }
 
 std::vector<GroupRecord> absorb(RecordBook &book, std::vector<GroupRecord> records)
 {

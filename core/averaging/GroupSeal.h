@@ -17,7 +17,7 @@ namespace dedloc {
 using RecordBook = std::map<std::string, GroupRecord>;
 
 // A member's records of one epoch only gain information (announcement, then its group's
-// average, then maybe a seal): 0, 1, 2.
+// average or the end of a round without one, then maybe a seal): 0, 1, 2.
 [[nodiscard]] int informed(const GroupRecord &record);
 // Adds `records` to `book`, each replacing the member's entry unless that one is more informed
 // (a DHT read that answers an older copy, or times out on part of the nodes, takes back nothing

@@ -120,6 +120,29 @@ PeerRole roleFrom(long code)
     }
 }
 
+bool isDigest(const std::string &h)
+{
+    return h.size() == 64 && h.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::vector<GroupRecord::SealEntry> parseSeal(const json &s)
+{
+    if (!s.is_array() || s.empty() || s.size() > MaxSealGroups)
+        throw ProtocolError("group record seal is not a list of 1 to " + std::to_string(MaxSealGroups) + " groups");
+    std::vector<GroupRecord::SealEntry> seal;
+    for (const auto &e : s) {
+        if (!e.is_array() || e.size() != 3 || !e[0].is_string() || !e[1].is_number_integer() || !e[2].is_string())
+            throw ProtocolError("group record seal entry is not [group id, weight, digest]");
+        GroupRecord::SealEntry entry{e[0].get<std::string>(), e[1].get<long>(), e[2].get<std::string>()};
+        if (entry.groupId.empty() || entry.groupId.size() > 64 || entry.weight < 0 || !isDigest(entry.digest))
+            throw ProtocolError("group record seal entry out of range");
+        if (std::any_of(seal.begin(), seal.end(), [&](const auto &o) { return o.groupId == entry.groupId; }))
+            throw ProtocolError("group record seal names group " + entry.groupId + " twice");
+        seal.push_back(std::move(entry));
+    }
+    return seal;
+}
+
 } // namespace
 
 std::string encodeProgress(const ProgressRecord &r)
@@ -190,10 +213,8 @@ Declaration parseDeclaration(const SignedRecord &record)
 
 json suggestedLeaderToJson(const Declaration &leader)
 {
-    return json{{"p", leader.peerId},
-                {"k", toHex(leader.publicKey.data(), leader.publicKey.size())},
-                {"a", leader.serviceEndpoint},
-                {"x", leader.expiresAt}};
+    return json{{"p", leader.peerId}, {"k", toHex(leader.publicKey.data(), leader.publicKey.size())},
+                {"a", leader.serviceEndpoint}, {"x", leader.expiresAt}};
 }
 
 Declaration suggestedLeaderFromJson(const json &field, long epoch, const std::string &schema)
@@ -234,33 +255,6 @@ DonorAdvert parseDonorAdvert(const SignedRecord &record)
     return a;
 }
 
-namespace {
-
-bool isDigest(const std::string &h)
-{
-    return h.size() == 64 && h.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-std::vector<GroupRecord::SealEntry> parseSeal(const json &s)
-{
-    if (!s.is_array() || s.empty() || s.size() > MaxSealGroups)
-        throw ProtocolError("group record seal is not a list of 1 to " + std::to_string(MaxSealGroups) + " groups");
-    std::vector<GroupRecord::SealEntry> seal;
-    for (const auto &e : s) {
-        if (!e.is_array() || e.size() != 3 || !e[0].is_string() || !e[1].is_number_integer() || !e[2].is_string())
-            throw ProtocolError("group record seal entry is not [group id, weight, digest]");
-        GroupRecord::SealEntry entry{e[0].get<std::string>(), e[1].get<long>(), e[2].get<std::string>()};
-        if (entry.groupId.empty() || entry.groupId.size() > 64 || entry.weight < 0 || !isDigest(entry.digest))
-            throw ProtocolError("group record seal entry out of range");
-        if (std::any_of(seal.begin(), seal.end(), [&](const auto &o) { return o.groupId == entry.groupId; }))
-            throw ProtocolError("group record seal names group " + entry.groupId + " twice");
-        seal.push_back(std::move(entry));
-    }
-    return seal;
-}
-
-} // namespace
-
 std::string encodeGroupRecord(const GroupRecord &r)
 {
     json j{{"e", r.epoch}, {"g", r.groupId}, {"w", r.weight}, {"n", r.members}, {"h", r.digest},
@@ -271,6 +265,8 @@ std::string encodeGroupRecord(const GroupRecord &r)
             s.push_back(json::array({e.groupId, e.weight, e.digest}));
         j["s"] = std::move(s);
     }
+    if (r.ended)
+        j["x"] = true;
     return j.dump();
 }
 
@@ -294,6 +290,9 @@ GroupRecord parseGroupRecord(const SignedRecord &record)
     r.serviceEndpoint = endpoint(j, "a");
     if (j.contains("s"))
         r.seal = parseSeal(j.at("s"));
+    r.ended = j.contains("x") && flag(j, "x");
+    if (r.ended && (!r.digest.empty() || !r.seal.empty()))
+        throw ProtocolError("group record of a round that ended without an average claims one");
     r.signedValue = record.value;
     return r;
 }

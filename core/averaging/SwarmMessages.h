@@ -135,6 +135,10 @@ struct GroupRecord {
         bool operator==(const SealEntry &) const = default;
     };
     std::vector<SealEntry> seal;
+    // "x" (optional, true): its round ended here without an average (a shard never came back);
+    // then no digest, no seal. Two such records, and no two agreeing on an average, end the
+    // group's round for every reader (GroupMerge.h groupViews: no longer waited for).
+    bool ended = false;
     std::string signedValue;     // the signed DHT value it was read from (SignedRecord::value);
                                  // "" for one built here and not yet signed
 };
