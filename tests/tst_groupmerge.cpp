@@ -185,7 +185,7 @@ private Q_SLOTS:
         const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
         // Peer 3 claims group B's true average but serves a forged one.
         peers[3]->service->addGroupUpdate(gb.groupId, fp16Update(ramp(50.0F, 9.0F), 20));
-        const auto key = runKey(Run, "groups/" + std::to_string(Epoch));
+        const auto key = groupsKey(Run, Epoch);
         QVERIFY(peers[3]->dht->publish(key,
                                        encodeGroupRecord(record("", gb.groupId, 20, 2, updateDigest(*b),
                                                                 peers[3]->service->endpoint())),
@@ -314,7 +314,7 @@ private Q_SLOTS:
         std::atomic<bool> stop{false};
         for (auto &f : mergeAtOnce(peers, 2, ga, a, ga, a, 2, stop))
             QVERIFY(f.get().average.empty()); // A alone: its own average
-        const auto key = runKey(Run, "groups/" + std::to_string(Epoch));
+        const auto key = groupsKey(Run, Epoch);
         QVERIFY(test::SwarmHarness::waitFor([&] { return peers[2]->dht->fetch(key, 1.0).size() >= 2; }, 10.0));
         const auto r = peers[2]->merger->adopt(
             Epoch, Elements, [] { return std::size_t{2}; }, stop, gb);

@@ -90,7 +90,7 @@ private Q_SLOTS:
         const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});
         for (auto &f : results)
             QVERIFY(f.get().average == expected);
-        const auto key = runKey(Run, "groups/" + std::to_string(Epoch));
+        const auto key = groupsKey(Run, Epoch);
         const double now = unixNow();
         std::uint64_t valueId = 100;
         const auto copy = [&](const DhtNode &signer, const GroupRecord &r) {
@@ -125,7 +125,7 @@ private Q_SLOTS:
         const GroupInfo ga = groupOf("e5-aaaa", peers, 0), gb = groupOf("e5-bbbb", peers, 2);
         auto forged = record("", "e5-zzzz", 50, 2, std::string(64, 'f'), peers[4]->service->endpoint());
         forged.seal = {{"e5-zzzz", 50, std::string(64, 'f')}, {ga.groupId, 10, updateDigest(*a)}};
-        QVERIFY(peers[4]->dht->publish(runKey(Run, "groups/" + std::to_string(Epoch)), encodeGroupRecord(forged), 60.0));
+        QVERIFY(peers[4]->dht->publish(groupsKey(Run, Epoch), encodeGroupRecord(forged), 60.0));
         std::atomic<bool> stop{false};
         auto results = mergeAtOnce(peers, 4, ga, a, gb, b, 4, stop);
         const auto expected = mergeAverages({decodeUpdate(*a), decodeUpdate(*b)}, {10, 30});

@@ -161,7 +161,7 @@ void GroupMerger::announce(const GroupInfo &group)
         m_announcing.wait();
     const GroupRecord r{m_self.peerId, {}, group.epoch, group.groupId, 0, group.members.size(), {}, {}, {}, {}};
     m_announcing = std::async(std::launch::async, [this, r] {
-        publishRecord(runKey(m_self.runId, "groups/" + std::to_string(r.epoch)), encodeGroupRecord(r));
+        publishRecord(groupsKey(m_self.runId, r.epoch), encodeGroupRecord(r));
     });
 }
 
@@ -170,7 +170,7 @@ bool GroupMerger::groupsStillRunning(long epoch)
     std::lock_guard lock(m_runningMutex);
     const double now = unixNow();
     if (epoch != m_runningEpoch || now - m_runningReadAt >= 0.5) {
-        const auto views = groupViews(readRecords(runKey(m_self.runId, "groups/" + std::to_string(epoch))), epoch,
+        const auto views = groupViews(readRecords(groupsKey(m_self.runId, epoch)), epoch,
                                       m_options.maxGroupWeight);
         m_running = std::any_of(views.begin(), views.end(), [](const GroupView &v) { return v.forming; });
         m_runningEpoch = epoch;
@@ -185,7 +185,7 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
 {
     MergeResult result;
     const long epoch = own->epoch;
-    const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
+    const auto key = groupsKey(m_self.runId, epoch);
     if (m_announcing.valid())
         m_announcing.wait(); // its announcement must not land after (and over) the record below
     const auto digest = updateDigest(*own);
@@ -218,7 +218,7 @@ MergeResult GroupMerger::adopt(long epoch, std::uint64_t elements, const std::fu
                                const std::atomic<bool> &stop, const GroupInfo &round, double roundSeconds)
 {
     MergeResult result;
-    const auto key = runKey(m_self.runId, "groups/" + std::to_string(epoch));
+    const auto key = groupsKey(m_self.runId, epoch);
     const GroupInfo none{{}, epoch, {}};
     const GroupInfo &waitAs = round.groupId.empty() ? none : round;
     const GroupRecord mine{m_self.peerId, {}, epoch, {}, 0, 0, {}, {}, {}, false, {}};

@@ -9,7 +9,7 @@
 // After a complete round, a member of group G, whose batch holds W_G samples, keeps G's average
 // U_G as encoded on the wire (averaging/AveragedUpdate.h) on its service socket
 // (PeerService::addGroupUpdate) and publishes a signed GroupRecord under
-// runKey(run, "groups/<epoch>"), in place of its announcement. It then reads that key until every
+// groupsKey(run, epoch), in place of its announcement. It then reads that key until every
 // group announced has its average recorded and the groups seen hold every peer expected at this
 // epoch, or its wait ends; fetches each other group's average from one of the
 // members that serve it (this peer's id picks which, so that a group's downloads spread over its

@@ -345,7 +345,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     const double deadline = started + m_options.window;
     const double giveUp = deadline + m_options.requestTimeout;
     SearchView view;
-    view.key = runKey(m_self.runId, "mm/" + std::to_string(epoch) + "/" + schema);
+    view.key = matchmakingKey(m_self.runId, epoch, schema); // also other epochs' (a ring): filtered by epoch
     const bool reachable = m_service != nullptr && !m_clientMode.load(); // for the whole search
     view.reachable = reachable;
 

@@ -3,7 +3,7 @@
 // member order (docs/PROTOCOL.md "Matchmaking"; hivemind's leader/follower scheme, decentralised).
 //
 // A peer looking for a group for (epoch, schema) declares itself on the DHT under
-// runKey(run, "mm/<epoch>/<schema>") with its deadline (now + window). Reachable peers gather
+// matchmakingKey(run, epoch, schema) with its deadline (now + window). Reachable peers gather
 // followers on their service socket (averaging/PeerService.h) until that deadline. Candidates are
 // ordered by (deadline, peer id): a peer only ever asks a candidate that orders BEFORE itself,
 // so two peers never wait on each other (no deadlock), and the earliest peer ends up leading.

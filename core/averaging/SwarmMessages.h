@@ -4,10 +4,11 @@
 //
 // DHT payloads are small JSON objects inside signed records (net/DhtNode.h), keyed by run id:
 //   runKey(run, "progress")            ProgressRecord of every peer (DeDLOC section 3.1)
-//   runKey(run, "mm/<epoch>/<schema>") matchmaking declarations of peers looking for a group
+//   runKey(run, "mm/<e>/<schema>")     matchmaking declarations of peers looking for a group
 //   runKey(run, "donors")              state-donor adverts (epoch = priority)
 //   runKey(run, "metrics")             each peer's latest step metrics (for the monitor)
-//   runKey(run, "groups/<epoch>")      each group member's GroupRecord (averaging/GroupMerge.h)
+//   runKey(run, "groups/<e>")          each group member's GroupRecord (averaging/GroupMerge.h)
+// where <e> is the epoch modulo EpochKeyRing (groupsKey, matchmakingKey below).
 // Service messages travel between a DEALER and a peer's service ROUTER as ZeroMQ multipart:
 // one CBOR header frame (<= MaxServiceHeaderBytes) and, for state parts, one raw fp32 frame.
 //   join   {run, e: epoch, s: schema, p: peer id, k: public key (64 hex), a: all-reduce
@@ -52,6 +53,21 @@ inline constexpr std::int64_t ShardShareTotal = std::int64_t{1} << 20;
 inline constexpr int ServiceProtocolVersion = 3; // 2: BEGIN carries the leader's shard shares; 3: parts of 16 Ki elements
 
 // --- DHT payloads -------------------------------------------------------------------------
+
+// The keys of one epoch come from a ring of EpochKeyRing epochs: OpenDHT keeps every key it put
+// or got for an hour after its last use, so a key per epoch grew a node's memory with the steps
+// (about 2 900 searches per 10 minutes at 2.4 steps a second). Every payload under them says its
+// epoch and readers keep only the epoch they read for; a peer's record of epoch e + EpochKeyRing
+// replaces its record of e (one value per peer and key), which no reader needs by then.
+inline constexpr long EpochKeyRing = 1024;
+[[nodiscard]] inline std::string groupsKey(const std::string &runId, long epoch)
+{
+    return runKey(runId, "groups/" + std::to_string(epoch % EpochKeyRing));
+}
+[[nodiscard]] inline std::string matchmakingKey(const std::string &runId, long epoch, const std::string &schema)
+{
+    return runKey(runId, "mm/" + std::to_string(epoch % EpochKeyRing) + "/" + schema);
+}
 
 // A peer's progress toward the current global batch (DeDLOC section 3.1), as published under
 // runKey(run, "progress") and kept by averaging/ProgressTracker.h.
@@ -115,7 +131,7 @@ struct DonorAdvert {
 [[nodiscard]] std::string encodeDonorAdvert(const DonorAdvert &advert);
 [[nodiscard]] DonorAdvert parseDonorAdvert(const SignedRecord &record);
 
-// One member's word on its group's round, the payload under runKey(run, "groups/<epoch>").
+// One member's word on its group's round, the payload under groupsKey(run, epoch).
 struct GroupRecord {
     std::string peerId;          // the record's signer
     std::array<unsigned char, 32> publicKey{};

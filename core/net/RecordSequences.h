@@ -3,8 +3,8 @@
 // increasing per key, and above those of any earlier process of the same peer, because they
 // start from the time in milliseconds (a reader keeps the highest sequence per peer and key).
 //
-// A key not published for `memorySeconds` is forgotten: the swarm publishes under keys of each
-// epoch (groups/<e>, mm/<e>/<schema>), so remembering every key would grow with the steps. A
+// A key not published for `memorySeconds` is forgotten: the swarm publishes under keys of a ring
+// of epochs (groups/<e>, mm/<e>/<schema>; averaging/SwarmMessages.h), many of them. A
 // forgotten key starts again from the time, which is above its last sequence as long as that
 // key got fewer than 1000 x memorySeconds publishes ahead of the clock (one per millisecond
 // beyond real time), far more than any peer makes.

@@ -72,7 +72,7 @@ FakeLeader::~FakeLeader()
 bool FakeLeader::declare(long epoch, const std::string &schema, double deadline)
 {
     const Declaration d{identity.peerId(), epoch, schema, endpoint, deadline, false, {}};
-    return dht.publish(runKey("mm-test", "mm/" + std::to_string(epoch) + "/" + schema), encodeDeclaration(d), 30.0);
+    return dht.publish(matchmakingKey("mm-test", epoch, schema), encodeDeclaration(d), 30.0);
 }
 
 GroupMember FakeLeader::asMember() const

@@ -1,0 +1,189 @@
+// Matchmaking against a leader that lies or breaks (core/averaging/Matchmaker.h, follow(); docs/
+// PROTOCOL.md "Bounds on what a peer claims"): a hand-made leader (tests/support/
+// MatchmakerFixtures.h FakeLeader) that accepts and never begins, sends a BEGIN that leaves itself
+// out, changes the follower, hands itself the vector, or mistypes its fields. The follower must
+// refuse without throwing and never ask that leader again in the epoch.
+#include "MatchmakerFixtures.h"
+#include "util/Clock.h"
+
+#include <QTest>
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+using namespace dedloc;
+using namespace dedloc::test;
+
+namespace {
+
+constexpr auto &message = encodeServiceMessage;
+
+// Replies whose fields have the wrong types; what the follower must make of them.
+struct MistypedReply {
+    const char *name;
+    FakeLeader::Script script;
+    bool forms;         // a group forms
+    const char *reason; // in the follower's reason when none does
+};
+const std::vector<MistypedReply> mistypedReplies = {
+    {"accept with a text deadline",
+     [](const FakeLeader &l, const JoinRequest &j) {
+         const GroupInfo g{"e3-fake", 3, {l.asMember(), {j.peerId, "", 0.0, 1.0, j.publicKey}}};
+         return Replies{message("accept", {{"d", "soon"}}), message("begin", groupToJson(g))};
+     },
+     true, ""},
+    {"refuse with a numeric reason",
+     [](const FakeLeader &, const JoinRequest &) {
+         return Replies{message("refuse", {{"why", 42}})};
+     },
+     false, "refused: ?"},
+    {"disband with a numeric reason",
+     [](const FakeLeader &, const JoinRequest &) {
+         return Replies{message("accept", {{"d", unixNow() + 1.0}}), message("disband", {{"why", 7}})};
+     },
+     false, "disbanded: ?"},
+};
+
+} // namespace
+
+class TestMatchmakerBounds final : public QObject {
+    Q_OBJECT
+
+    // A follower asks `leader` once, refuses its BEGIN with `reason`, and never asks it again in
+    // that epoch.
+    static void expectRefusedOnce(FakeLeader &leader, const char *reason, bool capShares = false)
+    {
+        auto options = fastOptions();
+        options.capShares = capShares;
+        auto follower = followerOf(leader, options);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+        QVERIFY(!out.group);
+        QVERIFY2(QString::fromStdString(out.why).contains(QString::fromLatin1(reason)), out.why.c_str());
+        QCOMPARE(leader.joins.load(), 1);
+    }
+
+private Q_SLOTS:
+    // A leader that accepts a join and then never sends BEGIN may be holding the follower on
+    // purpose: after waiting out the deadline it gave (`d`, 0.2 s away) plus the request timeout,
+    // the follower does not ask it again in this epoch, although its declaration stays valid and
+    // the follower's own window (4 s) leaves time to.
+    void leaderThatNeverBeginsIsAskedOnce()
+    {
+        FakeLeader leader([](const FakeLeader &, const JoinRequest &) {
+            return Replies{message("accept", {{"d", unixNow() + 0.2}})};
+        });
+        auto options = fastOptions();
+        options.window = 4.0;
+        auto follower = followerOf(leader, options);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+        QVERIFY(!out.group);
+        QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("never began")), out.why.c_str());
+        QCOMPARE(leader.joins.load(), 1);
+    }
+
+    // A BEGIN that lists the follower and another peer but not the leader that sent it is
+    // refused (the follower would average with peers nobody vouched for), and that leader is
+    // not asked again in this epoch.
+    void beginWithoutTheLeaderIsRefused()
+    {
+        const auto stranger = PeerIdentity::generate();
+        FakeLeader leader([&stranger](const FakeLeader &, const JoinRequest &j) {
+            const GroupInfo g{"e3-fake",
+                              3,
+                              {{stranger.peerId(), "tcp://127.0.0.1:8", -1.0, 1.0, stranger.publicKey(), ShardShareTotal},
+                               {j.peerId, "", 0.0, 1.0, j.publicKey}}};
+            return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
+        });
+        expectRefusedOnce(leader, "does not list the leader");
+    }
+
+    // A leader cannot hand itself the vector: a BEGIN whose shares are not those its listed
+    // bandwidths give (two reducers of 10: half each, not all to the leader), or, in an open run,
+    // not capped at twice an even share (a leader listing 1e5 beside two members of 10 would
+    // take all of it; capped: two thirds), is refused and that leader not asked again.
+    void beginWithSharesItsBandwidthsDoNotGiveIsRefused_data()
+    {
+        QTest::addColumn<double>("leaderBandwidth");
+        QTest::addColumn<qint64>("leaderShare");
+        QTest::addColumn<bool>("capShares");
+        QTest::newRow("all to the leader, equal bandwidths") << 10.0 << qint64(ShardShareTotal) << false;
+        QTest::newRow("uncapped shares in an open run") << 1e5 << qint64(ShardShareTotal) << true;
+    }
+    void beginWithSharesItsBandwidthsDoNotGiveIsRefused()
+    {
+        QFETCH(double, leaderBandwidth);
+        QFETCH(qint64, leaderShare);
+        QFETCH(bool, capShares);
+        const auto a = PeerIdentity::generate(), b = PeerIdentity::generate();
+        FakeLeader leader([&](const FakeLeader &l, const JoinRequest &j) {
+            GroupInfo g{"e3-fake", 3, {l.asMember(), {j.peerId, "", 0.0, 1.0, j.publicKey}}};
+            g.members[0].bandwidth = leaderBandwidth;
+            g.members[0].share = leaderShare;
+            g.members.push_back({a.peerId(), "tcp://127.0.0.1:7", 10.0, 1.0, a.publicKey(), ShardShareTotal - leaderShare});
+            g.members.push_back({b.peerId(), "tcp://127.0.0.1:6", 10.0, 1.0, b.publicKey(), 0});
+            return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
+        });
+        expectRefusedOnce(leader, "shard share", capShares);
+    }
+
+    // A leader cannot change what a follower joined as: a BEGIN that marks it as asking for
+    // repair (it would then take the others' state in the state round) or as an auxiliary (it
+    // would send no gradient) is refused, and that leader is not asked again in this epoch.
+    void beginThatChangesTheFollowerIsRefused_data()
+    {
+        QTest::addColumn<bool>("repair");
+        QTest::addColumn<double>("weight");
+        QTest::newRow("repair it did not ask for") << true << 1.0;
+        QTest::newRow("auxiliary instead of sender") << false << 0.0;
+    }
+    void beginThatChangesTheFollowerIsRefused()
+    {
+        QFETCH(bool, repair);
+        QFETCH(double, weight);
+        FakeLeader leader([repair, weight](const FakeLeader &l, const JoinRequest &j) {
+            GroupInfo g{"e3-fake", 3, {l.asMember(), {j.peerId, "", 0.0, weight, j.publicKey}}};
+            g.members[1].repair = repair;
+            if (weight == 0.0) // a client-mode member must send: make it look valid otherwise
+                g.members[1].endpoint = "tcp://127.0.0.1:7";
+            return Replies{message("accept", {{"d", unixNow() + 2.0}}), message("begin", groupToJson(g))};
+        });
+        expectRefusedOnce(leader, "otherwise than it joined");
+    }
+
+    // A leader's reply with a field of the wrong type never throws out of formGroup: a
+    // deadline that is no number falls back to the declared one (and the group still forms), a
+    // reason that is no text reads "?".
+    void mistypedRepliesDoNotThrow_data()
+    {
+        QTest::addColumn<int>("which");
+        for (std::size_t i = 0; i < mistypedReplies.size(); ++i)
+            QTest::newRow(mistypedReplies[i].name) << static_cast<int>(i);
+    }
+    void mistypedRepliesDoNotThrow()
+    {
+        QFETCH(int, which);
+        const auto &c = mistypedReplies[static_cast<std::size_t>(which)];
+        FakeLeader leader(c.script);
+        const auto options = fastOptions();
+        auto follower = followerOf(leader, options);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+        QCOMPARE(out.group.has_value(), c.forms);
+        if (c.forms) {
+            QCOMPARE(out.group->info.groupId, std::string("e3-fake"));
+            QCOMPARE(out.group->info.members[out.group->myIndex].peerId, follower->identity.peerId());
+            QVERIFY(!out.group->leader);
+        } else {
+            QVERIFY2(QString::fromStdString(out.why).contains(QLatin1String(c.reason)), out.why.c_str());
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMatchmakerBounds)
+#include "tst_matchmakerbounds.moc"
