@@ -129,18 +129,22 @@ private Q_SLOTS:
         views = groupViews({record("p1", "e5-f", 10, 2, h1), record("p2", "e5-f", 0, 2, "")}, Epoch, 100.0);
         QCOMPARE(views.size(), std::size_t{1});
         QVERIFY(views[0].forming);
-        // Ended without an average by one member: still forming; by two: left out, unless two
-        // other members agree on an average (they received every shard).
-        const auto end = [](const char *peer) {
-            auto r = record(peer, "e5-g", 0, 4, "");
+        // A group of 4 whose round ended without an average for 1 or 2 members: still forming (two
+        // may still agree); for 3: left out (one is left), unless one claims an average; two that
+        // agree on an average make it complete whatever the others say. A group of 2: one end.
+        const auto end = [](const char *peer, std::size_t members = 4) {
+            auto r = record(peer, members == 4 ? "e5-g" : "e5-h", 0, members, "");
             r.ended = true;
             return r;
         };
+        const auto claim = [&](const char *peer) { return record(peer, "e5-g", 10, 4, h1); };
         QVERIFY(groupViews({end("p1"), record("p2", "e5-g", 0, 4, "")}, Epoch, 100.0).at(0).forming);
-        QVERIFY(groupViews({end("p1"), end("p2")}, Epoch, 100.0).empty());
-        views = groupViews({end("p1"), end("p2"), record("p3", "e5-g", 10, 4, h1), record("p4", "e5-g", 10, 4, h1)},
-                           Epoch, 100.0);
+        QVERIFY(groupViews({end("p1"), end("p2")}, Epoch, 100.0).at(0).forming);
+        QVERIFY(groupViews({end("p1"), end("p2"), end("p3")}, Epoch, 100.0).empty());
+        QVERIFY(groupViews({end("p1"), end("p2"), end("p3"), claim("p4")}, Epoch, 100.0).at(0).forming);
+        views = groupViews({end("p1"), end("p2"), claim("p3"), claim("p4")}, Epoch, 100.0);
         QVERIFY(views.size() == 1 && !views[0].forming && views[0].digest == h1);
+        QVERIFY(groupViews({end("p1", 2), record("p2", "e5-h", 0, 2, "")}, Epoch, 100.0).empty());
     }
 
     void mergeIsTheWeightedMean()
@@ -278,7 +282,11 @@ private Q_SLOTS:
         const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         QVERIFY(r.average.empty());
         QCOMPARE(r.groups, std::size_t{0});
-        QVERIFY2(r.note.find("e5-aaaa not merged: its round did not end in time") != std::string::npos, r.note.c_str());
+        // Its own end record (the first adopt's) leaves the group out; where that has not landed
+        // yet, the group shows as forming and is not merged.
+        QVERIFY2(r.note.find("e5-aaaa") == std::string::npos
+                     || r.note.find("e5-aaaa not merged: its round did not end in time") != std::string::npos,
+                 r.note.c_str());
         QVERIFY2(waited < 20.0, qPrintable(QString::number(waited)));
     }
 

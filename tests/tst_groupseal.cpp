@@ -33,6 +33,25 @@ class TestGroupSeal final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // The record book keeps each member's most informed record of the epoch it reads for: a
+    // seal of epoch 5 + EpochKeyRing under the same key (a ring of epochs) is skipped, not taken
+    // over the member's announcement of epoch 5; a later average replaces that announcement.
+    void theBookKeepsItsEpochsMostInformedRecords()
+    {
+        QCOMPARE(groupsKey(Run, Epoch), groupsKey(Run, Epoch + EpochKeyRing));
+        RecordBook book;
+        auto announced = record("p1", "e5-a", 0, 2, "");
+        auto later = record("p1", "e1029-a", 10, 2, std::string(64, '1'));
+        later.epoch = Epoch + EpochKeyRing;
+        later.seal = {{"e1029-a", 10, later.digest}};
+        auto all = absorb(book, {announced, later}, Epoch);
+        QVERIFY(all.size() == 1 && all[0].epoch == Epoch && all[0].digest.empty());
+        all = absorb(book, {record("p1", "e5-a", 10, 2, std::string(64, '2'))}, Epoch);
+        QVERIFY(all.size() == 1 && all[0].digest == std::string(64, '2'));
+        all = absorb(book, {announced}, Epoch); // an older copy takes nothing back
+        QCOMPARE(all.at(0).digest, std::string(64, '2'));
+    }
+
     // Group B's round ends after group A sealed the epoch's merge without it: B's members take
     // A's average, not their own, so all four hold one model (B's batch is lost to this step).
     // Also where one group could hold all four (matchmaking views split them, B formed late):

@@ -168,6 +168,24 @@ private Q_SLOTS:
     }
 
     // State download: the whole vector arrives in parts, bit for bit.
+    // A follower that asks again (a new connection after a late accept) is listed as it asks
+    // now: its BEGIN must carry the bandwidth it measured since, or it refuses the group.
+    void aRetriedJoinReplacesTheFirst()
+    {
+        PeerService leader("r");
+        leader.openGather({4, "s", 3, unixNow() + 30.0});
+        auto ask = join("r");
+        ask.bandwidth = 10.0;
+        QCOMPARE(rawRequest(m_context, leader.endpoint(), {bytes(encodeServiceMessage("join", joinToJson(ask)))}),
+                 std::string("accept"));
+        ask.bandwidth = 25.0;
+        QCOMPARE(rawRequest(m_context, leader.endpoint(), {bytes(encodeServiceMessage("join", joinToJson(ask)))}),
+                 std::string("accept"));
+        const auto followers = leader.followers();
+        QCOMPARE(followers.size(), std::size_t{1});
+        QCOMPARE(followers[0].bandwidth, 25.0);
+    }
+
     void stateDownloadsInParts()
     {
         PeerService donor("r", "tcp://127.0.0.1:*", 1000);
@@ -185,7 +203,7 @@ private Q_SLOTS:
     }
 
     // A client that asks for 300 parts of 512 KiB and reads nothing for a while gets the few the
-    // service queued for it (and what the kernel buffered), not 300: the service drops the rest
+    // service queued for it (and what the kernels buffered), not 300: the service drops the rest
     // instead of holding 150 MiB for 30-byte requests. It serves the next client as before.
     void aClientThatDoesNotReadCannotQueueRepliesWithoutBound()
     {
@@ -207,7 +225,9 @@ private Q_SLOTS:
         while (client.receive(1.0, Part * sizeof(float)))
             ++received;
         qInfo("received %d of %d parts", received, Asked);
-        QVERIFY2(received >= 1 && received <= 40, qPrintable(QString::number(received)));
+        // The queue (8) and the client's (4), plus what the kernel's socket buffers held: tens of
+        // parts at most, against all 300 without the bound.
+        QVERIFY2(received >= 1 && received <= 100, qPrintable(QString::number(received)));
         std::atomic<bool> stop{false};
         std::string why;
         QVERIFY2(downloadState({{"donor", donor.endpoint(), 3}}, "r", 3, 4 * Part, {}, stop, &why).has_value(),

@@ -60,8 +60,10 @@ std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long 
                         v.servers.push_back(*r);
             }
         }
-        if (v.forming && ended[groupId] >= 2)
-            continue; // its round ended without an average: nothing to wait for, nothing to merge
+        // Members whose round ended without an average leave too few to agree on one, and none
+        // claims one: nothing of this group will come (nothing to wait for, nothing to merge).
+        if (v.forming && ended[groupId] >= 1 && members < ended[groupId] + 2 && claims.count(groupId) == 0)
+            continue;
         views.push_back(std::move(v));
     }
     return views; // std::map iterates group ids in order

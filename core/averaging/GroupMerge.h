@@ -86,8 +86,9 @@ struct GroupView {
 // members is listed, complete when at least two of them claim the same average (and it is at
 // most `maxGroupWeight` per member: a heavier one is left out), forming otherwise (its round has
 // not ended for most of them), with the largest size its records claim. A group that is not
-// complete and whose round two members recorded as ended without an average (GroupRecord::ended)
-// is left out: nothing of it will come, so nobody waits for it.
+// complete, where no member claims an average and fewer than two of its `n` members have not
+// recorded that their round ended without one (GroupRecord::ended), is left out: no two members
+// can agree on an average any more, so nobody waits for it.
 [[nodiscard]] std::vector<GroupView> groupViews(const std::vector<GroupRecord> &records, long epoch,
                                                 double maxGroupWeight);
 

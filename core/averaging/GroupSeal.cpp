@@ -14,9 +14,11 @@ namespace dedloc {
 
 int informed(const GroupRecord &r) { return !r.seal.empty() ? 2 : r.digest.empty() && !r.ended ? 0 : 1; }
 
-std::vector<GroupRecord> absorb(RecordBook &book, std::vector<GroupRecord> records)
+std::vector<GroupRecord> absorb(RecordBook &book, std::vector<GroupRecord> records, long epoch)
 {
     for (auto &r : records) {
+        if (r.epoch != epoch)
+            continue;
         auto [it, fresh] = book.try_emplace(r.peerId, r);
         if (!fresh && informed(r) >= informed(it->second))
             it->second = std::move(r);
@@ -114,7 +116,7 @@ GroupMerger::Awaited GroupMerger::awaitGroups(const std::string &key, const Grou
     Awaited a;
     while (!stop.load()) {
         const std::size_t expected = expectedPeers ? expectedPeers() : 0;
-        const auto records = absorb(a.book, readRecords(key));
+        const auto records = absorb(a.book, readRecords(key), group.epoch);
         a.views = groupViews(records, group.epoch, m_options.maxGroupWeight);
         a.sealed = bestSeal(records, a.views, mine, false, nullptr).has_value();
         std::size_t seen = group.members.size();
@@ -195,7 +197,7 @@ std::optional<SealChoice> GroupMerger::pickSeal(const std::string &key, const Gr
                                                 double deadline, const std::atomic<bool> &stop, std::string *why) const
 {
     while (!stop.load()) {
-        const auto records = absorb(book, readRecords(key));
+        const auto records = absorb(book, readRecords(key), mine.epoch);
         const auto views = groupViews(records, mine.epoch, m_options.maxGroupWeight);
         const bool last = unixNow() >= deadline;
         if (auto chosen = bestSeal(records, views, mine, !last, why))
@@ -231,7 +233,7 @@ std::optional<SealChoice> GroupMerger::askMembers(const std::string &key, const 
         std::string whyNot;
         const auto relayed = askForSeal(member, m_self.runId, mine.epoch, key, m_options.fetchTimeout / 2.0, 3.0, stop,
                                         m_security, &whyNot);
-        const auto records = absorb(book, admitted(relayed));
+        const auto records = absorb(book, admitted(relayed), mine.epoch);
         if (auto chosen = bestSeal(records, groupViews(records, mine.epoch, m_options.maxGroupWeight), mine, false, why))
             return chosen;
         answers += (answers.empty() ? "" : ", ") + member.peerId.substr(0, 8) + ": "

@@ -19,10 +19,11 @@ using RecordBook = std::map<std::string, GroupRecord>;
 // A member's records of one epoch only gain information (announcement, then its group's
 // average or the end of a round without one, then maybe a seal): 0, 1, 2.
 [[nodiscard]] int informed(const GroupRecord &record);
-// Adds `records` to `book`, each replacing the member's entry unless that one is more informed
-// (a DHT read that answers an older copy, or times out on part of the nodes, takes back nothing
-// an earlier read showed), and returns every record of the book.
-std::vector<GroupRecord> absorb(RecordBook &book, std::vector<GroupRecord> records);
+// Adds the records of `epoch` in `records` to `book` (a key serves a ring of epochs: others are
+// skipped), each replacing the member's entry unless that one is more informed (a DHT read that
+// answers an older copy, or times out on part of the nodes, takes back nothing an earlier read
+// showed), and returns every record of the book.
+std::vector<GroupRecord> absorb(RecordBook &book, std::vector<GroupRecord> records, long epoch);
 
 // The epoch's seals in `records`, best first: the largest sealed weight (the sum of its
 // entries' weights), then the most groups, then the smallest sealer id.

@@ -67,8 +67,10 @@ bool assignShardShares(std::vector<GroupMember> &members, bool capped)
 }
 
 // A follower's check of its BEGIN: the shares must be those the listed bandwidths give (within
-// a thousandth of the vector: the leader's floating point may differ in the last bit) and, in an
-// open run, capped; a leader cannot hand itself the vector whatever it lists.
+// ShareTolerance units of 2^20 each: another machine's floating point moves a share by one or
+// two) and, in an open run, capped; a leader cannot hand itself the vector whatever it lists.
+constexpr std::int64_t ShareTolerance = 16;
+
 void checkShares(const std::vector<GroupMember> &members, bool capped)
 {
     std::vector<std::int64_t> expected;
@@ -78,7 +80,7 @@ void checkShares(const std::vector<GroupMember> &members, bool capped)
         throw ProtocolError(std::string("BEGIN's bandwidths give no shares: ") + e.what());
     }
     for (std::size_t i = 0; i < members.size(); ++i)
-        if (std::llabs(members[i].share - expected[i]) > ShardShareTotal / 1000)
+        if (std::llabs(members[i].share - expected[i]) > ShareTolerance)
             throw ProtocolError("BEGIN gives " + members[i].peerId.substr(0, 8) + " a shard share of "
                                 + std::to_string(members[i].share) + " where its bandwidth gives "
                                 + std::to_string(expected[i]) + " of " + std::to_string(ShardShareTotal));

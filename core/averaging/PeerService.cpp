@@ -121,7 +121,8 @@ struct PeerService::Impl {
                     return reply(routingId, "refuse", {{"why", "another epoch or tensor schema"}});
                 for (auto &f : followers)
                     if (f.request.peerId == r.peerId) {
-                        f.routingId = routingId; // a retry on a new connection
+                        f.routingId = routingId; // a retry on a new connection, with what it says now
+                        f.request = r;
                         return reply(routingId, "accept", {{"d", gather.deadline}});
                     }
                 if (followers.size() >= gather.capacity)

@@ -4,11 +4,12 @@
 //
 // DHT payloads are small JSON objects inside signed records (net/DhtNode.h), keyed by run id:
 //   runKey(run, "progress")            ProgressRecord of every peer (DeDLOC section 3.1)
-//   runKey(run, "mm/<e>/<schema>")     matchmaking declarations of peers looking for a group
+//   runKey(run, "mm/ring/<e>/<schema>") matchmaking declarations of peers looking for a group
 //   runKey(run, "donors")              state-donor adverts (epoch = priority)
 //   runKey(run, "metrics")             each peer's latest step metrics (for the monitor)
-//   runKey(run, "groups/<e>")          each group member's GroupRecord (averaging/GroupMerge.h)
-// where <e> is the epoch modulo EpochKeyRing (groupsKey, matchmakingKey below).
+//   runKey(run, "groups/ring/<e>")     each group member's GroupRecord (averaging/GroupMerge.h)
+// where <e> is the epoch modulo EpochKeyRing (groupsKey, matchmakingKey below; "ring/" keeps
+// them apart from the per-epoch keys of releases before service protocol version 4).
 // Service messages travel between a DEALER and a peer's service ROUTER as ZeroMQ multipart:
 // one CBOR header frame (<= MaxServiceHeaderBytes) and, for state parts, one raw fp32 frame.
 //   join   {run, e: epoch, s: schema, p: peer id, k: public key (64 hex), a: all-reduce
@@ -50,7 +51,8 @@ inline constexpr std::size_t MaxServiceHeaderBytes = 16 * 1024;
 inline constexpr std::size_t MaxGroupMembers = 256;
 // The denominator of the shard shares in BEGIN (2^20: one share is about a millionth of a vector).
 inline constexpr std::int64_t ShardShareTotal = std::int64_t{1} << 20;
-inline constexpr int ServiceProtocolVersion = 3; // 2: BEGIN carries the leader's shard shares; 3: parts of 16 Ki elements
+inline constexpr int ServiceProtocolVersion = 4; // 2: BEGIN carries the leader's shard shares; 3: parts of 16 Ki
+                                                 // elements; 4: capped shares checked, keys on a ring of epochs
 
 // --- DHT payloads -------------------------------------------------------------------------
 
@@ -62,11 +64,11 @@ inline constexpr int ServiceProtocolVersion = 3; // 2: BEGIN carries the leader'
 inline constexpr long EpochKeyRing = 1024;
 [[nodiscard]] inline std::string groupsKey(const std::string &runId, long epoch)
 {
-    return runKey(runId, "groups/" + std::to_string(epoch % EpochKeyRing));
+    return runKey(runId, "groups/ring/" + std::to_string(epoch % EpochKeyRing));
 }
 [[nodiscard]] inline std::string matchmakingKey(const std::string &runId, long epoch, const std::string &schema)
 {
-    return runKey(runId, "mm/" + std::to_string(epoch % EpochKeyRing) + "/" + schema);
+    return runKey(runId, "mm/ring/" + std::to_string(epoch % EpochKeyRing) + "/" + schema);
 }
 
 // A peer's progress toward the current global batch (DeDLOC section 3.1), as published under
@@ -152,8 +154,8 @@ struct GroupRecord {
     };
     std::vector<SealEntry> seal;
     // "x" (optional, true): its round ended here without an average (a shard never came back);
-    // then no digest, no seal. Two such records, and no two agreeing on an average, end the
-    // group's round for every reader (GroupMerge.h groupViews: no longer waited for).
+    // then no digest, no seal. Once too few members are left to agree on an average, and none
+    // claims one, readers no longer wait for the group (GroupMerge.h groupViews).
     bool ended = false;
     std::string signedValue;     // the signed DHT value it was read from (SignedRecord::value);
                                  // "" for one built here and not yet signed

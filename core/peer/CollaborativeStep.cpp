@@ -97,13 +97,14 @@ void mergeGroups(const GroupMergeHook &merge, const FormedGroup &group, double r
 }
 
 // Without a round of its own: the epoch's merge in `gradient` (GroupMerger::adopt), when the
-// hook gives one; `why` says why this peer had no round.
+// hook gives one; `why` says why this peer had no round; `round`: the group whose round could not
+// run (its end is recorded), or null.
 bool adoptMerge(const GroupMergeHook &merge, long epoch, const std::string &why, std::vector<float> &gradient,
-                StepOutcome &out)
+                StepOutcome &out, const GroupInfo *round)
 {
     if (!merge.adopt)
         return false;
-    auto m = merge.adopt(epoch, gradient.size(), nullptr);
+    auto m = merge.adopt(epoch, gradient.size(), round);
     if (!m.note.empty())
         log::warning("swarm", "taking the epoch's merge: " + m.note);
     if (m.average.size() != gradient.size())
@@ -214,7 +215,7 @@ std::optional<StepOutcome> applyCollaborativeStep(Trainer &trainer, AllReduceEnd
     }
     if (contribute) {
         std::vector<float> merged(static_cast<std::size_t>(trainer.parameterCount()));
-        if (adoptMerge(merge, trainer.step(), why, merged, out)) {
+        if (adoptMerge(merge, trainer.step(), why, merged, out, group ? &group->info : nullptr)) {
             out.result = trainer.applyAveragedStep(merged, out.batchSamples);
             return out;
         }
@@ -243,7 +244,7 @@ std::optional<StepOutcome> averageDetachedGradient(AllReduceEndpoint &allReduce,
         detached.meanGradient = own;
         out.localSamples = detached.samples;
     }
-    if (adoptMerge(merge, detached.epoch, why, detached.meanGradient, out))
+    if (adoptMerge(merge, detached.epoch, why, detached.meanGradient, out, group ? &group->info : nullptr))
         return out;
     if (out.localSamples == 0)
         return std::nullopt;
