@@ -245,6 +245,43 @@ class TestHostilePeer : public QObject {
         // and the claim landed: the honest trainers did not step on the target's worth of their own
         QVERIFY2(median >= Target / 20 && median <= Target / 2, qPrintable(QStringLiteral("median batch %1 of target %2: %3").arg(median).arg(Target).arg(all_)));
     }
+
+    // A trainer that declares 100 000 Mbit/s beside three that measured their link (loopback:
+    // about 200) would reduce the whole vector, uncapped, and decide every result; an open run
+    // caps its share at twice an even one (LoadBalancing.h fairShareCap): in a group of four
+    // every honest member reduces a shard, the liar at most three times an honest one's (1/2
+    // against 1/6 each), and the honest trainers hold one model.
+    void aBandwidthLiarReducesAtMostTwiceAFairShare()
+    {
+        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "bandwidth";
+        std::filesystem::create_directories(d);
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
+        auto [monitor, p1, p2, p3, liar] = startSwarm(h, 6, QStringLiteral("bandwidth:100000"));
+        const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &liar, &monitor};
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 240), all);
+        const auto liarSteps = byStep(liar);
+        int compared = 0;
+        for (const auto *p : {&p1, &p2, &p3})
+            for (const auto &[step, e] : byStep(*p)) {
+                if (e.value("group_size", 0L) != 4 || !liarSteps.count(step)
+                    || liarSteps.at(step).value("group_size", 0L) != 4)
+                    continue;
+                const long mine = e.value("shard_elements", -1L), its = liarSteps.at(step).value("shard_elements", -1L);
+                setFailureContext(p->name.toStdString() + " step " + std::to_string(step) + ": shard " + std::to_string(mine)
+                                  + " elements, the liar's " + std::to_string(its));
+                SWARM_VERIFY(mine > 0 && its >= 0 && its <= 3 * mine + 3, all);
+                ++compared;
+            }
+        setFailureContext("");
+        qInfo("%d honest steps in groups of four with the liar compared", compared);
+        SWARM_VERIFY(compared >= 3, all);
+        const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
+        for (long step = 1; step <= 6; ++step)
+            SWARM_VERIFY(s1.count(step) && s2.count(step) && s3.count(step)
+                             && s1.at(step).value("params_sha", std::string("1")) == s2.at(step).value("params_sha", std::string("2"))
+                             && s1.at(step).value("params_sha", std::string("1")) == s3.at(step).value("params_sha", std::string("3")),
+                         all);
+    }
 };
 
 QTEST_MAIN(TestHostilePeer)

@@ -130,7 +130,7 @@ void SwarmPeer::Impl::setUp()
     }
     mapRouterPorts();
     settleReachability();
-    MatchSelf self{identity->peerId(), swarmId, allReduce->endpoint(), opt.bandwidth, opt.clientMode,
+    MatchSelf self{identity->peerId(), swarmId, allReduce->endpoint(), declaredBandwidth(opt.bandwidth), opt.clientMode,
                    opt.role == PeerRole::Trainer, identity->publicKey()};
     auto matchmaking = opt.matchmaking;
     matchmaking.targetGroupSize = static_cast<std::size_t>(manifest->averaging().groupSize);

@@ -118,6 +118,9 @@ struct SwarmOptions {
     // Tests only: rewrites this trainer's progress record before its own tracker counts it and the
     // DHT carries it (a peer that lies about its samples and rate). The apps never set it.
     std::function<void(ProgressRecord &)> tamperRecord;
+    // Tests only: rewrites the bandwidth this peer declares when it joins or leads a group (its
+    // measured upload rate, else `bandwidth`), as a peer lying about its link would.
+    std::function<double(double)> tamperBandwidth;
 };
 
 // Why other peers could not reach this one at the addresses `options` would advertise, or ""

@@ -345,13 +345,13 @@ struct SwarmPeer::Impl {
     // After a replay: a search for an epoch other than this peer's is dropped, or, where its
     // group formed, served with weight 0 (the group waits for this member) without a step.
     void leaveSearchBehind(GroupSearch &search);
-    // After a step: keeps its update for others to replay when our state is the group's result
-    // of it, else ends the chain the service offers.
+    // After a step: keeps the update for others to replay when our state is the group's result of it.
     void keepUpdate(const std::shared_ptr<const AveragedUpdate> &update, bool stateIsTheUpdates);
     void afterStateChange();
     // After a round: strikes every member whose messages in it the link proved invalid, and
     // takes the upload rate this peer measured in it as its bandwidth (uploadMbit, matchmaker).
     void afterRound(const FormedGroup &group, const AllReduceReport &report);
+    double declaredBandwidth(double mbit) const { return opt.tamperBandwidth ? opt.tamperBandwidth(mbit) : mbit; }
     AllReduceOptions roundOptions() const;
     // roundOptions() for a gradient round of `epoch`: each sender's weight bounded by what this
     // peer's tracker counted for it (ProgressTracker::weightBounds). Takes `mutex`.

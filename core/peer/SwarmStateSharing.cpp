@@ -227,7 +227,7 @@ void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport
                                  && group.info.members[group.myIndex].weight == 0.0;
         if (sentNothing && uploadMbit > 0) {
             uploadMbit = -1.0;
-            matchmaker->setBandwidth(opt.bandwidth);
+            matchmaker->setBandwidth(declaredBandwidth(opt.bandwidth));
         }
         return;
     }
@@ -242,7 +242,7 @@ void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport
     // A cap lowered since the last rounds bounds what the next one can send at once.
     const double capMbit = upload.rate() * 8e-6;
     uploadMbit = capMbit > 0 ? std::min(uploadMbit, capMbit) : uploadMbit;
-    matchmaker->setBandwidth(uploadMbit);
+    matchmaker->setBandwidth(declaredBandwidth(uploadMbit));
     if (first)
         log::info("swarm", "measured upload: " + std::to_string(static_cast<int>(std::lround(uploadMbit))) + " Mbit/s (now this peer's bandwidth for shard sizes)");
 }

@@ -7,6 +7,8 @@
 //             tracker believes it too, so it asks for every step at once
 //   ahead:K   its progress record claims the epoch K above its own (two such peers, at K = 1 and
 //             K = 2, corroborate each other's claims: colluders climbing by turns)
+//   bandwidth:B  declares B Mbit/s whenever it joins or leads a group, whatever it measured (a
+//             peer after the largest shard, whose result it alone decides)
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
 // rule and applies the group's result. Built only into the tests, never into the apps.
 #include "CommandLine.h"
@@ -50,6 +52,10 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
         };
         return true;
     }
+    if (const auto mbit = parameterOf(kind, "bandwidth:"); mbit && *mbit > 0) {
+        swarm.tamperBandwidth = [b = *mbit](double) { return b; };
+        return true;
+    }
     if (const auto lead = parameterOf(kind, "ahead:"); lead && *lead >= 1) {
         swarm.tamperRecord = [k = static_cast<long>(*lead)](dedloc::ProgressRecord &r) { r.epoch += k; };
         return true;
@@ -65,7 +71,7 @@ int main(int argc, char *argv[])
     QStringList arguments = QCoreApplication::arguments();
     const auto at = arguments.indexOf(QStringLiteral("--attack"));
     if (at < 1 || at + 1 >= arguments.size()) {
-        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K [dedloc options...]\n");
+        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K|bandwidth:B [dedloc options...]\n");
         return 2;
     }
     const auto attack = arguments[at + 1].toStdString();
