@@ -47,7 +47,8 @@ std::vector<double> optimalFractions(const std::vector<double> &input, double ma
     std::vector<double> w(n, 0.0);
     const auto reducers = static_cast<std::size_t>(std::count_if(b.begin(), b.end(), [](double x) { return x > 0.0; }));
     // A cap below an even share could not cover the vector; NaN or above 1 is no cap.
-    const double cap = std::isfinite(maxFraction) ? std::clamp(maxFraction, 1.0 / static_cast<double>(reducers), 1.0) : 1.0;
+    const double even = 1.0 / static_cast<double>(reducers);
+    const double cap = std::isfinite(maxFraction) ? std::clamp(maxFraction, even, 1.0) : 1.0;
     if (n <= 2 && cap >= 1.0) {
         for (std::size_t i = 0; i < n; ++i)
             w[i] = b[i] / total;
