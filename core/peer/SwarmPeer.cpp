@@ -68,7 +68,9 @@ void SwarmPeer::Impl::setUp()
         config.devices = {"cpu"};
     checkpointDir = runDataDir(opt.dataDir, manifest->runId);
     fingerprint = trainingFingerprint(*manifest);
-    swarmId = manifest->runId + "@" + fingerprint;
+    // Releases of another service protocol are another swarm too: mixed, they would count each
+    // other's samples and wait for each other in groups that refuse them.
+    swarmId = manifest->runId + "@" + fingerprint + "-v" + std::to_string(ServiceProtocolVersion);
     loadBans();
     trainer = startTrainer(*manifest, *tokenizer, *identity, config, checkpointDir,
                            opt.resume && opt.role != PeerRole::Auxiliary, "swarm");
