@@ -84,8 +84,9 @@ double clipStep(const std::vector<const float *> &xs, const std::vector<double> 
     return std::sqrt(moved);
 }
 
-// CenteredClip over senders that all have w > 0 (at least three); fills fits in their order.
-void centeredClip(double radius, const std::vector<const float *> &xs, const std::vector<double> &ws, double total,
+// CenteredClip over senders that all have w > 0 (at least three); fills fits in their order and
+// returns tau.
+double centeredClip(double radius, const std::vector<const float *> &xs, const std::vector<double> &ws, double total,
                   std::span<float> out, std::vector<SenderFit> &fits)
 {
     auto v = coordinateMedian(xs, out.size());
@@ -109,13 +110,16 @@ void centeredClip(double radius, const std::vector<const float *> &xs, const std
     }
     for (std::size_t k = 0; k < out.size(); ++k)
         out[k] = static_cast<float>(v[k]);
+    return tau;
 }
 
 } // namespace
 
 double aggregateParts(const AggregationSpec &spec, const std::vector<const float *> &xs, std::vector<double> ws,
-                      std::span<float> out, std::vector<SenderFit> *fits)
+                      std::span<float> out, std::vector<SenderFit> *fits, double *radius)
 {
+    if (radius)
+        *radius = 0.0;
     std::vector<SenderFit> local;
     auto &f = fits ? *fits : local;
     f.assign(xs.size(), SenderFit{});
@@ -133,7 +137,9 @@ double aggregateParts(const AggregationSpec &spec, const std::vector<const float
     if (spec.rule != AggregationRule::CenteredClip || senders.size() < 3)
         return weightedMean(xs, std::move(ws), out);
     std::vector<SenderFit> clipped(senders.size());
-    centeredClip(spec.radius, senders, weights, total, out, clipped);
+    const double tau = centeredClip(spec.radius, senders, weights, total, out, clipped);
+    if (radius)
+        *radius = tau;
     for (std::size_t j = 0; j < index.size(); ++j)
         f[index[j]] = clipped[j];
     return total;

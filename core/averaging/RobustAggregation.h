@@ -44,8 +44,9 @@ struct SenderFit {
 };
 
 // Writes the aggregate of the m pieces xs to out under `spec`; returns sum_i w_i, or 0 when every
-// weight was 0 (then the plain mean). `fits`, when given, is resized to m.
+// weight was 0 (then the plain mean). `fits`, when given, is resized to m; `radius`, when given,
+// receives CenteredClip's tau (0 when the weighted mean was taken).
 double aggregateParts(const AggregationSpec &spec, const std::vector<const float *> &xs, std::vector<double> ws,
-                      std::span<float> out, std::vector<SenderFit> *fits = nullptr);
+                      std::span<float> out, std::vector<SenderFit> *fits = nullptr, double *radius = nullptr);
 
 } // namespace dedloc

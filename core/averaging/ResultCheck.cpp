@@ -1,0 +1,248 @@
+#include "averaging/ResultCheck.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace dedloc {
+
+namespace {
+
+// CenteredClip stops once a step moves less than 1e-6 tau (RobustAggregation.cpp); the sum it
+// leaves is below W x that step. Allowed with a margin.
+constexpr double StepAllowance = 1e-5;
+// Echoes of one RESULT header field agree when within this relative difference.
+constexpr double EchoAgreement = 1e-9;
+constexpr double WeightAgreement = 1e-6;
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+bool close(double a, double b, double relative) { return std::abs(a - b) <= relative * std::max(std::abs(a), std::abs(b)); }
+
+double norm(const std::array<double, CheckProjections> &q)
+{
+    double s = 0.0;
+    for (double x : q)
+        s += x * x;
+    return std::sqrt(s);
+}
+
+bool finite(const ShardSketch &s)
+{
+    for (double x : s.residual)
+        if (!std::isfinite(x))
+            return false;
+    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.scale})
+        if (!std::isfinite(x) || x < 0.0)
+            return false;
+    return true;
+}
+
+// Whether a member's sketch keeps within what it says of itself (ResultCheck.h).
+bool plausible(const ShardSketch &s, double radius)
+{
+    if (!finite(s) || s.maxWeight > s.weight * (1.0 + WeightAgreement))
+        return false;
+    if (s.spread > s.maxWeight * radius * (1.0 + 1e-6))
+        return false;
+    const double q = norm(s.residual);
+    return q * q <= ProjectionBound * s.spread * s.spread * (1.0 + 1e-6);
+}
+
+} // namespace
+
+CheckSeed checkSeed(std::string_view digest)
+{
+    static constexpr std::string_view Domain = "dedloc result check 1:";
+    CheckSeed seed{};
+    crypto_generichash_state state;
+    crypto_generichash_init(&state, nullptr, 0, seed.size());
+    crypto_generichash_update(&state, reinterpret_cast<const unsigned char *>(Domain.data()), Domain.size());
+    crypto_generichash_update(&state, reinterpret_cast<const unsigned char *>(digest.data()), digest.size());
+    crypto_generichash_final(&state, seed.data(), seed.size());
+    return seed;
+}
+
+SketchBuilder::SketchBuilder(const CheckSeed &seed, std::uint32_t shard) : m_seed(seed) { m_sketch.shard = shard; }
+
+void SketchBuilder::addBlock(std::uint32_t block, std::span<const float> sent, std::span<const float> result,
+                             double tau, double counted, double total)
+{
+    if (!(tau > 0.0) || !(counted > 0.0) || sent.size() != result.size() || sent.empty())
+        return;
+    double n2 = 0.0, x2 = 0.0;
+    for (std::size_t e = 0; e < sent.size(); ++e) {
+        const double d = static_cast<double>(sent[e]) - result[e];
+        n2 += d * d;
+        x2 += static_cast<double>(sent[e]) * sent[e];
+    }
+    const double n = std::sqrt(n2);
+    const double factor = counted * (n <= tau ? 1.0 : tau / n);
+    // Two bytes of ChaCha20 keystream an element: bit k is the sign of s_k there.
+    std::array<unsigned char, crypto_stream_chacha20_ietf_NONCEBYTES> nonce{};
+    std::memcpy(nonce.data(), &m_sketch.shard, 4); // little-endian hosts only (LittleEndian.h)
+    std::memcpy(nonce.data() + 4, &block, 4);
+    m_signs.resize(2 * sent.size());
+    crypto_stream_chacha20_ietf(m_signs.data(), m_signs.size(), nonce.data(), m_seed.data());
+    std::array<double, CheckProjections> acc{};
+    for (std::size_t e = 0; e < sent.size(); ++e) {
+        const double d = static_cast<double>(sent[e]) - result[e];
+        const unsigned bits = m_signs[2 * e] | (static_cast<unsigned>(m_signs[2 * e + 1]) << 8U);
+        for (std::size_t k = 0; k < CheckProjections; ++k)
+            acc[k] += ((bits >> k) & 1U) != 0 ? d : -d;
+    }
+    for (std::size_t k = 0; k < CheckProjections; ++k)
+        m_sketch.residual[k] += factor * acc[k];
+    m_spread2 += factor * n * factor * n;
+    m_sketch.weight += counted;
+    m_sketch.maxWeight = std::max(m_sketch.maxWeight, counted);
+    m_sketch.groupWeight += total;
+    m_radius2 += tau * tau;
+    m_distance2 += n2;
+    m_sketch.scale += total * std::sqrt(x2);
+}
+
+ShardSketch SketchBuilder::sketch() const
+{
+    auto s = m_sketch;
+    s.spread = std::sqrt(m_spread2);
+    s.radius = std::sqrt(m_radius2);
+    s.distance = std::sqrt(m_distance2);
+    return s;
+}
+
+double resultCodecError(Compression codec)
+{
+    switch (codec) {
+    case Compression::None:
+        return 1e-6;
+    case Compression::Fp16:
+    case Compression::TopK4Bit:
+    case Compression::SparseFp16:
+        return 1e-3;
+    case Compression::Uniform8Bit:
+    case Compression::Blockwise8Bit:
+    case Compression::SizeAdaptive:
+        return 0.03;
+    }
+    return 0.03;
+}
+
+namespace {
+
+// Whether a member's own sketch is the view's entry for it: the same numbers from the same bytes,
+// up to another machine's rounding.
+bool sameSketch(const ShardSketch &a, const ShardSketch &b)
+{
+    constexpr double Rounding = 1e-6;
+    std::array<double, CheckProjections> d{};
+    for (std::size_t k = 0; k < CheckProjections; ++k)
+        d[k] = a.residual[k] - b.residual[k];
+    if (!(norm(d) <= Rounding * (norm(b.residual) + b.spread)))
+        return false;
+    const std::array<std::pair<double, double>, 7> fields{{{a.spread, b.spread},
+                                                           {a.weight, b.weight},
+                                                           {a.maxWeight, b.maxWeight},
+                                                           {a.groupWeight, b.groupWeight},
+                                                           {a.radius, b.radius},
+                                                           {a.distance, b.distance},
+                                                           {a.scale, b.scale}}};
+    for (const auto &[x, y] : fields)
+        if (!close(x, y, Rounding))
+            return false;
+    return true;
+}
+
+// The members whose own sketch disputes the view: a different entry, or weight in their own
+// sketch and no entry in the view.
+std::vector<std::size_t> disputesOf(std::span<const MemberSketch> view, std::span<const MemberSketch> own)
+{
+    std::vector<std::size_t> out;
+    for (const auto &o : own) {
+        const auto entry = std::find_if(view.begin(), view.end(), [&](const MemberSketch &v) { return v.member == o.member; });
+        const bool disputes = entry == view.end() ? o.sketch.weight > 0.0 : !sameSketch(o.sketch, entry->sketch);
+        if (disputes)
+            out.push_back(o.member);
+    }
+    return out;
+}
+
+// Why the view fails on its own, or "" (ResultCheck.h): its weights, an entry's bounds, the radius.
+std::string viewFault(std::span<const MemberSketch> view, double radius)
+{
+    const auto &first = view.front().sketch;
+    double weights = 0.0;
+    std::vector<double> distances;
+    for (const auto &m : view) {
+        if (!close(m.sketch.groupWeight, first.groupWeight, EchoAgreement) || !close(m.sketch.radius, first.radius, EchoAgreement))
+            return "its entries state different RESULT headers";
+        if (!plausible(m.sketch, first.radius))
+            return "its entry for member " + std::to_string(m.member) + " is out of that entry's own bounds";
+        weights += m.sketch.weight;
+        distances.push_back(m.sketch.distance);
+    }
+    if (!close(weights, first.groupWeight, WeightAgreement))
+        return "the weights it counted do not add up to the total its RESULTs stated";
+    if (first.radius > TauSlack * radius * median(distances))
+        return "the radius it clipped with is above " + std::to_string(TauSlack) + " x the members' distances";
+    return {};
+}
+
+} // namespace
+
+ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const MemberSketch> own, std::size_t reducer,
+                      double radius, Compression codec)
+{
+    ShardCheck out;
+    std::vector<MemberSketch> counted;
+    for (const auto &m : view)
+        if (m.sketch.weight > 0.0 || !finite(m.sketch))
+            counted.push_back(m);
+    if (counted.size() < 3) {
+        out.reason = "fewer than three members counted";
+        return out;
+    }
+    std::vector<MemberSketch> others; // the reducer's entry is its own word: it cannot dispute it
+    for (const auto &o : own)
+        if (o.member != reducer)
+            others.push_back(o);
+    out.disputes = disputesOf(counted, others);
+    if (out.reason = viewFault(counted, radius); !out.reason.empty()) {
+        out.outcome = CheckOutcome::Fails;
+        return out;
+    }
+    std::array<double, CheckProjections> sum{};
+    std::vector<double> scales;
+    for (const auto &m : counted) {
+        for (std::size_t k = 0; k < CheckProjections; ++k)
+            sum[k] += m.sketch.residual[k];
+        scales.push_back(m.sketch.scale);
+    }
+    const auto &first = counted.front().sketch;
+    out.sum = norm(sum);
+    out.allowance = std::sqrt(ProjectionBound) * (resultCodecError(codec) * 2.0 * median(scales)
+                                                  + StepAllowance * first.groupWeight * first.radius);
+    if (!(out.sum <= out.allowance)) {
+        out.outcome = CheckOutcome::Fails;
+        out.reason = "its result is not CenteredClip's over the parts it counted (residual " + std::to_string(out.sum)
+                     + ", allowed " + std::to_string(out.allowance) + ")";
+    } else if (out.disputes.size() >= 2) {
+        out.outcome = CheckOutcome::Fails;
+        out.reason = std::to_string(out.disputes.size()) + " members' own sketches differ from its view";
+    } else if (out.disputes.size() == 1) {
+        out.outcome = CheckOutcome::Disputed;
+        out.reason = "member " + std::to_string(out.disputes.front()) + "'s own sketch differs from its view";
+    } else {
+        out.outcome = CheckOutcome::Holds;
+    }
+    return out;
+}
+
+} // namespace dedloc

@@ -1,0 +1,140 @@
+#pragma once
+// Checking a reducer's CenteredClip result against the parts its group sent, without sending the
+// parts to anyone else: the check of BTARD (Gorbunov et al. 2021, "Secure Distributed Training at
+// Scale", arXiv 2106.11257) by random projections, made one-shot (docs/PROTOCOL.md "Checked
+// results").
+//
+// The fixed point. For one aggregation block b of reducer j's shard (PartReducer.h), with sender
+// i's part x_i as the reducer decoded it, its counted weight u_i, the block's radius tau and the
+// result v, CenteredClip (RobustAggregation.h) stops where
+//     sum_i u_i c_i (x_i - v) = 0,     c_i = min(1, tau / ||x_i - v||),
+// up to its stopping step and the result codec's error. Each member knows its own x_i, the v it
+// received and (from the RESULT headers) tau, u_i and the block's total weight W; so it can
+// compute its own term, but the sum needs everyone's. Projected on random sign vectors s_k
+// (k < CheckProjections, elements +-1) the terms are K numbers each, member i's sketch
+//     q_ik = sum_b u_ib c_ib <x_ib - v_b, s_bk>
+// over the blocks of shard j in which it was counted; summed over the counted members, a true
+// result gives sum_i q_i = 0 (within the allowance below), a result moved by delta about
+// -W <delta, s_k>: some sqrt(K) W ||delta|| in all (while no member is clipped).
+//
+// The signs come from ChaCha20 keyed by the group's average digest (checkSeed): a reducer knows
+// them only once its result is fixed, and to pass the check a moved result would need all K
+// projections near 0 at once, each a fresh random draw per result it tries.
+//
+// Who says what. A member's q is its own word, and one liar in a sum of words could make any
+// honest result look wrong. But the reducer holds every counted member's part, so it computes
+// every member's sketch of its shard itself and publishes that view; each member publishes its
+// own sketch of every other reducer's shard. The check then reads the reducer's view alone:
+//   - its sum must vanish: ||sum_i q_i|| at most sqrt(ProjectionBound) x (the codec's relative
+//     error x 2 x the members' median sum_b W_b ||x_b|| + CenteredClip's stopping step x W x tau);
+//   - each entry keeps within what it says of itself: spread sqrt(sum_b (u_b c_b n_b)^2), n_b =
+//     ||x_b - v_b||, at most maxWeight x radius (c n <= tau), and ||q||^2 at most
+//     ProjectionBound x spread^2 (an honest one's is about K spread^2: with K = 16, above 64 has a
+//     chance below 1e-7);
+//   - the radius it states, sqrt(sum_b tau_b^2), at most TauSlack x the manifest's radius x the
+//     members' median sqrt(sum_b n_b^2) (a larger one would let it average without clipping).
+// An honest view equals each member's own sketch (the same numbers from the same bytes); a member
+// whose own sketch differs disputes the view. So a reducer that moved its result must either
+// break its view's sum, or change the entries of the members (each a dispute), or only its own
+// entry, which its bounds keep within sqrt(64) x its spread: a move of at most about
+// sqrt(64) / sqrt(16) = 2 times what its own clipped part could move the result. Two or more
+// disputes fail the reducer; a lone dispute cannot tell which of the two lies (either could be
+// framing the other): the caller counts it against both, and the liar, in every dispute it
+// makes, is banned first.
+//
+// Units: weights in samples, the rest in the values' own units. Threads: any; no state.
+// Errors: none (sizes are the caller's; a member index beyond the entries' is the caller's).
+#include "compress/Compression.h"
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dedloc {
+
+inline constexpr std::size_t CheckProjections = 16;
+// sum_k q_k^2 <= ProjectionBound x spread^2 for a plausible member (see above).
+inline constexpr double ProjectionBound = 64.0;
+// A stated radius above TauSlack x radius x the median distance fails the reducer (see above).
+inline constexpr double TauSlack = 3.0;
+
+using CheckSeed = std::array<unsigned char, 32>;
+// The seed of a group's sign vectors: its average's digest (updateDigest, 64 hex digits).
+[[nodiscard]] CheckSeed checkSeed(std::string_view digest);
+
+// What one member publishes about one reducer's shard: sums over the shard's blocks in which the
+// reducer counted it (u > 0) and clipped (tau > 0).
+struct ShardSketch {
+    std::uint32_t shard = 0;                         // the reducer's member index
+    std::array<double, CheckProjections> residual{}; // q_k above
+    double spread = 0.0;      // sqrt(sum_b (u_b c_b n_b)^2)
+    double weight = 0.0;      // sum_b u_b
+    double maxWeight = 0.0;   // max_b u_b
+    double groupWeight = 0.0; // sum_b W_b, as the RESULT headers said
+    double radius = 0.0;      // sqrt(sum_b tau_b^2), as the RESULT headers said
+    double distance = 0.0;    // sqrt(sum_b n_b^2)
+    double scale = 0.0;       // sum_b W_b ||x_b||: what the codec's error is relative to
+    bool operator==(const ShardSketch &) const = default;
+};
+
+// Builds a member's sketch of one shard, block by block.
+class SketchBuilder final {
+  public:
+    SketchBuilder(const CheckSeed &seed, std::uint32_t shard);
+    // Adds block `block` (its index in the shard): `sent` = this member's part as the reducer
+    // decoded it, `result` = the average received (same length), `tau` = the block's radius,
+    // `counted` = this member's weight as the reducer counted it, `total` = the block's total
+    // weight. A block with tau <= 0 (averaged, not clipped) or counted <= 0 adds nothing.
+    void addBlock(std::uint32_t block, std::span<const float> sent, std::span<const float> result, double tau,
+                  double counted, double total);
+    // Whether some block was added.
+    [[nodiscard]] bool empty() const { return m_sketch.weight <= 0.0; }
+    [[nodiscard]] ShardSketch sketch() const;
+
+  private:
+    CheckSeed m_seed;
+    ShardSketch m_sketch;
+    double m_spread2 = 0.0, m_radius2 = 0.0, m_distance2 = 0.0;
+    std::vector<unsigned char> m_signs; // one block's sign bits, 2 bytes an element
+};
+
+enum class CheckOutcome {
+    Holds,     // the view sums to zero and no member disputes it
+    Fails,     // the reducer's result or view is wrong (see above)
+    Disputed,  // one member disputes an otherwise sound view: one of the two lies
+    Undecided, // fewer than three members counted: nothing to check
+};
+
+struct ShardCheck {
+    CheckOutcome outcome = CheckOutcome::Undecided;
+    std::vector<std::size_t> disputes; // members whose own sketch differs from the view
+    double sum = 0.0;                  // ||sum_i q_i|| of the view
+    double allowance = 0.0;            // what the check allows it
+    std::string reason;                // why it failed, or is disputed or undecided
+};
+
+// One member's sketch of a shard, with its index in the group.
+struct MemberSketch {
+    std::size_t member = 0;
+    ShardSketch sketch;
+};
+
+// Checks reducer `reducer`'s shard from its `view` (one entry per member it counted, its own
+// included) and the members' `own` sketches of that shard (those that published one).
+// `radius`: the manifest's CenteredClip radius; `codec`: the PARTs' codec. Undecided when the view
+// counts fewer than three members; Fails when its weights do not add up to the total it stated,
+// an entry is out of bounds, the radius or the sum is, or two or more members dispute it (a
+// member with weight in its own sketch missing from the view disputes it too); Disputed when
+// exactly one does.
+[[nodiscard]] ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const MemberSketch> own,
+                                    std::size_t reducer, double radius, Compression codec);
+
+// The relative error of a result in the RESULT codec of PARTs in `codec` (||v - decoded|| /
+// ||v||, with margin: fp16 errs by at most 2^-11 of each value, the 8-bit codecs by about 1% of
+// the values' spread): 1e-6 for fp32, 1e-3 for fp16 and sparse fp16, 0.03 for the 8-bit codecs.
+[[nodiscard]] double resultCodecError(Compression codec);
+
+} // namespace dedloc

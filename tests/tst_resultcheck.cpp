@@ -1,0 +1,333 @@
+// ResultCheck (core/averaging/ResultCheck.h): a reducer's CenteredClip result checked from the
+// members' sketches. A group of five reduces a shard of four blocks here as PartReducer does
+// (aggregateParts per block, the result through the codec); each member sketches what it sent
+// and received. Honest results hold for every seed, moved ones fail even when the reducer uses
+// its own sketch to hide the move, one lying member cannot fail an honest reducer.
+#include "averaging/ResultCheck.h"
+#include "averaging/RobustAggregation.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+using namespace dedloc;
+
+namespace {
+
+constexpr std::size_t Members = 5, Blocks = 4, BlockElements = 4096, Reducer = 0;
+const AggregationSpec Clip{AggregationRule::CenteredClip, 2.0};
+const std::vector<double> Weights{100.0, 80.0, 120.0, 90.0, 110.0};
+
+std::vector<float> throughCodec(Compression codec, std::vector<float> v)
+{
+    const auto bytes = encode(codec, v);
+    decode(codec, bytes, v);
+    return v;
+}
+
+// One reduced shard: what each member sent (as the reducer decoded it) and the result.
+struct Shard {
+    std::vector<std::vector<std::vector<float>>> sent; // [member][block]
+    std::vector<std::vector<float>> result;            // [block], as the members received it
+    std::vector<double> tau, total;                    // [block]
+};
+
+// Reduces the shard; `lie` may change a block's result before it is encoded.
+Shard reduce(Compression codec, const std::function<void(std::size_t, std::vector<float> &)> &lie = {},
+             unsigned dataSeed = 3)
+{
+    std::mt19937 rng(dataSeed);
+    std::normal_distribution<float> d(0.0F, 1.0F);
+    Shard s;
+    s.sent.assign(Members, std::vector<std::vector<float>>(Blocks));
+    for (std::size_t b = 0; b < Blocks; ++b) {
+        std::vector<float> common(BlockElements);
+        for (auto &x : common)
+            x = 0.5F * d(rng);
+        std::vector<const float *> xs;
+        for (std::size_t i = 0; i < Members; ++i) {
+            auto x = common;
+            for (auto &v : x)
+                v += d(rng);
+            // The reducer averages its raw values, which error feedback made the codec's already
+            // for TopK4Bit (ErrorFeedback.h).
+            s.sent[i][b] = i == Reducer && codec != Compression::TopK4Bit ? x : throughCodec(codec, x);
+            xs.push_back(s.sent[i][b].data());
+        }
+        std::vector<float> out(BlockElements);
+        double tau = 0.0;
+        s.total.push_back(aggregateParts(Clip, xs, Weights, out, nullptr, &tau));
+        s.tau.push_back(tau);
+        if (lie)
+            lie(b, out);
+        s.result.push_back(throughCodec(resultCodec(codec), out));
+    }
+    return s;
+}
+
+MemberSketch sketchOf(const Shard &s, std::size_t member, const std::string &digest)
+{
+    SketchBuilder builder(checkSeed(digest), Reducer);
+    for (std::size_t b = 0; b < Blocks; ++b)
+        builder.addBlock(static_cast<std::uint32_t>(b), s.sent[member][b], s.result[b], s.tau[b], Weights[member],
+                         s.total[b]);
+    return {member, builder.sketch()};
+}
+
+std::vector<MemberSketch> sketches(const Shard &s, const std::string &digest)
+{
+    std::vector<MemberSketch> all;
+    for (std::size_t i = 0; i < Members; ++i)
+        all.push_back(sketchOf(s, i, digest));
+    return all;
+}
+
+std::string digestNumber(int k) { return "digest-" + std::to_string(k); }
+
+// Moves every block's result by `size` x (the largest counted weight x tau / W: what one
+// clipped sender moves it by at most), in a random direction of the block.
+std::function<void(std::size_t, std::vector<float> &)> moveBy(double size, const Shard &reference)
+{
+    return [size, &reference](std::size_t b, std::vector<float> &v) {
+        std::mt19937 rng(static_cast<unsigned>(99 + b));
+        std::normal_distribution<double> d(0.0, 1.0);
+        std::vector<double> dir(v.size());
+        double n = 0.0;
+        for (auto &x : dir) {
+            x = d(rng);
+            n += x * x;
+        }
+        const double step = size * 120.0 * reference.tau[b] / reference.total[b] / std::sqrt(n);
+        for (std::size_t e = 0; e < v.size(); ++e)
+            v[e] += static_cast<float>(step * dir[e]);
+    };
+}
+
+// The reducer's own sketch set to cancel the others' sum as far as its bounds let it.
+void cancelWithOwnSketch(std::vector<MemberSketch> &all)
+{
+    std::array<double, CheckProjections> others{};
+    for (const auto &m : all)
+        if (m.member != Reducer)
+            for (std::size_t k = 0; k < CheckProjections; ++k)
+                others[k] += m.sketch.residual[k];
+    double n = 0.0;
+    for (double x : others)
+        n += x * x;
+    n = std::sqrt(n);
+    auto &own = all[Reducer].sketch;
+    const double most = 0.999 * std::sqrt(ProjectionBound) * own.spread;
+    for (std::size_t k = 0; k < CheckProjections; ++k)
+        own.residual[k] = -others[k] * std::min(1.0, most / n);
+}
+
+// Checks a view whose owners' own sketches are `own` (the honest view by default).
+ShardCheck check(const std::vector<MemberSketch> &view, const std::vector<MemberSketch> &own)
+{
+    return checkShard(view, own, Reducer, Clip.radius, Compression::Fp16);
+}
+ShardCheck check(const std::vector<MemberSketch> &view) { return check(view, view); }
+
+} // namespace
+
+class TestResultCheck final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void anHonestResultHoldsForEverySeed_data()
+    {
+        QTest::addColumn<int>("codec");
+        QTest::newRow("fp32") << static_cast<int>(Compression::None);
+        QTest::newRow("fp16") << static_cast<int>(Compression::Fp16);
+        QTest::newRow("blockwise 8-bit") << static_cast<int>(Compression::Blockwise8Bit);
+        QTest::newRow("uniform 8-bit") << static_cast<int>(Compression::Uniform8Bit);
+        QTest::newRow("top-k 4-bit") << static_cast<int>(Compression::TopK4Bit);
+    }
+    void anHonestResultHoldsForEverySeed()
+    {
+        QFETCH(int, codec);
+        const auto shard = reduce(static_cast<Compression>(codec));
+        for (int k = 0; k < 40; ++k) {
+            const auto all = sketches(shard, digestNumber(k));
+            const auto c = checkShard(all, all, Reducer, Clip.radius, static_cast<Compression>(codec));
+            QVERIFY2(c.outcome == CheckOutcome::Holds, c.reason.c_str());
+            QVERIFY(c.disputes.empty());
+        }
+    }
+
+    void theSketchDependsOnTheSeedAlone()
+    {
+        const auto shard = reduce(Compression::Fp16);
+        QCOMPARE(sketchOf(shard, 2, "a").sketch, sketchOf(shard, 2, "a").sketch);
+        QVERIFY(sketchOf(shard, 2, "a").sketch.residual != sketchOf(shard, 2, "b").sketch.residual);
+        QCOMPARE(sketchOf(shard, 2, "a").sketch.weight, Weights[2] * Blocks);
+    }
+
+    // The reducer changed its result and reports every sketch truly (the members agree with it).
+    void aChangedResultFails_data()
+    {
+        QTest::addColumn<int>("kind");
+        QTest::newRow("scaled x1000") << 0;
+        QTest::newRow("sign flipped") << 1;
+        QTest::newRow("moved 4 clipped senders' worth") << 2;
+    }
+    void aChangedResultFails()
+    {
+        QFETCH(int, kind);
+        const auto honest = reduce(Compression::Fp16);
+        std::function<void(std::size_t, std::vector<float> &)> lie;
+        if (kind == 0)
+            lie = [](std::size_t, std::vector<float> &v) { for (auto &x : v) x *= 1000.0F; };
+        else if (kind == 1)
+            lie = [](std::size_t, std::vector<float> &v) { for (auto &x : v) x = -x; };
+        else
+            lie = moveBy(4.0, honest);
+        const auto shard = reduce(Compression::Fp16, lie);
+        for (int k = 0; k < 20; ++k) {
+            const auto c = check(sketches(shard, digestNumber(k)));
+            QVERIFY2(c.outcome == CheckOutcome::Fails,
+                     qPrintable(QString("seed %1: %2 <= %3").arg(k).arg(c.sum).arg(c.allowance)));
+            QVERIFY(c.disputes.empty());
+        }
+    }
+
+    // The reducer knows every part, so it can compute the others' sketches and pick its own entry
+    // to cancel them; its bounds leave it a move of about twice its own clipped part's
+    // (ResultCheck.h).
+    void aReducerHidingWithItsOwnEntryIsCaughtBeyondItsBound()
+    {
+        const auto honest = reduce(Compression::Fp16);
+        const auto moved = reduce(Compression::Fp16, moveBy(4.0, honest));
+        for (int k = 0; k < 20; ++k) {
+            auto all = sketches(moved, digestNumber(k));
+            const auto own = all;
+            cancelWithOwnSketch(all);
+            const auto c = check(all, own);
+            QVERIFY2(c.outcome == CheckOutcome::Fails, c.reason.c_str());
+            QVERIFY(c.disputes.empty()); // its own entry is its own word
+        }
+        // The same cancelling hides a small move (the bound is not zero).
+        const auto small = reduce(Compression::Fp16, moveBy(0.5, honest));
+        auto all = sketches(small, digestNumber(0));
+        const auto own = all;
+        cancelWithOwnSketch(all);
+        QCOMPARE(check(all, own).outcome, CheckOutcome::Holds);
+    }
+
+    // A member whose own sketch differs from an honest view disputes it: a lone dispute, not a
+    // failure; two are.
+    void oneLyingMemberDisputesTwoFail()
+    {
+        const auto shard = reduce(Compression::Fp16);
+        const auto view = sketches(shard, digestNumber(4));
+        auto own = view;
+        own[3].sketch.residual[0] += own[3].sketch.spread;
+        auto c = check(view, own);
+        QCOMPARE(c.outcome, CheckOutcome::Disputed);
+        QCOMPARE(c.disputes, std::vector<std::size_t>{3});
+        own[1].sketch.distance *= 1.01;
+        c = check(view, own);
+        QCOMPARE(c.outcome, CheckOutcome::Fails);
+        QCOMPARE(c.disputes, (std::vector<std::size_t>{1, 3}));
+        // A counted member left out of the view disputes it; the reducer's own sketch cannot.
+        own = view;
+        own[Reducer].sketch.residual[2] += 1.0;
+        QCOMPARE(check(view, own).outcome, CheckOutcome::Holds);
+        auto partial = view;
+        partial.erase(partial.begin() + 2);
+        c = check(partial, view);
+        QCOMPARE(c.disputes, std::vector<std::size_t>{2});
+        QCOMPARE(c.outcome, CheckOutcome::Fails); // and its weights no longer add up
+    }
+
+    // A reducer that moved its result and rewrote one member's entry to hide it: that member
+    // disputes it.
+    void rewritingAMembersEntryIsDisputed()
+    {
+        const auto honest = reduce(Compression::Fp16);
+        const auto moved = reduce(Compression::Fp16, moveBy(4.0, honest));
+        auto view = sketches(moved, digestNumber(5));
+        const auto own = view;
+        std::array<double, CheckProjections> sum{};
+        for (const auto &m : view)
+            for (std::size_t k = 0; k < CheckProjections; ++k)
+                sum[k] += m.sketch.residual[k];
+        for (std::size_t k = 0; k < CheckProjections; ++k)
+            view[2].sketch.residual[k] -= sum[k];
+        view[2].sketch.spread = view[2].sketch.maxWeight * view[2].sketch.radius;
+        const auto c = check(view, own);
+        QVERIFY(c.outcome != CheckOutcome::Holds);
+        QVERIFY(std::find(c.disputes.begin(), c.disputes.end(), 2U) != c.disputes.end());
+    }
+
+    void anEntryOutOfItsBoundsFails()
+    {
+        const auto view = sketches(reduce(Compression::Fp16), digestNumber(1));
+        auto bad = view;
+        bad[2].sketch.residual[5] = 1.1 * std::sqrt(ProjectionBound) * bad[2].sketch.spread;
+        auto c = check(bad, view);
+        QCOMPARE(c.outcome, CheckOutcome::Fails);
+        QVERIFY(c.reason.find("member 2") != std::string::npos);
+        bad = view;
+        bad[4].sketch.spread = 1.01 * bad[4].sketch.maxWeight * bad[4].sketch.radius;
+        QCOMPARE(check(bad, view).outcome, CheckOutcome::Fails);
+        bad = view;
+        bad[1].sketch.residual[0] = std::nan("");
+        QCOMPARE(check(bad, view).outcome, CheckOutcome::Fails);
+        bad = view;
+        bad[1].sketch.weight *= 2.0;
+        bad[1].sketch.maxWeight *= 2.0;
+        c = check(bad, view);
+        QCOMPARE(c.outcome, CheckOutcome::Fails);
+        QVERIFY(c.reason.find("add up") != std::string::npos);
+    }
+
+    // A reducer that averages without clipping (a huge tau) and says so fails on its radius.
+    void anInflatedRadiusFails()
+    {
+        auto shard = reduce(Compression::Fp16);
+        for (auto &t : shard.tau)
+            t *= 10.0;
+        const auto c = check(sketches(shard, digestNumber(2)));
+        QCOMPARE(c.outcome, CheckOutcome::Fails);
+        QVERIFY(c.reason.find("radius") != std::string::npos);
+        // The honest radius passes that bound with room to spare.
+        const auto honest = sketches(reduce(Compression::Fp16), digestNumber(2));
+        QVERIFY(honest[0].sketch.radius < 0.5 * TauSlack * Clip.radius * honest[0].sketch.distance);
+    }
+
+    void fewerThanThreeCountedDecideNothing()
+    {
+        const auto shard = reduce(Compression::Fp16, moveBy(50.0, reduce(Compression::Fp16)));
+        auto all = sketches(shard, digestNumber(3));
+        all.resize(2);
+        QCOMPARE(check(all).outcome, CheckOutcome::Undecided);
+    }
+
+    // Blocks averaged without clipping (tau 0) or in which a member was not counted add nothing.
+    void blocksNotClippedOrNotCountedAddNothing()
+    {
+        SketchBuilder builder(checkSeed("x"), 1);
+        const std::vector<float> a(64, 1.0F), b(64, 0.0F);
+        builder.addBlock(0, a, b, 0.0, 10.0, 30.0);
+        builder.addBlock(1, a, b, 1.0, 0.0, 30.0);
+        QVERIFY(builder.empty());
+        builder.addBlock(2, a, b, 4.0, 10.0, 30.0);
+        QVERIFY(!builder.empty());
+        const auto s = builder.sketch();
+        QCOMPARE(s.weight, 10.0);
+        QCOMPARE(s.distance, 8.0);      // ||a - b|| = sqrt(64)
+        QCOMPARE(s.spread, 10.0 * 4.0); // clipped to tau: u c n = 10 x (4 / 8) x 8
+        QCOMPARE(s.scale, 30.0 * 8.0);  // W ||a||
+        double q2 = 0.0;
+        for (double q : s.residual)
+            q2 += q * q;
+        QVERIFY(q2 > 0.0);
+        QVERIFY(q2 <= ProjectionBound * s.spread * s.spread);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestResultCheck)
+#include "tst_resultcheck.moc"
