@@ -240,6 +240,13 @@ private Q_SLOTS:
         c = check(partial, view);
         QCOMPARE(c.disputes, std::vector<std::size_t>{2});
         QCOMPARE(c.outcome, CheckOutcome::Fails); // and its weights no longer add up
+        // A member told it was not counted (or not clipped) in a block it sent disputes the view,
+        // whatever the view says of it.
+        own = view;
+        own[4].sketch.unclipped = 1.0;
+        c = check(view, own);
+        QCOMPARE(c.outcome, CheckOutcome::Disputed);
+        QCOMPARE(c.disputes, std::vector<std::size_t>{4});
     }
 
     // A reducer that moved its result and rewrote one member's entry to hide it: that member

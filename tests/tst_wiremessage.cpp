@@ -54,6 +54,23 @@ private Q_SLOTS:
         QCOMPARE(h.weight, 48.0);
         QCOMPARE(int(h.codec), int(Compression::Fp16));
         QVERIFY(encodeShardHeader(valid()).size() < 100);
+        QCOMPARE(h.radius, 0.0); // absent: not clipped
+        QCOMPARE(h.counted, -1.0);
+    }
+
+    // A RESULT of a round that checks results says its block's radius and what it counted for
+    // its receiver.
+    void checkedResultFieldsRoundTrip()
+    {
+        auto r = valid();
+        r.type = MessageType::Result;
+        r.radius = 2.5;
+        r.counted = 0.0;
+        const auto h = parseShardHeader(encodeShardHeader(r), schema());
+        QCOMPARE(h.radius, 2.5);
+        QCOMPARE(h.counted, 0.0);
+        r.counted = 31.0;
+        QCOMPARE(parseShardHeader(encodeShardHeader(r), schema()).counted, 31.0);
     }
 
     void refusals_data()
@@ -62,7 +79,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("reason");
         const QStringList reasons = {
             "version", "type", "group", "sender", "shard", "parts", "part", "offset", "count",
-            "outside", "weight", "codec", "unknown", "missing",
+            "outside", "weight", "codec", "unknown", "missing", "radius zero", "radius text", "counted negative",
         };
         for (int i = 0; i < reasons.size(); ++i)
             QTest::newRow(qPrintable(reasons[i])) << i << reasons[i];
@@ -86,6 +103,9 @@ private Q_SLOTS:
             [](auto &j) { j["z"] = "none"; },          // the group agreed on fp16
             [](auto &j) { j["x"] = 1; },
             [](auto &j) { j.erase("c"); },
+            [](auto &j) { j["k"] = 0.0; },             // present: positive
+            [](auto &j) { j["k"] = "2"; },
+            [](auto &j) { j["u"] = -3.0; },
         };
         QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)parseShardHeader(mutated(changes[static_cast<std::size_t>(which)]), schema()));
     }

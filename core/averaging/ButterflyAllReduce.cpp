@@ -439,13 +439,23 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
     round.security = d->security.get();
     if (d->security)
         round.curveKeys = curveKeysOf(members);
+    if (options.tamperAverage)
+        round.tamperAverage = &options.tamperAverage;
+    std::shared_ptr<RoundEvidence> evidence;
+    if (options.checkResults) {
+        evidence = std::make_shared<RoundEvidence>(me, round.shardSizes, round.partElements,
+                                                   allreduce::blockPartsOf(round), options.codec, round.iSend());
+        round.evidence = evidence.get();
+    }
     RoundRunner runner(std::move(round), d->context, d->router.get(), d->pending, d->pool, options, d->boundPort);
     // What this member sends is the compressed form; the rest waits in the residual (once the
     // round is set up: a round that cannot start leaves the residual as it was). A sender of
     // weight 0 sends nothing, so its residual stays.
     if (feedback)
         options.errorFeedback->compress(options.codec, values);
-    return runner.run();
+    auto report = runner.run();
+    report.evidence = std::move(evidence);
+    return report;
 }
 
 AllReduceEndpoint::WaitingMessages AllReduceEndpoint::waiting() const

@@ -53,6 +53,7 @@
 // the first); the drainer thread never touches the sockets while a round runs. Errors:
 // dedloc::Error for invalid arguments (empty group, index out of range).
 #include "averaging/AveragedUpdate.h"
+#include "averaging/RoundEvidence.h"
 #include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
 #include "compress/ErrorFeedback.h"
@@ -61,6 +62,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -156,6 +158,14 @@ struct AllReduceOptions {
     // (see "Connections" above). false: opened for this round alone and closed after it (the
     // benchmark's comparison).
     bool keepConnections = true;
+    // Whether this round's results are checked (averaging/ResultCheck.h): the reducers' RESULT
+    // headers say each block's CenteredClip radius and the weight counted for their receiver, and
+    // the report keeps what this member needs to sketch the round (AllReduceReport::evidence).
+    // The swarm sets it for gradient rounds of runs that clip (open runs) with three or more senders.
+    bool checkResults = false;
+    // Tests only (the hostile peer of tests/): rewrites each block's average this member's
+    // reducer computed, before it is encoded, applied and returned.
+    std::function<void(std::span<float>)> tamperAverage;
 };
 
 // A member whose messages broke the protocol in this round (see above).
@@ -195,6 +205,9 @@ struct AllReduceReport {
     // reportOutliers), in member order. One outlier is no offence by itself: an honest small batch
     // lies far off now and then; the caller strikes persistent ones (averaging/OutlierRecord.h).
     std::vector<ClipVerdict> clipVerdicts;
+    // What this member kept to sketch the round once its average's digest is known
+    // (AllReduceOptions::checkResults; null otherwise).
+    std::shared_ptr<const RoundEvidence> evidence;
 };
 
 class AllReduceEndpoint final {

@@ -20,9 +20,7 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
       m_expectedSender(round.size(), false), m_outliers(round.size(), false), m_judged(round.size(), false),
       m_schema{round.groupId, static_cast<std::uint32_t>(round.size()), round.shard(round.me), round.partElements,
                round.codec},
-      m_blockParts(round.aggregation.rule == AggregationRule::Mean
-                       ? 1
-                       : std::max<std::size_t>(1, ClipBlockElements / round.partElements)),
+      m_blockParts(blockPartsOf(round)),
       m_average(std::min<std::uint64_t>(round.shard(round.me), m_blockParts * round.partElements)),
       m_resultWindow(round.staggered, round.size())
 {
@@ -30,6 +28,9 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
         ps.values.resize(round.size());
     m_resultPayloads.resize(m_parts.size());
     m_resultHeaders.resize(m_parts.size());
+    m_resultFields.resize(m_parts.size());
+    m_blockRadius.assign(blocks(), 0.0);
+    m_blockCounted.resize(blocks());
     m_resultQueue.resize(round.size());
     m_resultPaid.assign(round.size(), false);
 
@@ -42,6 +43,12 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
 }
 
 PartReducer::~PartReducer() = default;
+
+std::size_t blockPartsOf(const RoundContext &round)
+{
+    return round.aggregation.rule == AggregationRule::Mean ? 1
+                                                           : std::max<std::size_t>(1, ClipBlockElements / round.partElements);
+}
 
 void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
 {
@@ -77,6 +84,8 @@ void PartReducer::handlePart(const std::vector<zmq::message_t> &frames)
         if (!std::isfinite(x))
             throw ProtocolError("PART carries a non-finite value");
     slot = std::move(piece);
+    if (m_round.evidence)
+        m_round.evidence->keepPart(h.sender, h.part, const_cast<zmq::message_t &>(frames[2]));
     s.routingId.assign(frames[0].data<char>(), frames[0].size());
     ++s.partsReceived;
     s.lastHeardAt = m_round.elapsed();
@@ -188,6 +197,8 @@ void PartReducer::reduceBlock(std::size_t b)
     for (std::size_t i = 0; i < round.size(); ++i) {
         if (i == round.me && round.iSend()) {
             xs.push_back(round.values.data() + round.shardOffsets[round.me] + begin);
+            if (round.evidence)
+                round.evidence->keepOwnValues(begin, {xs.back(), count});
             ws.push_back(round.myWeight);
             who.push_back(i);
             continue;
@@ -215,7 +226,16 @@ void PartReducer::reduceBlock(std::size_t b)
     }
     if (!xs.empty()) { // else nobody to average: the block keeps its local values
         std::vector<SenderFit> fits;
-        const double shardWeight = aggregateParts(round.aggregation, xs, std::move(ws), {m_average.data(), count}, &fits);
+        auto &counted = m_blockCounted[b];
+        counted.assign(round.size(), 0.0);
+        for (std::size_t k = 0; k < who.size(); ++k)
+            counted[who[k]] = ws[k];
+        const double shardWeight =
+            aggregateParts(round.aggregation, xs, std::move(ws), {m_average.data(), count}, &fits, &m_blockRadius[b]);
+        if (round.evidence)
+            round.evidence->keepBlock(static_cast<std::uint32_t>(b), m_blockRadius[b], counted, shardWeight);
+        if (round.tamperAverage)
+            (*round.tamperAverage)({m_average.data(), count});
         noteOutliers(first, who, fits);
         m_shardWeight = std::max(m_shardWeight, shardWeight);
         for (std::size_t p = first; p < last; ++p)
@@ -247,6 +267,8 @@ void PartReducer::returnPart(std::size_t p, std::span<const float> average, doub
     if (round.capture)
         round.capture->push_back({round.shardOffsets[round.me] + piece.offset, piece.count,
                                   {payload.data<std::uint8_t>(), payload.data<std::uint8_t>() + payload.size()}});
+    if (round.evidence)
+        round.evidence->keepOwnResult(static_cast<std::uint32_t>(p), payload);
     sendResult(p, payload, shardWeight);
 }
 
@@ -282,6 +304,7 @@ void PartReducer::sendResult(std::size_t p, zmq::message_t &payload, double shar
                         shardWeight,
                         resultCodec(round.codec)};
     m_resultHeaders[p] = encodeShardHeader(h);
+    m_resultFields[p] = h;
     m_resultPayloads[p].move(payload);
     for (std::size_t i = 0; i < round.size(); ++i)
         if (i != round.me && !m_senders[i].routingId.empty())
@@ -334,9 +357,8 @@ bool PartReducer::handOverResult(std::size_t i, std::uint32_t p)
     zmq::message_t shared;
     shared.copy(const_cast<zmq::message_t &>(payload)); // reference-counted: no copy of the bytes
     const auto &routingId = m_senders[i].routingId;
-    const auto &header = m_resultHeaders[p];
-    std::array<zmq::message_t, 3> frames{zmq::message_t(routingId.data(), routingId.size()),
-                                         zmq::message_t(header.data(), header.size()), std::move(shared)};
+    std::array<zmq::message_t, 3> frames{zmq::message_t(routingId.data(), routingId.size()), resultHeaderFor(i, p),
+                                         std::move(shared)};
     try {
         if (!zmq::send_multipart(*m_router, frames, zmq::send_flags::dontwait))
             return false; // its queue is full
@@ -348,6 +370,20 @@ bool PartReducer::handOverResult(std::size_t i, std::uint32_t p)
     }
     m_resultPaid[i] = false;
     return true;
+}
+
+zmq::message_t PartReducer::resultHeaderFor(std::size_t i, std::uint32_t p) const
+{
+    if (!m_round.evidence) {
+        const auto &header = m_resultHeaders[p];
+        return zmq::message_t(header.data(), header.size());
+    }
+    auto h = m_resultFields[p];
+    const auto b = p / m_blockParts;
+    h.radius = m_blockRadius[b];
+    h.counted = i < m_blockCounted[b].size() ? m_blockCounted[b][i] : 0.0;
+    const auto header = encodeShardHeader(h);
+    return zmq::message_t(header.data(), header.size());
 }
 
 void PartReducer::finishShard(bool timedOut)

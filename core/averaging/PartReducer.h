@@ -42,6 +42,8 @@ namespace dedloc::allreduce {
 // over 16 Ki elements of a gradient an honest sender's values can lie far from the others' (an
 // embedding's rows only its own batch touched), and CenteredClip took honest members for outliers.
 inline constexpr std::size_t ClipBlockElements = 128 * 1024;
+// Parts per aggregation block of `round`'s reducers (one for the mean).
+[[nodiscard]] std::size_t blockPartsOf(const RoundContext &round);
 
 class PartReducer final {
   public:
@@ -128,6 +130,9 @@ class PartReducer final {
     void exclude(std::size_t sender);
     // Queues part p's RESULT for every sender that delivered a PART, then sendSomeResults().
     void sendResult(std::size_t p, zmq::message_t &payload, double shardWeight);
+    // Part p's RESULT header for sender i: the shared one, or in checked rounds one that says
+    // what its block counted for i.
+    [[nodiscard]] zmq::message_t resultHeaderFor(std::size_t i, std::uint32_t p) const;
     // Hands part p's RESULT for sender i to the ROUTER; false when its queue there is full or the
     // sender is gone (then its results are dropped).
     bool handOverResult(std::size_t i, std::uint32_t p);
@@ -151,6 +156,9 @@ class PartReducer final {
     // RESULTs waiting for the ROUTER (the staggered schedule, PartSender.h).
     std::vector<zmq::message_t> m_resultPayloads;           // per part, once reduced (shared by reference)
     std::vector<std::vector<std::uint8_t>> m_resultHeaders; // per part
+    std::vector<ShardHeader> m_resultFields;                // per part (checked rounds: per receiver)
+    std::vector<double> m_blockRadius;                      // per block: tau (0: averaged)
+    std::vector<std::vector<double>> m_blockCounted;        // per block, per member
     std::vector<std::deque<std::uint32_t>> m_resultQueue;   // per member, the parts it is owed
     std::vector<bool> m_resultPaid; // per member: its next RESULT's bytes passed the upload cap already
     StaggerWindow m_resultWindow; // senders fed at once

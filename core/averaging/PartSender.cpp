@@ -209,6 +209,8 @@ bool PartSender::sendPart(std::size_t j)
     if (!weightless)
         encodeInto(round.codec, round.values.subspan(round.shardOffsets[j] + piece.offset, piece.count),
                    {payload.data<std::uint8_t>(), payload.size()});
+    if (round.evidence && !weightless)
+        round.evidence->keepSent(j, p, payload);
     if (round.upload)
         round.upload->acquire(payload.size());
     const auto header = encodeShardHeader(h);
@@ -246,6 +248,8 @@ void PartSender::handleResult(std::size_t j, const std::vector<zmq::message_t> &
     if (m_round.capture)
         m_round.capture->push_back({m_round.shardOffsets[j] + h.offset, h.count,
                                     {frames[1].data<std::uint8_t>(), frames[1].data<std::uint8_t>() + frames[1].size()}});
+    if (m_round.evidence)
+        m_round.evidence->keepResult(j, h.part, h.radius, h.counted, h.weight, const_cast<zmq::message_t &>(frames[1]));
     m_resultSeen[j][h.part] = true;
     m_receivedBack[j] += h.count;
     m_lastProgress[j] = m_round.elapsed();

@@ -59,6 +59,8 @@ struct RoundContext {
     std::span<float> values;                     // averaged in place
     TokenBucket *upload = nullptr;               // upload cap on PART and RESULT payloads; null: none
     std::vector<EncodedPiece> *capture = nullptr; // the averaged pieces applied (AllReduceOptions)
+    RoundEvidence *evidence = nullptr;           // kept for the result check; null: not checked
+    const std::function<void(std::span<float>)> *tamperAverage = nullptr; // AllReduceOptions (tests)
     const DataPlaneSecurity *security = nullptr; // null: plaintext links
     // Per member, the CURVE key its connections authenticate with (secured rounds only; all
     // zeros for a member whose identity key is invalid: it never matches a connection).

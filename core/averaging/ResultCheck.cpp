@@ -39,7 +39,7 @@ bool finite(const ShardSketch &s)
     for (double x : s.residual)
         if (!std::isfinite(x))
             return false;
-    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.scale})
+    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.scale, s.unclipped})
         if (!std::isfinite(x) || x < 0.0)
             return false;
     return true;
@@ -167,7 +167,8 @@ std::vector<std::size_t> disputesOf(std::span<const MemberSketch> view, std::spa
     std::vector<std::size_t> out;
     for (const auto &o : own) {
         const auto entry = std::find_if(view.begin(), view.end(), [&](const MemberSketch &v) { return v.member == o.member; });
-        const bool disputes = entry == view.end() ? o.sketch.weight > 0.0 : !sameSketch(o.sketch, entry->sketch);
+        const bool disputes = o.sketch.unclipped > 0.0 ||
+                              (entry == view.end() ? o.sketch.weight > 0.0 : !sameSketch(o.sketch, entry->sketch));
         if (disputes)
             out.push_back(o.member);
     }

@@ -34,7 +34,8 @@
 //   - the radius it states, sqrt(sum_b tau_b^2), at most TauSlack x the manifest's radius x the
 //     members' median sqrt(sum_b n_b^2) (a larger one would let it average without clipping).
 // An honest view equals each member's own sketch (the same numbers from the same bytes); a member
-// whose own sketch differs disputes the view. So a reducer that moved its result must either
+// whose own sketch differs disputes the view, and so does one that was told it was not counted or
+// not clipped in a block it sent (a reducer cannot leave the honest members out of its view). So a reducer that moved its result must either
 // break its view's sum, or change the entries of the members (each a dispute), or only its own
 // entry, which its bounds keep within sqrt(64) x its spread: a move of at most about
 // sqrt(64) / sqrt(16) = 2 times what its own clipped part could move the result. Two or more
@@ -77,6 +78,10 @@ struct ShardSketch {
     double radius = 0.0;      // sqrt(sum_b tau_b^2), as the RESULT headers said
     double distance = 0.0;    // sqrt(sum_b n_b^2)
     double scale = 0.0;       // sum_b W_b ||x_b||: what the codec's error is relative to
+    // Blocks in which this member sent values and got a RESULT that says it was not counted, or
+    // not clipped (in a round of three or more senders only a sender silent for the sender
+    // timeout is left out). A member's own sketch with any disputes the view.
+    double unclipped = 0.0;
     bool operator==(const ShardSketch &) const = default;
 };
 

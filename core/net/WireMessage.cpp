@@ -40,6 +40,10 @@ std::vector<std::uint8_t> encodeShardHeader(const ShardHeader &h)
                         {"c", h.count},
                         {"w", h.weight},
                         {"z", compressionName(h.codec)}};
+    if (h.radius > 0.0)
+        j["k"] = h.radius;
+    if (h.counted >= 0.0)
+        j["u"] = h.counted;
     return nlohmann::json::to_cbor(j);
 }
 
@@ -55,7 +59,7 @@ ShardHeader parseShardHeader(std::span<const std::uint8_t> bytes, const ShardSch
     // The version before the field set: another version may have other fields.
     if (const auto v = j.find("v"); v != j.end() && v->is_number_integer() && *v != 1)
         throw ProtocolError("unsupported protocol version");
-    const JsonObjectReader r(j, {"v", "t", "g", "s", "h", "p", "n", "o", "c", "w", "z"}, headerFailure);
+    const JsonObjectReader r(j, {"v", "t", "g", "s", "h", "p", "n", "o", "c", "w", "z", "k", "u"}, headerFailure);
     (void)r.unsignedInteger("v", 1);
     ShardHeader h;
     const auto type = r.unsignedInteger("t", 2);
@@ -84,6 +88,10 @@ ShardHeader parseShardHeader(std::span<const std::uint8_t> bytes, const ShardSch
     h.codec = codecFromName(codec);
     if (h.codec != schema.codec)
         throw ProtocolError("message uses codec " + codec + ", the group agreed on " + compressionName(schema.codec));
+    if (r.has("k"))
+        h.radius = r.numberIn("k", 0.0, true, std::numeric_limits<double>::infinity(), true);
+    if (r.has("u"))
+        h.counted = r.numberIn("u", 0.0, false, std::numeric_limits<double>::infinity(), true);
     return h;
 }
 

@@ -8,6 +8,11 @@
 //   g      group id (<= 64 bytes), s sender index, h shard index, p part, n parts,
 //   o      offset of the piece inside the shard, c element count, w weight (samples, >= 0),
 //   z      codec (manifest spelling)
+//   k      (RESULTs of rounds that check results, optional) the CenteredClip radius tau of the
+//          part's aggregation block, > 0; absent: the block was averaged without clipping
+//   u      (RESULTs of rounds that check results) the weight the reducer counted for the
+//          RESULT's receiver in that block (samples, >= 0; 0: not counted)
+//          (averaging/ResultCheck.h)
 // parseShardHeader() checks every field's presence, type and range against what the receiver
 // expects BEFORE anything is allocated; a bad message raises ProtocolError with the reason and
 // the caller drops it (and may ban the sender). Pure functions; thread-safe.
@@ -39,6 +44,8 @@ struct ShardHeader {
     std::uint64_t count = 0;
     double weight = 0.0;
     Compression codec = Compression::None;
+    double radius = 0.0;   // "k": 0 when absent
+    double counted = -1.0; // "u": -1 when absent
 };
 
 // What the receiver expects; anything outside is refused.
