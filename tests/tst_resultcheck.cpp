@@ -243,7 +243,7 @@ private Q_SLOTS:
         // A member told it was not counted (or not clipped) in a block it sent disputes the view,
         // whatever the view says of it.
         own = view;
-        own[4].sketch.unclipped = 1.0;
+        own[4].sketch.excluded = 1.0;
         c = check(view, own);
         QCOMPARE(c.outcome, CheckOutcome::Disputed);
         QCOMPARE(c.disputes, std::vector<std::size_t>{4});
@@ -311,6 +311,34 @@ private Q_SLOTS:
         auto all = sketches(shard, digestNumber(3));
         all.resize(2);
         QCOMPARE(check(all).outcome, CheckOutcome::Undecided);
+    }
+
+    // A reducer that says it averaged without clipping (as where fewer than three senders were
+    // counted) or counted nobody, to leave everyone out of its view: the members' own sketches
+    // fail it.
+    void aViewLeavingTheMembersOutFails()
+    {
+        const std::vector<MemberSketch> empty;
+        std::vector<MemberSketch> own;
+        for (std::size_t i = 1; i < Members; ++i) {
+            ShardSketch s;
+            s.averaged = 3.0;
+            own.push_back({i, s});
+        }
+        auto c = checkShard(empty, own, Reducer, Clip.radius, Compression::Fp16);
+        QCOMPARE(c.outcome, CheckOutcome::Fails);
+        QVERIFY(c.reason.find("without clipping") != std::string::npos);
+        own.resize(2); // two may be honest: the two counted in a block after the others' exclusion
+        QCOMPARE(checkShard(empty, own, Reducer, Clip.radius, Compression::Fp16).outcome, CheckOutcome::Undecided);
+        for (auto &o : own) {
+            o.sketch.averaged = 0.0;
+            o.sketch.excluded = 3.0;
+        }
+        c = checkShard(empty, own, Reducer, Clip.radius, Compression::Fp16);
+        QCOMPARE(c.outcome, CheckOutcome::Fails);
+        QCOMPARE(c.disputes.size(), std::size_t{2});
+        own.resize(1);
+        QCOMPARE(checkShard(empty, own, Reducer, Clip.radius, Compression::Fp16).outcome, CheckOutcome::Disputed);
     }
 
     // Blocks averaged without clipping (tau 0) or in which a member was not counted add nothing.

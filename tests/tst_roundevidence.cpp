@@ -68,10 +68,15 @@ private Q_SLOTS:
             const auto sketches = s.reports[j].evidence->sketch(Digest);
             QCOMPARE(sketches.view.size(), Members); // every member counted in its shard
             QCOMPARE(sketches.own.size(), Members - 1);
+            for (const auto &o : sketches.own) {
+                QCOMPARE(o.excluded, 0.0);
+                QCOMPARE(o.averaged, 0.0);
+                QCOMPARE(o.weight, 3.0 * s.members[j].weight);
+            }
             for (const auto &entry : sketches.view) {
                 // Each block counted the member at its weight: three blocks.
                 QCOMPARE(entry.sketch.weight, 3.0 * s.members[entry.member].weight);
-                QCOMPARE(entry.sketch.unclipped, 0.0);
+                QCOMPARE(entry.sketch.excluded, 0.0);
             }
             const auto check = checkOf(s, j);
             QVERIFY2(check.outcome == CheckOutcome::Holds, check.reason.c_str());

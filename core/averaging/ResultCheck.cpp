@@ -39,7 +39,7 @@ bool finite(const ShardSketch &s)
     for (double x : s.residual)
         if (!std::isfinite(x))
             return false;
-    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.scale, s.unclipped})
+    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.scale, s.excluded, s.averaged})
         if (!std::isfinite(x) || x < 0.0)
             return false;
     return true;
@@ -167,7 +167,7 @@ std::vector<std::size_t> disputesOf(std::span<const MemberSketch> view, std::spa
     std::vector<std::size_t> out;
     for (const auto &o : own) {
         const auto entry = std::find_if(view.begin(), view.end(), [&](const MemberSketch &v) { return v.member == o.member; });
-        const bool disputes = o.sketch.unclipped > 0.0 ||
+        const bool disputes = o.sketch.excluded > 0.0 ||
                               (entry == view.end() ? o.sketch.weight > 0.0 : !sameSketch(o.sketch, entry->sketch));
         if (disputes)
             out.push_back(o.member);
@@ -206,40 +206,50 @@ ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const Member
     for (const auto &m : view)
         if (m.sketch.weight > 0.0 || !finite(m.sketch))
             counted.push_back(m);
-    if (counted.size() < 3) {
-        out.reason = "fewer than three members counted";
-        return out;
-    }
     std::vector<MemberSketch> others; // the reducer's entry is its own word: it cannot dispute it
+    std::size_t averaged = 0;
     for (const auto &o : own)
-        if (o.member != reducer)
+        if (o.member != reducer) {
             others.push_back(o);
+            averaged += o.sketch.averaged > 0.0 ? 1 : 0;
+        }
     out.disputes = disputesOf(counted, others);
-    if (out.reason = viewFault(counted, radius); !out.reason.empty()) {
+    if (averaged > 2) {
         out.outcome = CheckOutcome::Fails;
+        out.reason = std::to_string(averaged) + " members say it averaged their blocks without clipping";
         return out;
     }
-    std::array<double, CheckProjections> sum{};
-    std::vector<double> scales;
-    for (const auto &m : counted) {
-        for (std::size_t k = 0; k < CheckProjections; ++k)
-            sum[k] += m.sketch.residual[k];
-        scales.push_back(m.sketch.scale);
+    if (counted.size() >= 3) {
+        if (out.reason = viewFault(counted, radius); !out.reason.empty()) {
+            out.outcome = CheckOutcome::Fails;
+            return out;
+        }
+        std::array<double, CheckProjections> sum{};
+        std::vector<double> scales;
+        for (const auto &m : counted) {
+            for (std::size_t k = 0; k < CheckProjections; ++k)
+                sum[k] += m.sketch.residual[k];
+            scales.push_back(m.sketch.scale);
+        }
+        const auto &first = counted.front().sketch;
+        out.sum = norm(sum);
+        out.allowance = std::sqrt(ProjectionBound) * (resultCodecError(codec) * 2.0 * median(scales)
+                                                      + StepAllowance * first.groupWeight * first.radius);
+        if (!(out.sum <= out.allowance)) {
+            out.outcome = CheckOutcome::Fails;
+            out.reason = "its result is not CenteredClip's over the parts it counted (residual "
+                         + std::to_string(out.sum) + ", allowed " + std::to_string(out.allowance) + ")";
+            return out;
+        }
     }
-    const auto &first = counted.front().sketch;
-    out.sum = norm(sum);
-    out.allowance = std::sqrt(ProjectionBound) * (resultCodecError(codec) * 2.0 * median(scales)
-                                                  + StepAllowance * first.groupWeight * first.radius);
-    if (!(out.sum <= out.allowance)) {
+    if (out.disputes.size() >= 2) {
         out.outcome = CheckOutcome::Fails;
-        out.reason = "its result is not CenteredClip's over the parts it counted (residual " + std::to_string(out.sum)
-                     + ", allowed " + std::to_string(out.allowance) + ")";
-    } else if (out.disputes.size() >= 2) {
-        out.outcome = CheckOutcome::Fails;
-        out.reason = std::to_string(out.disputes.size()) + " members' own sketches differ from its view";
+        out.reason = std::to_string(out.disputes.size()) + " members' own sketches dispute its view";
     } else if (out.disputes.size() == 1) {
         out.outcome = CheckOutcome::Disputed;
-        out.reason = "member " + std::to_string(out.disputes.front()) + "'s own sketch differs from its view";
+        out.reason = "member " + std::to_string(out.disputes.front()) + "'s own sketch disputes its view";
+    } else if (counted.size() < 3) {
+        out.reason = "fewer than three members counted";
     } else {
         out.outcome = CheckOutcome::Holds;
     }

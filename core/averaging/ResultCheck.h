@@ -35,7 +35,8 @@
 //     members' median sqrt(sum_b n_b^2) (a larger one would let it average without clipping).
 // An honest view equals each member's own sketch (the same numbers from the same bytes); a member
 // whose own sketch differs disputes the view, and so does one that was told it was not counted or
-// not clipped in a block it sent (a reducer cannot leave the honest members out of its view). So a reducer that moved its result must either
+// not clipped in a block it sent (a reducer cannot leave the honest members out of its view:
+// ShardSketch::excluded and ::averaged). So a reducer that moved its result must either
 // break its view's sum, or change the entries of the members (each a dispute), or only its own
 // entry, which its bounds keep within sqrt(64) x its spread: a move of at most about
 // sqrt(64) / sqrt(16) = 2 times what its own clipped part could move the result. Two or more
@@ -78,10 +79,14 @@ struct ShardSketch {
     double radius = 0.0;      // sqrt(sum_b tau_b^2), as the RESULT headers said
     double distance = 0.0;    // sqrt(sum_b n_b^2)
     double scale = 0.0;       // sum_b W_b ||x_b||: what the codec's error is relative to
-    // Blocks in which this member sent values and got a RESULT that says it was not counted, or
-    // not clipped (in a round of three or more senders only a sender silent for the sender
-    // timeout is left out). A member's own sketch with any disputes the view.
-    double unclipped = 0.0;
+    // Own sketches only. Blocks in which this member sent values and got RESULTs that say it was
+    // not counted (or whose parts' headers disagree): only a sender silent for the sender timeout
+    // is left out, so a member's own sketch with any disputes the view.
+    double excluded = 0.0;
+    // Blocks in which it was counted and the RESULTs say the block was averaged without clipping:
+    // a reducer does that only where fewer than three senders were counted, so more than two
+    // members saying so of one shard fail its reducer.
+    double averaged = 0.0;
     bool operator==(const ShardSketch &) const = default;
 };
 
@@ -106,6 +111,24 @@ class SketchBuilder final {
     std::vector<unsigned char> m_signs; // one block's sign bits, 2 bytes an element
 };
 
+// One member's sketch of a shard, with its index in the group.
+struct MemberSketch {
+    std::size_t member = 0;
+    ShardSketch sketch;
+    bool operator==(const MemberSketch &) const = default;
+};
+
+// This member's sketches of one round (RoundEvidence.h).
+struct RoundSketches {
+    // Of every other reducer's shard in which this member sent values and got results: its own
+    // sketch (weight 0 when no block of it was counted and clipped).
+    std::vector<ShardSketch> own;
+    // Of its own shard: one entry per member it counted in a clipped block (empty: none).
+    std::vector<MemberSketch> view;
+    [[nodiscard]] bool empty() const { return own.empty() && view.empty(); }
+    bool operator==(const RoundSketches &) const = default;
+};
+
 enum class CheckOutcome {
     Holds,     // the view sums to zero and no member disputes it
     Fails,     // the reducer's result or view is wrong (see above)
@@ -121,19 +144,16 @@ struct ShardCheck {
     std::string reason;                // why it failed, or is disputed or undecided
 };
 
-// One member's sketch of a shard, with its index in the group.
-struct MemberSketch {
-    std::size_t member = 0;
-    ShardSketch sketch;
-};
 
 // Checks reducer `reducer`'s shard from its `view` (one entry per member it counted, its own
 // included) and the members' `own` sketches of that shard (those that published one).
-// `radius`: the manifest's CenteredClip radius; `codec`: the PARTs' codec. Undecided when the view
-// counts fewer than three members; Fails when its weights do not add up to the total it stated,
-// an entry is out of bounds, the radius or the sum is, or two or more members dispute it (a
-// member with weight in its own sketch missing from the view disputes it too); Disputed when
-// exactly one does.
+// `radius`: the manifest's CenteredClip radius; `codec`: the PARTs' codec. Fails when two or more
+// members dispute the view (a member with weight in its own sketch and no entry in the view, or
+// with excluded blocks, disputes it too), when more than two members say it averaged blocks they
+// were counted in without clipping, and, where the view counts three members or more, when its
+// weights do not add up to the total it stated or an entry, the radius or the sum is out of
+// bounds; Disputed when exactly one member disputes an otherwise sound view; Undecided when the
+// view counts fewer than three members and nothing else fails it.
 [[nodiscard]] ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const MemberSketch> own,
                                     std::size_t reducer, double radius, Compression codec);
 

@@ -158,7 +158,7 @@ void RoundEvidence::Impl::ownSketches(const CheckSeed &seed, RoundSketches &out)
         if (j == me || layout[j].empty())
             continue;
         SketchBuilder builder(seed, static_cast<std::uint32_t>(j));
-        double unclipped = 0.0;
+        double excluded = 0.0, averaged = 0.0;
         bool any = false;
         for (std::size_t b = 0; b < blockCount(j); ++b) {
             const auto [first, last] = partsOf(j, b);
@@ -172,8 +172,12 @@ void RoundEvidence::Impl::ownSketches(const CheckSeed &seed, RoundSketches &out)
                 continue; // no average came back here: this shard keeps local values
             any = true;
             const auto &head = results[j][first];
-            if (!agree || !(head.radius > 0.0) || !(head.counted > 0.0)) {
-                unclipped += 1.0;
+            if (!agree || !(head.counted > 0.0)) {
+                excluded += 1.0;
+                continue;
+            }
+            if (!(head.radius > 0.0)) {
+                averaged += 1.0;
                 continue;
             }
             decodeBlock(codec, layout[j], first, last, [&](std::size_t p) -> const zmq::message_t & { return sent[j][p]; }, xs);
@@ -184,7 +188,8 @@ void RoundEvidence::Impl::ownSketches(const CheckSeed &seed, RoundSketches &out)
         if (!any)
             continue;
         auto s = builder.sketch();
-        s.unclipped = unclipped;
+        s.excluded = excluded;
+        s.averaged = averaged;
         out.own.push_back(s);
     }
 }

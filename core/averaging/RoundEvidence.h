@@ -28,15 +28,6 @@ class message_t;
 
 namespace dedloc {
 
-// This member's sketches of one round (ResultCheck.h).
-struct RoundSketches {
-    // Of every other reducer's shard in which this member sent values and got results: its own
-    // sketch (weight 0 and `unclipped` > 0 when no block of it was counted and clipped).
-    std::vector<ShardSketch> own;
-    // Of its own shard: one entry per member it counted in a clipped block (empty: none).
-    std::vector<MemberSketch> view;
-};
-
 class RoundEvidence final {
   public:
     // `shardSizes`: elements per member's shard; `iSend`: this member sent values (weight > 0).
