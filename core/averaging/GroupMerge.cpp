@@ -2,6 +2,7 @@
 
 #include "averaging/BanList.h"
 #include "averaging/PeerService.h"
+#include "averaging/RoundEvidence.h"
 #include "averaging/UpdateArchive.h"
 #include "averaging/UpdateDownload.h"
 #include "net/DataPlaneSecurity.h"
@@ -106,6 +107,13 @@ std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
     return admitted(m_dht.fetch(key, 1.0));
 }
 
+std::vector<GroupRecord> GroupMerger::groupRecords(long epoch) const
+{
+    auto records = readRecords(groupsKey(m_self.runId, epoch));
+    std::erase_if(records, [epoch](const GroupRecord &r) { return r.epoch != epoch; });
+    return records;
+}
+
 // The group records of `signed_` from peers neither banned nor (closed runs) refused admission.
 std::vector<GroupRecord> GroupMerger::admitted(const std::vector<SignedRecord> &signed_) const
 {
@@ -183,7 +191,7 @@ bool GroupMerger::groupsStillRunning(long epoch)
 
 MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                const std::function<std::size_t()> &expectedPeers, double roundSeconds,
-                               const std::atomic<bool> &stop)
+                               const std::atomic<bool> &stop, const std::shared_ptr<const RoundEvidence> &evidence)
 {
     MergeResult result;
     const long epoch = own->epoch;
@@ -194,7 +202,9 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     if (m_service)
         m_service->addGroupUpdate(group.groupId, own);
     GroupRecord mine{m_self.peerId, {}, epoch, group.groupId, own->batchSamples, group.members.size(), digest,
-                     m_service ? m_service->endpoint() : std::string(), {}, {}};
+                     m_service ? m_service->endpoint() : std::string(), {}, {}, {}, {}};
+    if (evidence)
+        mine.sketches = evidence->sketch(digest);
     const auto payload = encodeGroupRecord(mine);
     const double now = unixNow();
     mine.signedValue = m_dht.encodeRecord(key, payload, 0, now, now + RecordSeconds); // relayed with a seal

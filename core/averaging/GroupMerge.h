@@ -65,6 +65,7 @@ namespace dedloc {
 
 class BanList;
 class DataPlaneSecurity;
+class RoundEvidence;
 class PeerService;
 struct SealChoice;
 
@@ -157,10 +158,16 @@ public:
     // publishes this group's record, waits for the others while the groups seen hold fewer
     // than `expectedPeers()` or some announced group has no average yet, agrees on the set
     // (sealing, above) and merges. Returns weight and groups 1 with an empty average when the
-    // step is this group's own average alone.
+    // step is this group's own average alone. `evidence` (rounds that check results): the record
+    // carries the round's sketches under the seed of the average's digest (SketchRecord.h).
     [[nodiscard]] MergeResult merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                     const std::function<std::size_t()> &expectedPeers, double roundSeconds,
-                                    const std::atomic<bool> &stop);
+                                    const std::atomic<bool> &stop,
+                                    const std::shared_ptr<const RoundEvidence> &evidence = nullptr);
+
+    // The group records of `epoch` this peer admits (neither banned nor, in closed runs, refused),
+    // as read now: for the result check of a round (averaging/ResultAudit.h). Any one thread.
+    [[nodiscard]] std::vector<GroupRecord> groupRecords(long epoch) const;
 
     // For a peer of `epoch` without a complete round (its search found no group, or its round
     // lost a part): waits as merge() does, publishes nothing (a member of `round` only that its

@@ -1,5 +1,6 @@
 #include "averaging/SwarmMessages.h"
 
+#include "averaging/SketchRecord.h"
 #include "security/AccessToken.h"
 #include "util/Hash.h"
 #include "util/JsonReader.h"
@@ -267,6 +268,8 @@ std::string encodeGroupRecord(const GroupRecord &r)
     }
     if (r.ended)
         j["x"] = true;
+    if (!r.sketches.empty())
+        j["c"] = encodeSketches(r.sketches);
     return j.dump();
 }
 
@@ -284,14 +287,15 @@ GroupRecord parseGroupRecord(const SignedRecord &record)
     r.members = static_cast<std::size_t>(nonNegative(j, "n", MaxGroupMembers));
     if (r.members < 2)
         throw ProtocolError("group record of fewer than two members");
-    r.digest = text(j, "h", 64);
-    if ((!r.digest.empty() && r.digest.size() != 64) || r.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
+    if (r.digest = text(j, "h", 64); !r.digest.empty() && !isDigest(r.digest))
         throw ProtocolError("group record digest is not 64 hex digits");
     r.serviceEndpoint = endpoint(j, "a");
     if (j.contains("s"))
         r.seal = parseSeal(j.at("s"));
     r.ended = j.contains("x") && flag(j, "x");
-    if (r.ended && (!r.digest.empty() || !r.seal.empty()))
+    if (j.contains("c"))
+        r.sketches = parseSketches(j.at("c"), r.members);
+    if ((r.ended && (!r.digest.empty() || !r.seal.empty())) || (r.digest.empty() && !r.sketches.empty()))
         throw ProtocolError("group record of a round that ended without an average claims one");
     r.signedValue = record.value;
     return r;
@@ -463,11 +467,7 @@ StateInfo stateInfoFromJson(const json &j, std::uint64_t expectedElements)
                             + std::to_string(expectedElements));
     if (s.partElements == 0 || s.parts != (s.elements + s.partElements - 1) / s.partElements)
         throw ProtocolError("state part layout is inconsistent");
-    if (j.contains("h")) {
-        s.digest = text(j, "h", 64);
-        if (s.digest.size() != 64 || s.digest.find_first_not_of("0123456789abcdef") != std::string::npos)
-            throw ProtocolError("state digest is not 64 hex digits");
-    }
+    s.digest = stateDigestField(j, "h");
     return s;
 }
 

@@ -36,6 +36,7 @@
 #include "net/DhtNode.h"
 #include "net/WireMessage.h"
 #include "averaging/PeerRole.h"
+#include "averaging/ResultCheck.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -159,6 +160,9 @@ struct GroupRecord {
     bool ended = false;
     std::string signedValue;     // the signed DHT value it was read from (SignedRecord::value);
                                  // "" for one built here and not yet signed
+    // "c" (optional, with a digest): this member's sketches of the round, for the result check
+    // (averaging/SketchRecord.h); empty in rounds that do not check results.
+    RoundSketches sketches;
 };
 inline constexpr std::size_t MaxSealGroups = 256;
 [[nodiscard]] std::string encodeGroupRecord(const GroupRecord &record);

@@ -1,0 +1,32 @@
+#pragma once
+// Judging the reducers of this member's group after a round that checked results: every member
+// published its sketches in its group record (SketchRecord.h), and each reducer's view is checked
+// against the other members' own sketches of its shard (ResultCheck.h checkShard).
+//
+// Which records count: those of the group's members (by peer id) for this group and epoch that
+// claim an average. A member publishes its record again when it seals; the one carrying sketches
+// is taken. A reducer is judged from the members whose record claims the same average digest as
+// its own (the signs come from that digest: sketches under another one cannot be compared); a
+// reducer without a record read is not judged (it may have left: nothing proves it withheld one).
+//
+// Threads: any; no state. Errors: none (records come parsed; anything missing leaves a reducer
+// unjudged).
+#include "averaging/ResultCheck.h"
+#include "averaging/SwarmMessages.h"
+
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+struct AuditVerdict {
+    std::size_t reducer = 0;   // member index of the reducer judged
+    ShardCheck check;          // its outcome; check.disputes are member indices
+};
+
+// The verdicts on the reducers of `group` judged from `records` (any records read: others are
+// skipped), in member order. `radius`: the manifest's CenteredClip radius; `codec`: the round's.
+[[nodiscard]] std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<GroupRecord> &records,
+                                                   double radius, Compression codec);
+
+} // namespace dedloc

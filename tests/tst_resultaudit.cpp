@@ -1,0 +1,148 @@
+// ResultAudit (core/averaging/ResultAudit.h): the reducers of a group judged from the members'
+// group records, after a real all-reduce round on loopback that checked results. The records go
+// through their wire form (encodeGroupRecord, parseGroupRecord) as a reader gets them.
+#include "AllReduceSwarm.h"
+#include "averaging/ResultAudit.h"
+#include "util/Hash.h"
+
+#include <QtTest>
+
+using namespace dedloc;
+using namespace dedloc::test;
+
+namespace {
+
+constexpr std::size_t Members = 4;
+constexpr std::size_t Elements = Members * (128 * 1024 + 3000);
+
+AllReduceOptions checked()
+{
+    AllReduceOptions o;
+    o.codec = Compression::Fp16;
+    o.aggregation = AggregationSpec{AggregationRule::CenteredClip, 2.0, 8.0};
+    o.checkResults = true;
+    return o;
+}
+
+std::string digestOf(const std::string &text) { return sha256Hex(text.data(), text.size()); }
+
+GroupInfo groupOf(const Swarm &s) { return {"group-1", 5, s.members}; }
+
+// Member i's record as a reader parses it: sketched under `digest`.
+GroupRecord recordOf(const Swarm &s, std::size_t i, const std::string &digest)
+{
+    GroupRecord r;
+    r.epoch = 5;
+    r.groupId = "group-1";
+    r.weight = 100;
+    r.members = Members;
+    r.digest = digest;
+    r.sketches = s.reports[i].evidence->sketch(digest);
+    SignedRecord signedRecord;
+    signedRecord.peerId = s.members[i].peerId;
+    signedRecord.payload = encodeGroupRecord(r);
+    return parseGroupRecord(signedRecord);
+}
+
+std::vector<GroupRecord> recordsOf(const Swarm &s, const std::string &digest)
+{
+    std::vector<GroupRecord> records;
+    for (std::size_t i = 0; i < Members; ++i)
+        records.push_back(recordOf(s, i, digest));
+    return records;
+}
+
+Swarm roundWith(const std::vector<AllReduceOptions> &options)
+{
+    Swarm s(std::vector<bool>(Members, true), {10.0, 20.0, 30.0, 40.0}, Elements);
+    const auto common = randomVector(Elements, 7);
+    for (auto &v : s.values)
+        for (std::size_t k = 0; k < Elements; ++k)
+            v[k] += 2.0F * common[k];
+    s.run(options, {0, 1, 2, 3});
+    return s;
+}
+
+} // namespace
+
+class TestResultAudit final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void honestReducersHold()
+    {
+        const auto s = roundWith(std::vector<AllReduceOptions>(Members, checked()));
+        const auto verdicts = auditGroup(groupOf(s), recordsOf(s, digestOf("a")), 2.0, Compression::Fp16);
+        QCOMPARE(verdicts.size(), Members);
+        for (std::size_t j = 0; j < Members; ++j) {
+            QCOMPARE(verdicts[j].reducer, j);
+            QVERIFY2(verdicts[j].check.outcome == CheckOutcome::Holds, verdicts[j].check.reason.c_str());
+        }
+    }
+
+    void aReducerThatMovedItsResultFailsAlone()
+    {
+        auto options = std::vector<AllReduceOptions>(Members, checked());
+        options[1].tamperAverage = [](std::span<float> v) {
+            for (auto &x : v)
+                x += 0.5F;
+        };
+        const auto s = roundWith(options);
+        const auto verdicts = auditGroup(groupOf(s), recordsOf(s, digestOf("b")), 2.0, Compression::Fp16);
+        QCOMPARE(verdicts.size(), Members);
+        for (const auto &v : verdicts)
+            QVERIFY2((v.check.outcome == CheckOutcome::Fails) == (v.reducer == 1), v.check.reason.c_str());
+    }
+
+    // Records of other groups or epochs, of strangers, or without an average are not read as the
+    // group's; a reducer whose record is missing is not judged; members whose record claims another
+    // digest are not compared with it.
+    void onlyTheRoundsOwnRecordsCount()
+    {
+        const auto s = roundWith(std::vector<AllReduceOptions>(Members, checked()));
+        const auto digest = digestOf("c");
+        auto records = recordsOf(s, digest);
+        records.erase(records.begin() + 2); // member 2's record not read (yet)
+        auto stranger = recordOf(s, 3, digest);
+        stranger.peerId = "stranger";
+        stranger.sketches.own[0].residual[0] += 1e9;
+        auto otherGroup = recordOf(s, 0, digest);
+        otherGroup.groupId = "group-2";
+        otherGroup.sketches.view.clear();
+        records.push_back(stranger);
+        records.push_back(otherGroup);
+        auto verdicts = auditGroup(groupOf(s), records, 2.0, Compression::Fp16);
+        QCOMPARE(verdicts.size(), Members - 1);
+        for (const auto &v : verdicts) {
+            QVERIFY(v.reducer != 2);
+            QCOMPARE(v.check.outcome, CheckOutcome::Holds);
+        }
+        // Member 3 sketched under another digest: its own sketches dispute nobody.
+        records = recordsOf(s, digest);
+        records[3] = recordOf(s, 3, digestOf("another"));
+        verdicts = auditGroup(groupOf(s), records, 2.0, Compression::Fp16);
+        for (const auto &v : verdicts)
+            QVERIFY2(v.check.outcome == CheckOutcome::Holds, v.check.reason.c_str());
+    }
+
+    // One member publishing a false own sketch: a lone dispute with each reducer, never a failure.
+    void aLyingMemberOnlyDisputes()
+    {
+        const auto s = roundWith(std::vector<AllReduceOptions>(Members, checked()));
+        auto records = recordsOf(s, digestOf("d"));
+        for (auto &own : records[0].sketches.own)
+            own.residual[3] *= -1.0;
+        const auto verdicts = auditGroup(groupOf(s), records, 2.0, Compression::Fp16);
+        for (const auto &v : verdicts) {
+            if (v.reducer == 0) {
+                QCOMPARE(v.check.outcome, CheckOutcome::Holds);
+                continue;
+            }
+            QCOMPARE(v.check.outcome, CheckOutcome::Disputed);
+            QCOMPARE(v.check.disputes, std::vector<std::size_t>{0});
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestResultAudit)
+#include "tst_resultaudit.moc"
