@@ -282,6 +282,38 @@ class TestHostilePeer : public QObject {
                              && s1.at(step).value("params_sha", std::string("1")) == s3.at(step).value("params_sha", std::string("3")),
                          all);
     }
+
+    // A reducer that returns its shard's average times -1 (its sketches of the round stay true):
+    // its view of its shard fails the check at every honest member a while after each round
+    // (ResultAuditor, averaging/ResultCheck.h), three such strikes ban it, and no honest trainer
+    // strikes another. Without the check nothing in its messages is wrong: nobody bans it.
+    void aReducerLyingAboutItsResultIsBanned()
+    {
+        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "result";
+        std::filesystem::create_directories(d);
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
+        auto [monitor, p1, p2, p3, liar] = startSwarm(h, 24, QStringLiteral("result:-1"));
+        const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &liar, &monitor};
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 300), all);
+        const auto liarId = peerIdOf(liar);
+        QVERIFY(!liarId.empty());
+        for (const auto *p : {&p1, &p2, &p3}) {
+            const auto log = p->logText();
+            SWARM_VERIFY(log.contains(QStringLiteral("fails the check")), all);
+            SWARM_VERIFY(log.contains(QString::fromStdString(liarId.substr(0, 16)) + QStringLiteral(" is banned")), all);
+            for (const auto *other : {&p1, &p2, &p3}) {
+                const auto id = QString::fromStdString(peerIdOf(*other).substr(0, 8));
+                QVERIFY2(!log.contains(QStringLiteral("reducer ") + id + QStringLiteral(" fails")),
+                         qPrintable(p->name + QStringLiteral(" failed the result of ") + other->name));
+            }
+        }
+        const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
+        for (long step = 1; step <= 24; ++step)
+            SWARM_VERIFY(s1.count(step) && s2.count(step) && s3.count(step)
+                             && s1.at(step).value("params_sha", std::string("1")) == s2.at(step).value("params_sha", std::string("2"))
+                             && s1.at(step).value("params_sha", std::string("1")) == s3.at(step).value("params_sha", std::string("3")),
+                         all);
+    }
 };
 
 QTEST_MAIN(TestHostilePeer)

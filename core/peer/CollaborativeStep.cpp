@@ -78,7 +78,7 @@ void mergeGroups(const GroupMergeHook &merge, const FormedGroup &group, double r
     out.mergedPeers = group.info.members.size();
     if (!merge.merge || !out.update)
         return;
-    auto merged = merge.merge(group, out.update, roundSeconds);
+    auto merged = merge.merge(group, out.update, roundSeconds, out.report.evidence);
     if (!merged.note.empty())
         log::warning("swarm", "merging the epoch's groups: " + merged.note);
     if (merged.average.size() != gradient.size())

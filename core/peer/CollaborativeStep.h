@@ -96,10 +96,11 @@ struct StepOutcome {
 using GradientTamper = std::function<void(std::span<float>)>;
 // The second averaging level (averaging/GroupMerge.h); unset members: none.
 struct GroupMergeHook {
-    // Given the group and its complete round's average (and the round's seconds), the merge of
-    // every group of the epoch (GroupMerger::merge).
+    // Given the group and its complete round's average (and the round's seconds, and what it kept
+    // for the result check: AllReduceReport::evidence), the merge of every group of the epoch
+    // (GroupMerger::merge).
     std::function<MergeResult(const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own,
-                              double roundSeconds)>
+                              double roundSeconds, const std::shared_ptr<const RoundEvidence> &evidence)>
         merge;
     // For a step without a complete round of its own (no group formed for it, its round could
     // not run, or lost a part): the merge the epoch's groups apply, of `elements` values

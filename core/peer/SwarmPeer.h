@@ -121,6 +121,9 @@ struct SwarmOptions {
     // Tests only: rewrites the bandwidth this peer declares when it joins or leads a group (its
     // measured upload rate, else `bandwidth`), as a peer lying about its link would.
     std::function<double(double)> tamperBandwidth;
+    // Tests only: rewrites each block of the gradient average this peer's reducer computes before
+    // it is returned (a reducer lying about its shard's result: AllReduceOptions::tamperAverage).
+    std::function<void(std::span<float>)> tamperAverage;
 };
 
 // Why other peers could not reach this one at the addresses `options` would advertise, or ""

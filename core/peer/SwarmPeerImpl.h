@@ -22,6 +22,7 @@
 #include "averaging/Reachability.h"
 #include "peer/CollaborativeStep.h"
 #include "peer/DownstreamMonitor.h"
+#include "peer/ResultAuditor.h"
 #include "peer/RunAccess.h"
 #include "monitor/SwarmMetricsRecorder.h"
 #include "util/LineAppender.h"
@@ -40,7 +41,6 @@
 #include <future>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <map>
 #include <optional>
 #include <string>
@@ -142,6 +142,7 @@ struct SwarmPeer::Impl {
     std::string portMappingNote;              // why the router gave none ("" when not asked)
     std::unique_ptr<Matchmaker> matchmaker;
     std::unique_ptr<GroupMerger> merger; // the epoch's groups merged into one step
+    std::unique_ptr<ResultAuditor> auditor; // judges the reducers of rounds that check results
     std::unique_ptr<MetricsWriter> metrics;
     std::shared_ptr<SwarmMetricsRecorder> recorder;
     std::unique_ptr<DownstreamMonitor> downstream; // monitor with a downstream evaluation
@@ -353,9 +354,9 @@ struct SwarmPeer::Impl {
     void afterRound(const FormedGroup &group, const AllReduceReport &report);
     double declaredBandwidth(double mbit) const { return opt.tamperBandwidth ? opt.tamperBandwidth(mbit) : mbit; }
     AllReduceOptions roundOptions() const;
-    // roundOptions() for a gradient round of `epoch`: each sender's weight bounded by what this
-    // peer's tracker counted for it (ProgressTracker::weightBounds). Takes `mutex`.
-    AllReduceOptions gradientRoundOptions(long epoch) const;
+    // roundOptions() for a gradient round of `epoch` in `group` (checked where it checksResults), each
+    // sender's weight bounded by what this peer's tracker counted for it (weightBounds). Takes `mutex`.
+    AllReduceOptions gradientRoundOptions(long epoch, const GroupInfo *group = nullptr) const;
     bool averageStateNow(long epoch) const;
     // Whether `group` holds a state round after the gradients of `epoch`: a member asked for
     // repair, or the periodic round is due and the members did not all join with the same state

@@ -204,6 +204,8 @@ void SwarmPeer::Impl::afterStateChange()
 
 void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport &report)
 {
+    if (report.evidence) // once the members' records are in, their sketches judge the reducers
+        auditor->schedule(group.info);
     for (const auto &o : report.offences)
         bans->strike(group.info.members[o.member].peerId, "round " + group.info.groupId + ": " + o.reason, unixNow(),
                      o.messages);
@@ -267,9 +269,11 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
     return o;
 }
 
-AllReduceOptions SwarmPeer::Impl::gradientRoundOptions(long epoch) const
+AllReduceOptions SwarmPeer::Impl::gradientRoundOptions(long epoch, const GroupInfo *group) const
 {
     auto o = roundOptions();
+    o.checkResults = group && checksResults(*group, o.aggregation);
+    o.tamperAverage = opt.tamperAverage;
     std::lock_guard lock(mutex);
     auto bounds = tracker.weightBounds(epoch, unixNow());
     o.senderWeightBounds = std::move(bounds.perPeer);

@@ -58,7 +58,7 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
     });
     if (group) {
         std::vector<float> values(static_cast<std::size_t>(trainer->parameterCount()));
-        auto o = gradientRoundOptions(global);
+        auto o = gradientRoundOptions(global, &group->info);
         o.myWeight = 0.0;
         // A monitor that holds the swarm's state of this epoch keeps what the round applies.
         const bool mayFollow =
@@ -127,7 +127,8 @@ bool SwarmPeer::Impl::followRound(const FormedGroup &group, const AllReduceRepor
     // As the trainers do: the epoch's other groups, if any, merge into the step (GroupMerge.h).
     const auto own = std::make_shared<const AveragedUpdate>(std::move(*update));
     auto merged =
-        merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag);
+        merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch); }, roundSeconds, stopFlag,
+                      report.evidence);
     if (!merged.note.empty())
         log::warning("monitor", "merging the epoch's groups: " + merged.note);
     const bool byMerge = merged.average.size() == averaged.size();

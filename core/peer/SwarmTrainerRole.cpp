@@ -310,11 +310,12 @@ SwarmPeer::Impl::GroupWait SwarmPeer::Impl::waitForGroup(GroupSearch &search, lo
 GroupMergeHook SwarmPeer::Impl::mergeHook()
 {
     GroupMergeHook hook;
-    hook.merge = [this](const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds) {
+    hook.merge = [this](const FormedGroup &group, const std::shared_ptr<const AveragedUpdate> &own, double roundSeconds,
+                        const std::shared_ptr<const RoundEvidence> &evidence) {
         const long epoch = own->epoch;
         lastRoundSeconds = roundSeconds;
         return merger->merge(group.info, own, [this, epoch] { return expectedPeers(epoch, true); }, roundSeconds,
-                             stopFlag);
+                             stopFlag, evidence);
     };
     hook.adopt = [this](long epoch, std::size_t elements, const GroupInfo *round) {
         if (expectedPeers(epoch, true) <= 1)
@@ -340,7 +341,8 @@ void SwarmPeer::Impl::takeStep(GroupSearch &search, bool alone, bool contribute)
     }
     if (!contribute)
         log::info("swarm", "pausing: taking part in group " + w.group->info.groupId + " with weight 0 first");
-    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, w.group, w.why, gradientRoundOptions(epoch), contribute,
+    const auto options = gradientRoundOptions(epoch, w.group ? &w.group->info : nullptr);
+    const auto outcome = applyCollaborativeStep(*trainer, *allReduce, w.group, w.why, options, contribute,
                                                 opt.tamperGradient, mergeHook());
     afterStep(w.group, outcome, epoch, alone, decided);
 }

@@ -9,6 +9,8 @@
 //             K = 2, corroborate each other's claims: colluders climbing by turns)
 //   bandwidth:B  declares B Mbit/s whenever it joins or leads a group, whatever it measured (a
 //             peer after the largest shard, whose result it alone decides)
+//   result:F  as a reducer, returns (and applies) its shard's true gradient average times F (a
+//             reducer lying about its result; its sketches of the round stay true)
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
 // rule and applies the group's result. Built only into the tests, never into the apps.
 #include "CommandLine.h"
@@ -56,6 +58,13 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
         swarm.tamperBandwidth = [b = *mbit](double) { return b; };
         return true;
     }
+    if (const auto factor = parameterOf(kind, "result:")) {
+        swarm.tamperAverage = [f = static_cast<float>(*factor)](std::span<float> average) {
+            for (float &x : average)
+                x *= f;
+        };
+        return true;
+    }
     if (const auto lead = parameterOf(kind, "ahead:"); lead && *lead >= 1) {
         swarm.tamperRecord = [k = static_cast<long>(*lead)](dedloc::ProgressRecord &r) { r.epoch += k; };
         return true;
@@ -71,7 +80,7 @@ int main(int argc, char *argv[])
     QStringList arguments = QCoreApplication::arguments();
     const auto at = arguments.indexOf(QStringLiteral("--attack"));
     if (at < 1 || at + 1 >= arguments.size()) {
-        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K|bandwidth:B [dedloc options...]\n");
+        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K|bandwidth:B|result:F [dedloc options...]\n");
         return 2;
     }
     const auto attack = arguments[at + 1].toStdString();

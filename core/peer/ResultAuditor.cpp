@@ -1,0 +1,110 @@
+#include "peer/ResultAuditor.h"
+
+#include "averaging/BanList.h"
+#include "averaging/ResultAudit.h"
+#include "averaging/SketchRecord.h"
+#include "util/Clock.h"
+#include "util/Log.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace dedloc {
+
+bool checksResults(const GroupInfo &group, const AggregationSpec &aggregation)
+{
+    const auto senders = std::count_if(group.members.begin(), group.members.end(),
+                                       [](const GroupMember &m) { return m.weight > 0.0; });
+    return aggregation.rule == AggregationRule::CenteredClip && group.members.size() <= MaxCheckedMembers
+           && senders >= 3;
+}
+
+ResultAuditor::ResultAuditor(const GroupMerger &merger, std::shared_ptr<BanList> bans, std::string self,
+                             AggregationSpec aggregation, Compression codec, double delay)
+    : m_merger(merger), m_bans(std::move(bans)), m_self(std::move(self)), m_aggregation(aggregation), m_codec(codec),
+      m_delay(delay), m_worker([this] { work(); })
+{
+}
+
+ResultAuditor::~ResultAuditor()
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_stop = true;
+    }
+    m_wake.notify_all();
+    m_worker.join();
+}
+
+void ResultAuditor::schedule(const GroupInfo &group)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_due.push_back({group, unixNow() + m_delay});
+    }
+    m_wake.notify_all();
+}
+
+void ResultAuditor::work()
+{
+    std::unique_lock lock(m_mutex);
+    while (!m_stop) {
+        if (m_due.empty()) {
+            m_wake.wait(lock);
+            continue;
+        }
+        const double wait = m_due.front().at - unixNow();
+        if (wait > 0.0) {
+            m_wake.wait_for(lock, std::chrono::duration<double>(std::min(wait, 1.0)));
+            continue;
+        }
+        const auto group = std::move(m_due.front().group);
+        m_due.pop_front();
+        lock.unlock();
+        try {
+            audit(group);
+        } catch (const std::exception &e) {
+            log::warning("check", "round " + group.groupId + " not judged: " + e.what());
+        }
+        lock.lock();
+    }
+}
+
+void ResultAuditor::audit(const GroupInfo &group)
+{
+    const auto verdicts = auditGroup(group, m_merger.groupRecords(group.epoch), m_aggregation.radius, m_codec);
+    const auto strike = [&](std::size_t member, const std::string &why) {
+        const auto &peer = group.members[member].peerId;
+        if (peer == m_self)
+            return;
+        m_bans->strike(peer, why, unixNow());
+        ++m_strikes;
+    };
+    for (const auto &v : verdicts) {
+        const auto &reducer = group.members[v.reducer].peerId;
+        const auto round = "round " + group.groupId + " (epoch " + std::to_string(group.epoch) + ")";
+        switch (v.check.outcome) {
+        case CheckOutcome::Fails:
+            log::warning("check", round + ": the result of reducer " + reducer.substr(0, 8)
+                                      + " fails the check: " + v.check.reason);
+            strike(v.reducer, round + ": its result fails the check: " + v.check.reason);
+            break;
+        case CheckOutcome::Disputed: {
+            const auto &member = group.members[v.check.disputes.front()].peerId;
+            log::warning("check", round + ": member " + member.substr(0, 8) + " disputes the view of reducer "
+                                      + reducer.substr(0, 8) + ": one of the two lies");
+            strike(v.reducer, round + ": a member disputes its view of its shard");
+            strike(v.check.disputes.front(), round + ": it disputes the view of reducer " + reducer.substr(0, 8));
+            break;
+        }
+        case CheckOutcome::Holds:
+            log::debug("check", round + ": the result of reducer " + reducer.substr(0, 8) + " holds");
+            break;
+        case CheckOutcome::Undecided:
+            log::debug("check", round + ": reducer " + reducer.substr(0, 8) + " not judged: " + v.check.reason);
+            break;
+        }
+    }
+}
+
+} // namespace dedloc

@@ -1,0 +1,77 @@
+#pragma once
+// The result check, run for the swarm (docs/PROTOCOL.md "Checked results"): a while after a
+// round that checked results (the members' group records, with their sketches, must have
+// arrived), this peer reads its group's records of that epoch, judges every reducer of its
+// group (averaging/ResultAudit.h) and strikes in its ban list (averaging/BanList.h):
+//   - a reducer whose check fails: a strike, with the reason;
+//   - a lone dispute: a strike against each of the two (either could lie, and the liar, in every
+//     dispute it makes, is banned first);
+// never this peer itself. Verdicts that hold are logged at debug level.
+//
+// Threads: schedule() from any thread, never blocking; the audits run in order on a thread of the
+// auditor's own. The destructor drops the audits not yet due and waits for a running one (its
+// read is bounded by the DHT's own timeouts). Errors: none thrown; a failed read leaves the round
+// unjudged.
+#include "averaging/GroupMerge.h"
+#include "averaging/SwarmMessages.h"
+#include "compress/Compression.h"
+#include "run/RunManifest.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace dedloc {
+
+class BanList;
+
+// Seconds between the end of a round and its audit: every member has published its record by
+// then, unless it left.
+inline constexpr double AuditDelay = 5.0;
+
+// Whether a round of `group` checks results (AllReduceOptions::checkResults): gradient rounds
+// of runs whose aggregation clips, in groups of at most MaxCheckedMembers with three senders or
+// more. Every member decides alike from the BEGIN's member list.
+[[nodiscard]] bool checksResults(const GroupInfo &group, const AggregationSpec &aggregation);
+
+class ResultAuditor final {
+  public:
+    // `merger`, `bans` outlive it. `self`: this peer's id (never struck here).
+    ResultAuditor(const GroupMerger &merger, std::shared_ptr<BanList> bans, std::string self,
+                  AggregationSpec aggregation, Compression codec, double delay = AuditDelay);
+    ~ResultAuditor();
+    ResultAuditor(const ResultAuditor &) = delete;
+    ResultAuditor &operator=(const ResultAuditor &) = delete;
+
+    // Judges the reducers of `group`'s round `delay` seconds from now.
+    void schedule(const GroupInfo &group);
+    // Strikes made so far (tests, status).
+    [[nodiscard]] int strikes() const { return m_strikes.load(); }
+
+  private:
+    struct Due {
+        GroupInfo group;
+        double at = 0.0; // Unix seconds
+    };
+    void work();
+    void audit(const GroupInfo &group);
+
+    const GroupMerger &m_merger;
+    std::shared_ptr<BanList> m_bans;
+    std::string m_self;
+    AggregationSpec m_aggregation;
+    Compression m_codec;
+    double m_delay;
+    std::atomic<int> m_strikes{0};
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::deque<Due> m_due; // in order of `at`
+    bool m_stop = false;
+    std::thread m_worker; // last: started once the rest exists
+};
+
+} // namespace dedloc
