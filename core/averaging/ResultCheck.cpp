@@ -56,6 +56,43 @@ bool plausible(const ShardSketch &s, double radius)
     return q * q <= ProjectionBound * s.spread * s.spread * (1.0 + 1e-6);
 }
 
+// sum_e s_k(e) (sent[e] - result[e]) for the 16 sign vectors in `signs` (bit k of the two bytes of
+// element e: +1 when set). The differences flip their sign bit by the signs, and are summed in
+// float over chunks of ProjectionChunk elements (eight partial sums each, which the compiler
+// keeps in vector registers), then in double.
+constexpr std::size_t ProjectionChunk = 512;
+std::array<double, CheckProjections> project(std::span<const float> sent, std::span<const float> result,
+                                             const std::vector<unsigned char> &signs)
+{
+    std::array<double, CheckProjections> acc{};
+    // A whole number of groups of eight: the tail is zeros (no sign flips them into anything).
+    std::array<std::uint32_t, ProjectionChunk> diff{}, bits{};
+    for (std::size_t c0 = 0; c0 < sent.size(); c0 += ProjectionChunk) {
+        const std::size_t len = std::min(ProjectionChunk, sent.size() - c0), padded = (len + 7) / 8 * 8;
+        for (std::size_t e = 0; e < padded; ++e) {
+            const float d = e < len ? sent[c0 + e] - result[c0 + e] : 0.0F;
+            std::memcpy(&diff[e], &d, 4);
+            bits[e] = e < len ? signs[2 * (c0 + e)] | (static_cast<std::uint32_t>(signs[2 * (c0 + e) + 1]) << 8U) : 0U;
+        }
+        for (std::size_t k = 0; k < CheckProjections; ++k) {
+            std::array<float, 8> part{};
+            for (std::size_t e = 0; e < padded; e += 8)
+                for (std::size_t j = 0; j < 8; ++j) {
+                    // A clear bit flips the sign: s_k = -1 there.
+                    const std::uint32_t flipped = diff[e + j] ^ ((~bits[e + j] >> k & 1U) << 31U);
+                    float v;
+                    std::memcpy(&v, &flipped, 4);
+                    part[j] += v;
+                }
+            double sum = 0.0;
+            for (float p : part)
+                sum += p;
+            acc[k] += sum;
+        }
+    }
+    return acc;
+}
+
 } // namespace
 
 CheckSeed checkSeed(std::string_view digest)
@@ -91,13 +128,7 @@ void SketchBuilder::addBlock(std::uint32_t block, std::span<const float> sent, s
     std::memcpy(nonce.data() + 4, &block, 4);
     m_signs.resize(2 * sent.size());
     crypto_stream_chacha20_ietf(m_signs.data(), m_signs.size(), nonce.data(), m_seed.data());
-    std::array<double, CheckProjections> acc{};
-    for (std::size_t e = 0; e < sent.size(); ++e) {
-        const double d = static_cast<double>(sent[e]) - result[e];
-        const unsigned bits = m_signs[2 * e] | (static_cast<unsigned>(m_signs[2 * e + 1]) << 8U);
-        for (std::size_t k = 0; k < CheckProjections; ++k)
-            acc[k] += ((bits >> k) & 1U) != 0 ? d : -d;
-    }
+    const auto acc = project(sent, result, m_signs);
     for (std::size_t k = 0; k < CheckProjections; ++k)
         m_sketch.residual[k] += factor * acc[k];
     m_spread2 += factor * n * factor * n;
