@@ -200,7 +200,7 @@ private Q_SLOTS:
             << Frames{header("accept", {{"pad", std::string(MaxServiceHeaderBytes, 'x')}})} << 0ULL
             << QStringLiteral("exceeds 16384");
         QTest::newRow("wrong version") << Frames{bytes(json::to_cbor({{"v", 1}, {"t", "accept"}}))} << 0ULL
-                                       << QStringLiteral("version 1 is not 4");
+                                       << QStringLiteral("version 1 is not %1").arg(ServiceProtocolVersion);
         QTest::newRow("unknown type") << Frames{bytes(json::to_cbor({{"v", ServiceProtocolVersion}, {"t", "hello"}}))} << 0ULL
                                       << QStringLiteral("unknown service message \"hello\"");
         QTest::newRow("three frames") << Frames{valid, "a", "b"} << 100ULL << QStringLiteral("reply has 3 frames");

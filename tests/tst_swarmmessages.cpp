@@ -379,7 +379,7 @@ private Q_SLOTS:
         QTest::newRow("trailing byte") << trailing << "not a CBOR map";
         QTest::newRow("array") << cbor(json::array({1, "state?"})) << "not a CBOR map";
         QTest::newRow("missing version") << cbor({{"t", "state?"}}) << "missing field \"v\"";
-        QTest::newRow("wrong version") << cbor({{"v", 1}, {"t", "state?"}}) << "version 1 is not 4";
+        QTest::newRow("wrong version") << cbor({{"v", 1}, {"t", "state?"}}) << QStringLiteral("version 1 is not %1").arg(ServiceProtocolVersion);
         QTest::newRow("version as text") << cbor({{"v", "1"}, {"t", "state?"}}) << "\"v\" is not an integer";
         QTest::newRow("huge version") << cbor({{"v", 1001}, {"t", "state?"}}) << "\"v\" = 1001 is out of range";
         QTest::newRow("missing type") << cbor({{"v", ServiceProtocolVersion}}) << "missing field \"t\"";
