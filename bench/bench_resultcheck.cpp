@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         (void)aggregateParts(clip, xs, {1.0, 1.0, 1.0, 1.0}, result, nullptr, &tau);
         clipping = std::min(clipping, seconds(t));
         t = std::chrono::steady_clock::now();
-        SketchBuilder builder(checkSeed("digest"), 0);
+        SketchBuilder builder(checkSeed("digest"), 0, Compression::Fp16);
         for (std::uint32_t b = 0; b < 8; ++b)
             builder.addBlock(b, senders[b % 4], result, tau, 1.0, 4.0);
         sketch = std::min(sketch, seconds(t) / 8);

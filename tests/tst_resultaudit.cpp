@@ -72,7 +72,7 @@ private Q_SLOTS:
     void honestReducersHold()
     {
         const auto s = roundWith(std::vector<AllReduceOptions>(Members, checked()));
-        const auto verdicts = auditGroup(groupOf(s), recordsOf(s, digestOf("a")), 2.0, Compression::Fp16);
+        const auto verdicts = auditGroup(groupOf(s), recordsOf(s, digestOf("a")), 2.0);
         QCOMPARE(verdicts.size(), Members);
         for (std::size_t j = 0; j < Members; ++j) {
             QCOMPARE(verdicts[j].reducer, j);
@@ -88,7 +88,7 @@ private Q_SLOTS:
                 x += 0.5F;
         };
         const auto s = roundWith(options);
-        const auto verdicts = auditGroup(groupOf(s), recordsOf(s, digestOf("b")), 2.0, Compression::Fp16);
+        const auto verdicts = auditGroup(groupOf(s), recordsOf(s, digestOf("b")), 2.0);
         QCOMPARE(verdicts.size(), Members);
         for (const auto &v : verdicts)
             QVERIFY2((v.check.outcome == CheckOutcome::Fails) == (v.reducer == 1), v.check.reason.c_str());
@@ -111,18 +111,43 @@ private Q_SLOTS:
         otherGroup.sketches.view.clear();
         records.push_back(stranger);
         records.push_back(otherGroup);
-        auto verdicts = auditGroup(groupOf(s), records, 2.0, Compression::Fp16);
+        auto verdicts = auditGroup(groupOf(s), records, 2.0);
         QCOMPARE(verdicts.size(), Members - 1);
         for (const auto &v : verdicts) {
             QVERIFY(v.reducer != 2);
             QCOMPARE(v.check.outcome, CheckOutcome::Holds);
         }
-        // Member 3 sketched under another digest: its own sketches dispute nobody.
+        // Member 3 claims another average than the three others: as a reducer it fails; its own
+        // sketches (under another seed) dispute nobody.
         records = recordsOf(s, digest);
         records[3] = recordOf(s, 3, digestOf("another"));
-        verdicts = auditGroup(groupOf(s), records, 2.0, Compression::Fp16);
+        verdicts = auditGroup(groupOf(s), records, 2.0);
+        QCOMPARE(verdicts.size(), Members);
         for (const auto &v : verdicts)
-            QVERIFY2(v.check.outcome == CheckOutcome::Holds, v.check.reason.c_str());
+            QVERIFY2((v.check.outcome == CheckOutcome::Fails) == (v.reducer == 3), v.check.reason.c_str());
+        QVERIFY(verdicts[3].check.reason.find("another average") != std::string::npos);
+        // Two against two: no average the group agrees on, no verdict at all.
+        records[2] = recordOf(s, 2, digestOf("another"));
+        QVERIFY(auditGroup(groupOf(s), records, 2.0).empty());
+    }
+
+    // A view counting a member that sent no values (weight 0 in the BEGIN: nothing of its own can
+    // dispute it) fails; so does one whose member's record says it was not counted.
+    void aViewCountingWhoCannotDisputeFails()
+    {
+        auto s = roundWith(std::vector<AllReduceOptions>(Members, checked()));
+        auto records = recordsOf(s, digestOf("e"));
+        auto group = groupOf(s);
+        group.members[2].weight = 0.0;
+        auto verdicts = auditGroup(group, records, 2.0);
+        QCOMPARE(verdicts[1].check.outcome, CheckOutcome::Fails);
+        QVERIFY(verdicts[1].check.reason.find("sent no values") != std::string::npos);
+        records = recordsOf(s, digestOf("e"));
+        for (auto *r : {&records[2], &records[3]})
+            std::erase_if(r->sketches.own, [](const ShardSketch &o) { return o.shard == 0; });
+        verdicts = auditGroup(groupOf(s), records, 2.0);
+        QCOMPARE(verdicts[0].check.outcome, CheckOutcome::Fails);
+        QCOMPARE(verdicts[0].check.disputes, (std::vector<std::size_t>{2, 3}));
     }
 
     // One member publishing a false own sketch: a lone dispute with each reducer, never a failure.
@@ -132,7 +157,7 @@ private Q_SLOTS:
         auto records = recordsOf(s, digestOf("d"));
         for (auto &own : records[0].sketches.own)
             own.residual[3] *= -1.0;
-        const auto verdicts = auditGroup(groupOf(s), records, 2.0, Compression::Fp16);
+        const auto verdicts = auditGroup(groupOf(s), records, 2.0);
         for (const auto &v : verdicts) {
             if (v.reducer == 0) {
                 QCOMPARE(v.check.outcome, CheckOutcome::Holds);

@@ -39,7 +39,7 @@ ShardCheck checkOf(const Swarm &s, std::size_t j, const std::string &digest = Di
             if (sketch.shard == j)
                 own.push_back({i, sketch});
     }
-    return checkShard(view, own, j, 2.0, Compression::Fp16);
+    return checkShard(view, own, j, CheckScope{2.0, true, true});
 }
 
 // Values of honest members: one common gradient plus noise of each member's own.

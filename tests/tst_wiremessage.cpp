@@ -54,7 +54,7 @@ private Q_SLOTS:
         QCOMPARE(h.weight, 48.0);
         QCOMPARE(int(h.codec), int(Compression::Fp16));
         QVERIFY(encodeShardHeader(valid()).size() < 100);
-        QCOMPARE(h.radius, 0.0); // absent: not clipped
+        QCOMPARE(h.radius, -1.0); // absent: not clipped
         QCOMPARE(h.counted, -1.0);
     }
 
@@ -69,6 +69,8 @@ private Q_SLOTS:
         const auto h = parseShardHeader(encodeShardHeader(r), schema());
         QCOMPARE(h.radius, 2.5);
         QCOMPARE(h.counted, 0.0);
+        r.radius = 0.0; // clipped at radius 0: every sender sent the same values
+        QCOMPARE(parseShardHeader(encodeShardHeader(r), schema()).radius, 0.0);
         r.counted = 31.0;
         QCOMPARE(parseShardHeader(encodeShardHeader(r), schema()).counted, 31.0);
     }
@@ -79,7 +81,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("reason");
         const QStringList reasons = {
             "version", "type", "group", "sender", "shard", "parts", "part", "offset", "count",
-            "outside", "weight", "codec", "unknown", "missing", "radius zero", "radius text", "counted negative",
+            "outside", "weight", "codec", "unknown", "missing", "radius negative", "radius text", "counted negative", "radius huge", "counted huge",
         };
         for (int i = 0; i < reasons.size(); ++i)
             QTest::newRow(qPrintable(reasons[i])) << i << reasons[i];
@@ -103,9 +105,11 @@ private Q_SLOTS:
             [](auto &j) { j["z"] = "none"; },          // the group agreed on fp16
             [](auto &j) { j["x"] = 1; },
             [](auto &j) { j.erase("c"); },
-            [](auto &j) { j["k"] = 0.0; },             // present: positive
+            [](auto &j) { j["k"] = -1.0; },
             [](auto &j) { j["k"] = "2"; },
             [](auto &j) { j["u"] = -3.0; },
+            [](auto &j) { j["k"] = 1e300; },           // its square overflows
+            [](auto &j) { j["u"] = 1e300; },
         };
         QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)parseShardHeader(mutated(changes[static_cast<std::size_t>(which)]), schema()));
     }

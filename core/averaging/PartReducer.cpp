@@ -29,7 +29,7 @@ PartReducer::PartReducer(const RoundContext &round, zmq::socket_t *router)
     m_resultPayloads.resize(m_parts.size());
     m_resultHeaders.resize(m_parts.size());
     m_resultFields.resize(m_parts.size());
-    m_blockRadius.assign(blocks(), 0.0);
+    m_blockRadius.assign(blocks(), -1.0);
     m_blockCounted.resize(blocks());
     m_resultQueue.resize(round.size());
     m_resultPaid.assign(round.size(), false);

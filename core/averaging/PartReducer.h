@@ -157,7 +157,7 @@ class PartReducer final {
     std::vector<zmq::message_t> m_resultPayloads;           // per part, once reduced (shared by reference)
     std::vector<std::vector<std::uint8_t>> m_resultHeaders; // per part
     std::vector<ShardHeader> m_resultFields;                // per part (checked rounds: per receiver)
-    std::vector<double> m_blockRadius;                      // per block: tau (0: averaged)
+    std::vector<double> m_blockRadius;                      // per block: tau (-1: averaged)
     std::vector<std::vector<double>> m_blockCounted;        // per block, per member
     std::vector<std::deque<std::uint32_t>> m_resultQueue;   // per member, the parts it is owed
     std::vector<bool> m_resultPaid; // per member: its next RESULT's bytes passed the upload cap already

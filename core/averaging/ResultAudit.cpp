@@ -1,5 +1,6 @@
 #include "averaging/ResultAudit.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -7,13 +8,15 @@ namespace dedloc {
 
 namespace {
 
+using MemberRecords = std::vector<std::optional<GroupRecord>>;
+
 // Per member index, its record of this round (the one with sketches when it published several).
-std::vector<std::optional<GroupRecord>> recordsOfMembers(const GroupInfo &group, const std::vector<GroupRecord> &records)
+MemberRecords recordsOfMembers(const GroupInfo &group, const std::vector<GroupRecord> &records)
 {
     std::map<std::string, std::size_t> index;
     for (std::size_t i = 0; i < group.members.size(); ++i)
         index[group.members[i].peerId] = i;
-    std::vector<std::optional<GroupRecord>> byMember(group.members.size());
+    MemberRecords byMember(group.members.size());
     for (const auto &r : records) {
         const auto it = index.find(r.peerId);
         if (it == index.end() || r.groupId != group.groupId || r.epoch != group.epoch || r.digest.empty())
@@ -25,28 +28,89 @@ std::vector<std::optional<GroupRecord>> recordsOfMembers(const GroupInfo &group,
     return byMember;
 }
 
+// The digest more than half of the records read claim, or "" when none does.
+std::string majorityDigest(const MemberRecords &byMember)
+{
+    std::map<std::string, std::size_t> votes;
+    std::size_t read = 0;
+    for (const auto &r : byMember)
+        if (r) {
+            ++votes[r->digest];
+            ++read;
+        }
+    for (const auto &[digest, n] : votes)
+        if (2 * n > read)
+            return digest;
+    return {};
+}
+
+// Why reducer j's view names members it cannot have counted, or "": an index outside the group,
+// or a member that sent no values (weight 0 in the BEGIN), whose record could not dispute it.
+std::string namesWhoCannotCount(const GroupInfo &group, const RoundSketches &sketches)
+{
+    for (const auto &entry : sketches.view)
+        if (entry.member >= group.members.size() || group.members[entry.member].weight <= 0.0)
+            return "its view counts member " + std::to_string(entry.member) + ", which sent no values";
+    return {};
+}
+
+AuditVerdict judge(const GroupInfo &group, const MemberRecords &byMember, const std::string &majority,
+                   std::size_t j, double radius)
+{
+    const auto &reducer = *byMember[j];
+    AuditVerdict verdict{j, {}};
+    if (reducer.digest != majority) {
+        verdict.check.outcome = CheckOutcome::Fails;
+        verdict.check.reason = "its record claims another average than its group's";
+        return verdict;
+    }
+    if (auto why = namesWhoCannotCount(group, reducer.sketches); !why.empty()) {
+        verdict.check.outcome = CheckOutcome::Fails;
+        verdict.check.reason = std::move(why);
+        return verdict;
+    }
+    CheckScope scope;
+    scope.radius = radius;
+    scope.reducerSent = !reducer.sketches.own.empty();
+    scope.senders = static_cast<std::size_t>(std::count_if(group.members.begin(), group.members.end(),
+                                                           [](const GroupMember &m) { return m.weight > 0.0; }));
+    std::vector<MemberSketch> own;
+    for (std::size_t i = 0; i < byMember.size(); ++i) {
+        if (group.members[i].weight > 0.0 && (!byMember[i] || byMember[i]->digest != majority))
+            scope.allReported = false;
+        if (i == j || !byMember[i] || byMember[i]->digest != majority)
+            continue;
+        // A member whose record sketches nothing of this shard says it was not counted in it.
+        MemberSketch mine{i, {}};
+        mine.sketch.shard = static_cast<std::uint32_t>(j);
+        for (const auto &s : byMember[i]->sketches.own)
+            if (s.shard == j)
+                mine.sketch = s;
+        own.push_back(mine);
+    }
+    verdict.check = checkShard(reducer.sketches.view, own, j, scope);
+    return verdict;
+}
+
 } // namespace
 
-std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<GroupRecord> &records, double radius,
-                                     Compression codec)
+std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<GroupRecord> &records, double radius)
 {
     const auto byMember = recordsOfMembers(group, records);
+    const auto majority = majorityDigest(byMember);
     std::vector<AuditVerdict> verdicts;
+    if (majority.empty())
+        return verdicts; // no average most of the group agrees on: nothing to compare against
     for (std::size_t j = 0; j < byMember.size(); ++j) {
         if (!byMember[j])
             continue;
-        const auto &reducer = *byMember[j];
-        std::vector<MemberSketch> own;
-        for (std::size_t i = 0; i < byMember.size(); ++i) {
-            if (i == j || !byMember[i] || byMember[i]->digest != reducer.digest)
-                continue;
-            for (const auto &s : byMember[i]->sketches.own)
-                if (s.shard == j)
-                    own.push_back({i, s});
-        }
-        if (reducer.sketches.view.empty() && own.empty())
-            continue; // it reduced nothing that was checked
-        verdicts.push_back({j, checkShard(reducer.sketches.view, own, j, radius, codec)});
+        const bool sketched = !byMember[j]->sketches.view.empty()
+                              || std::any_of(byMember.begin(), byMember.end(), [&](const auto &r) {
+                                     return r && std::any_of(r->sketches.own.begin(), r->sketches.own.end(),
+                                                             [&](const ShardSketch &s) { return s.shard == j; });
+                                 });
+        if (sketched)
+            verdicts.push_back(judge(group, byMember, majority, j, radius));
     }
     return verdicts;
 }

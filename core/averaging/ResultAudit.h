@@ -5,9 +5,13 @@
 //
 // Which records count: those of the group's members (by peer id) for this group and epoch that
 // claim an average. A member publishes its record again when it seals; the one carrying sketches
-// is taken. A reducer is judged from the members whose record claims the same average digest as
-// its own (the signs come from that digest: sketches under another one cannot be compared); a
-// reducer without a record read is not judged (it may have left: nothing proves it withheld one).
+// is taken. The group's average is the digest more than half of those records claim (none: no
+// verdicts); only records claiming it are compared (the signs come from that digest). A reducer
+// whose record claims another one fails, and so does one whose view counts a member outside the
+// group or one that sent no values (weight 0 in the BEGIN: no sketch of its own can dispute it).
+// A member whose record sketches nothing of a shard is compared as "not counted there" (an entry
+// of weight 0). A reducer without a record read is not judged (it may have left: nothing proves
+// it withheld one); a lone dispute counts only when every sender's record was read.
 //
 // Threads: any; no state. Errors: none (records come parsed; anything missing leaves a reducer
 // unjudged).
@@ -25,8 +29,8 @@ struct AuditVerdict {
 };
 
 // The verdicts on the reducers of `group` judged from `records` (any records read: others are
-// skipped), in member order. `radius`: the manifest's CenteredClip radius; `codec`: the round's.
+// skipped), in member order. `radius`: the manifest's CenteredClip radius.
 [[nodiscard]] std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<GroupRecord> &records,
-                                                   double radius, Compression codec);
+                                                   double radius);
 
 } // namespace dedloc

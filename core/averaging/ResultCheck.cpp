@@ -3,6 +3,7 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstring>
 
@@ -39,7 +40,7 @@ bool finite(const ShardSketch &s)
     for (double x : s.residual)
         if (!std::isfinite(x))
             return false;
-    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.scale, s.excluded, s.averaged})
+    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.slack, s.excluded, s.averaged})
         if (!std::isfinite(x) || x < 0.0)
             return false;
     return true;
@@ -54,6 +55,20 @@ bool plausible(const ShardSketch &s, double radius)
         return false;
     const double q = norm(s.residual);
     return q * q <= ProjectionBound * s.spread * s.spread * (1.0 + 1e-6);
+}
+
+// project() below in double, element by element: for values whose float sums overflow.
+std::array<double, CheckProjections> projectExactly(std::span<const float> sent, std::span<const float> result,
+                                                    const std::vector<unsigned char> &signs)
+{
+    std::array<double, CheckProjections> acc{};
+    for (std::size_t e = 0; e < sent.size(); ++e) {
+        const double d = static_cast<double>(sent[e]) - result[e];
+        const unsigned bits = signs[2 * e] | (static_cast<unsigned>(signs[2 * e + 1]) << 8U);
+        for (std::size_t k = 0; k < CheckProjections; ++k)
+            acc[k] += ((bits >> k) & 1U) != 0 ? d : -d;
+    }
+    return acc;
 }
 
 // sum_e s_k(e) (sent[e] - result[e]) for the 16 sign vectors in `signs` (bit k of the two bytes of
@@ -90,6 +105,9 @@ std::array<double, CheckProjections> project(std::span<const float> sent, std::s
             acc[k] += sum;
         }
     }
+    for (double a : acc)
+        if (!std::isfinite(a))
+            return projectExactly(sent, result, signs); // float sums overflowed: values near its range
     return acc;
 }
 
@@ -107,20 +125,25 @@ CheckSeed checkSeed(std::string_view digest)
     return seed;
 }
 
-SketchBuilder::SketchBuilder(const CheckSeed &seed, std::uint32_t shard) : m_seed(seed) { m_sketch.shard = shard; }
+SketchBuilder::SketchBuilder(const CheckSeed &seed, std::uint32_t shard, Compression resultCodec)
+    : m_seed(seed), m_resultCodec(resultCodec)
+{
+    m_sketch.shard = shard;
+}
 
 void SketchBuilder::addBlock(std::uint32_t block, std::span<const float> sent, std::span<const float> result,
                              double tau, double counted, double total)
 {
-    if (!(tau > 0.0) || !(counted > 0.0) || sent.size() != result.size() || sent.empty())
+    if (!(tau >= 0.0) || !(counted > 0.0) || sent.size() != result.size() || sent.empty())
         return;
-    double n2 = 0.0, x2 = 0.0;
+    double n2 = 0.0;
     for (std::size_t e = 0; e < sent.size(); ++e) {
         const double d = static_cast<double>(sent[e]) - result[e];
         n2 += d * d;
-        x2 += static_cast<double>(sent[e]) * sent[e];
     }
     const double n = std::sqrt(n2);
+    if (n > FarRadii * tau) // tau 0: the result is not this member's values
+        m_sketch.far.push_back(block);
     const double factor = counted * (n <= tau ? 1.0 : tau / n);
     // Two bytes of ChaCha20 keystream an element: bit k is the sign of s_k there.
     std::array<unsigned char, crypto_stream_chacha20_ietf_NONCEBYTES> nonce{};
@@ -137,7 +160,7 @@ void SketchBuilder::addBlock(std::uint32_t block, std::span<const float> sent, s
     m_sketch.groupWeight += total;
     m_radius2 += tau * tau;
     m_distance2 += n2;
-    m_sketch.scale += total * std::sqrt(x2);
+    m_sketch.slack += total * resultErrorBound(m_resultCodec, result);
 }
 
 ShardSketch SketchBuilder::sketch() const
@@ -146,24 +169,41 @@ ShardSketch SketchBuilder::sketch() const
     s.spread = std::sqrt(m_spread2);
     s.radius = std::sqrt(m_radius2);
     s.distance = std::sqrt(m_distance2);
-    return s;
+    if (finite(s))
+        return s;
+    ShardSketch unusable;
+    unusable.shard = s.shard;
+    unusable.excluded = 1.0;
+    unusable.far = s.far;
+    return unusable;
 }
 
-double resultCodecError(Compression codec)
+double resultErrorBound(Compression codec, std::span<const float> result)
 {
+    double e2 = 0.0;
     switch (codec) {
     case Compression::None:
-        return 1e-6;
-    case Compression::Fp16:
-    case Compression::TopK4Bit:
-    case Compression::SparseFp16:
-        return 1e-3;
-    case Compression::Uniform8Bit:
+        for (float v : result)
+            e2 += std::ldexp(static_cast<double>(v), -24) * std::ldexp(static_cast<double>(v), -24);
+        break;
     case Compression::Blockwise8Bit:
-    case Compression::SizeAdaptive:
-        return 0.03;
+        for (std::size_t b = 0; b < result.size(); b += BlockwiseBlockElements) {
+            const auto block = result.subspan(b, std::min(BlockwiseBlockElements, result.size() - b));
+            float absmax = 0.0F;
+            for (float v : block)
+                absmax = std::max(absmax, std::abs(v));
+            const double step = static_cast<double>(absmax) / 254.0 * (1.0 + 1e-6);
+            e2 += static_cast<double>(block.size()) * step * step;
+        }
+        break;
+    default: // fp16 and sparse fp16 (size_adaptive's parts of at most 64 Ki elements are fp16)
+        for (float v : result) {
+            const double err = std::ldexp(std::abs(static_cast<double>(v)), -11) + std::ldexp(1.0, -25);
+            e2 += err * err;
+        }
+        break;
     }
-    return 0.03;
+    return std::sqrt(e2);
 }
 
 namespace {
@@ -184,7 +224,7 @@ bool sameSketch(const ShardSketch &a, const ShardSketch &b)
                                                            {a.groupWeight, b.groupWeight},
                                                            {a.radius, b.radius},
                                                            {a.distance, b.distance},
-                                                           {a.scale, b.scale}}};
+                                                           {a.slack, b.slack}}};
     for (const auto &[x, y] : fields)
         if (!close(x, y, Rounding))
             return false;
@@ -227,10 +267,30 @@ std::string viewFault(std::span<const MemberSketch> view, double radius)
     return {};
 }
 
+// Why a block's radius is too small for its senders, or "": half of them or more (the reducer
+// counted as near) lie far from its result (ResultCheck.h FarRadii).
+std::string farFault(std::span<const MemberSketch> own, const CheckScope &scope)
+{
+    std::map<std::uint32_t, std::size_t> far;
+    std::size_t reporting = scope.reducerSent ? 1 : 0;
+    for (const auto &o : own) {
+        if (o.sketch.weight > 0.0 || !o.sketch.far.empty())
+            ++reporting;
+        for (auto b : o.sketch.far)
+            ++far[b];
+    }
+    const std::size_t senders = std::max(scope.senders, reporting);
+    for (const auto &[block, n] : far)
+        if (2 * n >= senders)
+            return std::to_string(n) + " of its " + std::to_string(senders) + " senders lie far from block "
+                   + std::to_string(block) + "'s result: its radius is too small for their spread";
+    return {};
+}
+
 } // namespace
 
 ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const MemberSketch> own, std::size_t reducer,
-                      double radius, Compression codec)
+                      const CheckScope &scope)
 {
     ShardCheck out;
     std::vector<MemberSketch> counted;
@@ -245,27 +305,31 @@ ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const Member
             averaged += o.sketch.averaged > 0.0 ? 1 : 0;
         }
     out.disputes = disputesOf(counted, others);
-    if (averaged > 2) {
+    if (out.reason = farFault(others, scope); !out.reason.empty()) {
+        out.outcome = CheckOutcome::Fails;
+        return out;
+    }
+    // The reducer averages without clipping only where fewer than three senders were counted.
+    if (averaged + (scope.reducerSent ? 1 : 0) > 2 && averaged > 0) {
         out.outcome = CheckOutcome::Fails;
         out.reason = std::to_string(averaged) + " members say it averaged their blocks without clipping";
         return out;
     }
     if (counted.size() >= 3) {
-        if (out.reason = viewFault(counted, radius); !out.reason.empty()) {
+        if (out.reason = viewFault(counted, scope.radius); !out.reason.empty()) {
             out.outcome = CheckOutcome::Fails;
             return out;
         }
         std::array<double, CheckProjections> sum{};
-        std::vector<double> scales;
+        std::vector<double> slacks;
         for (const auto &m : counted) {
             for (std::size_t k = 0; k < CheckProjections; ++k)
                 sum[k] += m.sketch.residual[k];
-            scales.push_back(m.sketch.scale);
+            slacks.push_back(m.sketch.slack);
         }
         const auto &first = counted.front().sketch;
         out.sum = norm(sum);
-        out.allowance = std::sqrt(ProjectionBound) * (resultCodecError(codec) * 2.0 * median(scales)
-                                                      + StepAllowance * first.groupWeight * first.radius);
+        out.allowance = std::sqrt(ProjectionBound) * (median(slacks) + StepAllowance * first.groupWeight * first.radius);
         if (!(out.sum <= out.allowance)) {
             out.outcome = CheckOutcome::Fails;
             out.reason = "its result is not CenteredClip's over the parts it counted (residual "
@@ -277,8 +341,9 @@ ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const Member
         out.outcome = CheckOutcome::Fails;
         out.reason = std::to_string(out.disputes.size()) + " members' own sketches dispute its view";
     } else if (out.disputes.size() == 1) {
-        out.outcome = CheckOutcome::Disputed;
-        out.reason = "member " + std::to_string(out.disputes.front()) + "'s own sketch disputes its view";
+        out.outcome = scope.allReported ? CheckOutcome::Disputed : CheckOutcome::Undecided;
+        out.reason = "member " + std::to_string(out.disputes.front()) + "'s own sketch disputes its view"
+                     + (scope.allReported ? "" : " (not every sender's record read: it may not be alone)");
     } else if (counted.size() < 3) {
         out.reason = "fewer than three members counted";
     } else {

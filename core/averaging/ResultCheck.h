@@ -25,14 +25,17 @@
 // honest result look wrong. But the reducer holds every counted member's part, so it computes
 // every member's sketch of its shard itself and publishes that view; each member publishes its
 // own sketch of every other reducer's shard. The check then reads the reducer's view alone:
-//   - its sum must vanish: ||sum_i q_i|| at most sqrt(ProjectionBound) x (the codec's relative
-//     error x 2 x the members' median sum_b W_b ||x_b|| + CenteredClip's stopping step x W x tau);
+//   - its sum must vanish: ||sum_i q_i|| at most sqrt(ProjectionBound) x (the members' median
+//     slack + CenteredClip's stopping step x W x tau), the slack sum_b W_b ||e_b|| bounding the
+//     result codec's error e from the result received (resultErrorBound);
 //   - each entry keeps within what it says of itself: spread sqrt(sum_b (u_b c_b n_b)^2), n_b =
 //     ||x_b - v_b||, at most maxWeight x radius (c n <= tau), and ||q||^2 at most
 //     ProjectionBound x spread^2 (an honest one's is about K spread^2: with K = 16, above 64 has a
 //     chance below 1e-7);
 //   - the radius it states, sqrt(sum_b tau_b^2), at most TauSlack x the manifest's radius x the
-//     members' median sqrt(sum_b n_b^2) (a larger one would let it average without clipping).
+//     members' median sqrt(sum_b n_b^2) (a larger one would let it average without clipping),
+//     and no block's radius so small that half its senders or more lie far from it (FarRadii:
+//     each member lists such blocks; a tiny radius would clip everyone to nothing).
 // An honest view equals each member's own sketch (the same numbers from the same bytes); a member
 // whose own sketch differs disputes the view, and so does one that was told it was not counted or
 // not clipped in a block it sent (a reducer cannot leave the honest members out of its view:
@@ -62,13 +65,20 @@ inline constexpr std::size_t CheckProjections = 16;
 inline constexpr double ProjectionBound = 64.0;
 // A stated radius above TauSlack x radius x the median distance fails the reducer (see above).
 inline constexpr double TauSlack = 3.0;
+// A member lies far from a block's result when its distance exceeds FarRadii x the block's tau
+// (any distance where tau is 0). In an honest CenteredClip more than half the senders lie within
+// the median distance of the start, which the result stays within tau of (the steps are clipped
+// means): at most 1.5 tau for the default radius of 2. So half the senders or more lying far from
+// a block fail its reducer: a radius too small for the spread (0 above all, "every sender alike")
+// would make the fixed point hold for any result.
+inline constexpr double FarRadii = 4.0;
 
 using CheckSeed = std::array<unsigned char, 32>;
 // The seed of a group's sign vectors: its average's digest (updateDigest, 64 hex digits).
 [[nodiscard]] CheckSeed checkSeed(std::string_view digest);
 
 // What one member publishes about one reducer's shard: sums over the shard's blocks in which the
-// reducer counted it (u > 0) and clipped (tau > 0).
+// reducer counted it (u > 0) and clipped (tau >= 0).
 struct ShardSketch {
     std::uint32_t shard = 0;                         // the reducer's member index
     std::array<double, CheckProjections> residual{}; // q_k above
@@ -78,38 +88,53 @@ struct ShardSketch {
     double groupWeight = 0.0; // sum_b W_b, as the RESULT headers said
     double radius = 0.0;      // sqrt(sum_b tau_b^2), as the RESULT headers said
     double distance = 0.0;    // sqrt(sum_b n_b^2)
-    double scale = 0.0;       // sum_b W_b ||x_b||: what the codec's error is relative to
+    double slack = 0.0;       // sum_b W_b ||e_b||: the result codec's error allowed (see above)
     // Own sketches only. Blocks in which this member sent values and got RESULTs that say it was
-    // not counted (or whose parts' headers disagree): only a sender silent for the sender timeout
-    // is left out, so a member's own sketch with any disputes the view.
+    // not counted (or whose parts' headers disagree, or whose sums overflow): only a sender silent
+    // for the sender timeout is left out, so a member's own sketch with any disputes the view.
     double excluded = 0.0;
     // Blocks in which it was counted and the RESULTs say the block was averaged without clipping:
     // a reducer does that only where fewer than three senders were counted, so more than two
     // members saying so of one shard fail its reducer.
     double averaged = 0.0;
+    // Own sketches only: the blocks (indices in the shard, increasing) in which it was counted and
+    // lay far from the result (FarRadii above); they are in the sums as any other.
+    std::vector<std::uint32_t> far;
     bool operator==(const ShardSketch &) const = default;
 };
 
 // Builds a member's sketch of one shard, block by block.
 class SketchBuilder final {
   public:
-    SketchBuilder(const CheckSeed &seed, std::uint32_t shard);
+    // `resultCodec`: the codec the results came in (their error bound: resultErrorBound).
+    SketchBuilder(const CheckSeed &seed, std::uint32_t shard, Compression resultCodec);
     // Adds block `block` (its index in the shard): `sent` = this member's part as the reducer
     // decoded it, `result` = the average received (same length), `tau` = the block's radius,
     // `counted` = this member's weight as the reducer counted it, `total` = the block's total
-    // weight. A block with tau <= 0 (averaged, not clipped) or counted <= 0 adds nothing.
+    // weight. A block with tau < 0 (averaged, not clipped) or counted <= 0 adds nothing; one this
+    // member lies far from is also listed in `far`.
     void addBlock(std::uint32_t block, std::span<const float> sent, std::span<const float> result, double tau,
                   double counted, double total);
     // Whether some block was added.
-    [[nodiscard]] bool empty() const { return m_sketch.weight <= 0.0; }
+    [[nodiscard]] bool empty() const { return m_sketch.weight <= 0.0 && m_sketch.excluded <= 0.0 && m_sketch.far.empty(); }
+    // The sums; a sketch whose sums are not finite (values near the float range) comes back empty
+    // but for excluded = 1: such a round cannot be checked, and its member disputes it.
     [[nodiscard]] ShardSketch sketch() const;
 
   private:
     CheckSeed m_seed;
+    Compression m_resultCodec;
     ShardSketch m_sketch;
     double m_spread2 = 0.0, m_radius2 = 0.0, m_distance2 = 0.0;
     std::vector<unsigned char> m_signs; // one block's sign bits, 2 bytes an element
 };
+
+// ||e|| bound for the error of `result` as decoded from `codec` (the round's result codec):
+// fp32 2^-24 |v| (the reducer's double rounded once); fp16 and sparse fp16 2^-11 |v| + 2^-25 (half
+// a step, the subnormal step below 2^-14); blockwise 8-bit its block's absmax / 254 (blocks of
+// 4096 from the start: parts start on them). Uniform 8-bit's clipped tails have no bound: rounds
+// in it are not checked (checksResults). Saturated fp16 values (65504) are not bounded either.
+[[nodiscard]] double resultErrorBound(Compression codec, std::span<const float> result);
 
 // One member's sketch of a shard, with its index in the group.
 struct MemberSketch {
@@ -145,21 +170,27 @@ struct ShardCheck {
 };
 
 
-// Checks reducer `reducer`'s shard from its `view` (one entry per member it counted, its own
-// included) and the members' `own` sketches of that shard (those that published one).
-// `radius`: the manifest's CenteredClip radius; `codec`: the PARTs' codec. Fails when two or more
-// members dispute the view (a member with weight in its own sketch and no entry in the view, or
-// with excluded blocks, disputes it too), when more than two members say it averaged blocks they
-// were counted in without clipping, and, where the view counts three members or more, when its
-// weights do not add up to the total it stated or an entry, the radius or the sum is out of
-// bounds; Disputed when exactly one member disputes an otherwise sound view; Undecided when the
-// view counts fewer than three members and nothing else fails it.
-[[nodiscard]] ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const MemberSketch> own,
-                                    std::size_t reducer, double radius, Compression codec);
+// What the checker knows beside the sketches.
+struct CheckScope {
+    double radius = 2.0;       // the manifest's CenteredClip radius
+    bool reducerSent = true;   // the reducer sent values itself (its record holds own sketches)
+    bool allReported = true;   // every member that sent values has a record read: a lone dispute
+                               // is one (else it may be one of several, and decides nothing)
+    std::size_t senders = 0;   // members that sent values, the reducer included (0: those that
+                               // report, from the own sketches given and reducerSent)
+};
 
-// The relative error of a result in the RESULT codec of PARTs in `codec` (||v - decoded|| /
-// ||v||, with margin: fp16 errs by at most 2^-11 of each value, the 8-bit codecs by about 1% of
-// the values' spread): 1e-6 for fp32, 1e-3 for fp16 and sparse fp16, 0.03 for the 8-bit codecs.
-[[nodiscard]] double resultCodecError(Compression codec);
+// Checks reducer `reducer`'s shard from its `view` (one entry per member it counted, its own
+// included) and the members' `own` sketches of that shard (those that published one; a member
+// whose record holds none has an entry of weight 0). Fails when two or more
+// members dispute the view (a member with weight in its own sketch and no entry in the view, or
+// with excluded blocks, disputes it too), when more than two senders (the reducer included when
+// it sent) say blocks were averaged without clipping, and, where the view counts three members or more, when its
+// weights do not add up to the total it stated or an entry, the radius or the sum is out of
+// bounds; Disputed when exactly one member disputes an otherwise sound view and every sender
+// reported; Undecided when the view counts fewer than three members and nothing else fails it, or
+// for a lone dispute while some sender's record is missing.
+[[nodiscard]] ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const MemberSketch> own,
+                                    std::size_t reducer, const CheckScope &scope);
 
 } // namespace dedloc

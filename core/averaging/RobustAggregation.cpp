@@ -8,7 +8,7 @@ namespace dedloc {
 
 namespace {
 
-constexpr int MaxIterations = 50;
+constexpr int MaxIterations = 200;
 constexpr double StopFraction = 1e-6; // of tau
 
 double weightedMean(const std::vector<const float *> &xs, std::vector<double> ws, std::span<float> out)
@@ -119,7 +119,7 @@ double aggregateParts(const AggregationSpec &spec, const std::vector<const float
                       std::span<float> out, std::vector<SenderFit> *fits, double *radius)
 {
     if (radius)
-        *radius = 0.0;
+        *radius = -1.0;
     std::vector<SenderFit> local;
     auto &f = fits ? *fits : local;
     f.assign(xs.size(), SenderFit{});

@@ -13,7 +13,7 @@
 //                    tau     = radius * median_i ||x_i - v_0||
 //                    v_{t+1} = v_t + sum_i w_i c_i (x_i - v_t) / sum_i w_i,
 //                    c_i     = min(1, tau / ||x_i - v_t||)
-//                until the step is below 1e-6 tau or after 50 iterations. A sender whose values are
+//                until the step is below 1e-6 tau or after 200 iterations. A sender whose values are
 //                within tau of the centre counts fully, so with honest senders alone the result is
 //                close to the weighted mean; a sender far away moves the result by at most
 //                w_i tau / sum_j w_j. Starting from the median (not the mean, as BTARD does) lets
@@ -45,7 +45,8 @@ struct SenderFit {
 
 // Writes the aggregate of the m pieces xs to out under `spec`; returns sum_i w_i, or 0 when every
 // weight was 0 (then the plain mean). `fits`, when given, is resized to m; `radius`, when given,
-// receives CenteredClip's tau (0 when the weighted mean was taken).
+// receives CenteredClip's tau (>= 0; 0 where more than half the weighted senders sent the same
+// values: the result is theirs), or -1 when the weighted mean was taken.
 double aggregateParts(const AggregationSpec &spec, const std::vector<const float *> &xs, std::vector<double> ws,
                       std::span<float> out, std::vector<SenderFit> *fits = nullptr, double *radius = nullptr);
 

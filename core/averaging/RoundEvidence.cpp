@@ -157,7 +157,7 @@ void RoundEvidence::Impl::ownSketches(const CheckSeed &seed, RoundSketches &out)
     for (std::size_t j = 0; j < shardSizes.size(); ++j) {
         if (j == me || layout[j].empty())
             continue;
-        SketchBuilder builder(seed, static_cast<std::uint32_t>(j));
+        SketchBuilder builder(seed, static_cast<std::uint32_t>(j), resultCodec(codec));
         double excluded = 0.0, averaged = 0.0;
         bool any = false;
         for (std::size_t b = 0; b < blockCount(j); ++b) {
@@ -176,7 +176,7 @@ void RoundEvidence::Impl::ownSketches(const CheckSeed &seed, RoundSketches &out)
                 excluded += 1.0;
                 continue;
             }
-            if (!(head.radius > 0.0)) {
+            if (head.radius < 0.0) {
                 averaged += 1.0;
                 continue;
             }
@@ -188,7 +188,7 @@ void RoundEvidence::Impl::ownSketches(const CheckSeed &seed, RoundSketches &out)
         if (!any)
             continue;
         auto s = builder.sketch();
-        s.excluded = excluded;
+        s.excluded += excluded;
         s.averaged = averaged;
         out.own.push_back(s);
     }
@@ -200,12 +200,12 @@ void RoundEvidence::Impl::viewSketches(const CheckSeed &seed, RoundSketches &out
     const std::size_t n = shardSizes.size();
     std::vector<SketchBuilder> builders;
     for (std::size_t i = 0; i < n; ++i)
-        builders.emplace_back(seed, static_cast<std::uint32_t>(me));
+        builders.emplace_back(seed, static_cast<std::uint32_t>(me), resultCodec(codec));
     std::vector<float> xs, vs;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const auto &block = blocks[b];
         const auto [first, last] = partsOf(me, b);
-        bool applied = block.present && block.radius > 0.0;
+        bool applied = block.present && block.radius >= 0.0;
         for (std::size_t p = first; applied && p < last; ++p)
             applied = ownResultKept[p];
         if (!applied)

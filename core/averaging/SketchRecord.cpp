@@ -11,20 +11,37 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::size_t ViewFields = 1 + CheckProjections + 7; // index, q, the seven sums
-constexpr std::size_t OwnFields = ViewFields + 2;            // and excluded, averaged
+constexpr std::size_t OwnFields = ViewFields + 3;            // and excluded, averaged, far
+constexpr std::size_t MaxFarBlocks = 4096;
 
 json entry(std::size_t index, const ShardSketch &s, bool own)
 {
     json e = json::array({index});
     for (double q : s.residual)
         e.push_back(q);
-    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.scale})
+    for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.slack})
         e.push_back(x);
     if (own) {
         e.push_back(s.excluded);
         e.push_back(s.averaged);
+        e.push_back(s.far);
     }
     return e;
+}
+
+// Blocks far from their result: increasing block indices, at most MaxFarBlocks.
+std::vector<std::uint32_t> parseFar(const json &list)
+{
+    if (!list.is_array() || list.size() > MaxFarBlocks)
+        throw ProtocolError("sketch entry's far blocks are not a list of at most " + std::to_string(MaxFarBlocks));
+    std::vector<std::uint32_t> far;
+    for (const auto &b : list) {
+        if (!b.is_number_unsigned() || b.get<std::uint64_t>() >= (1ULL << 32)
+            || (!far.empty() && b.get<std::uint64_t>() <= far.back()))
+            throw ProtocolError("sketch entry's far blocks are not increasing block indices");
+        far.push_back(static_cast<std::uint32_t>(b.get<std::uint64_t>()));
+    }
+    return far;
 }
 
 // One entry: [index, q..., sums...]; the index below `members`.
@@ -37,7 +54,8 @@ std::pair<std::size_t, ShardSketch> parseEntry(const json &e, std::size_t member
         throw ProtocolError("sketch entry names member " + std::to_string(index) + " of a group of "
                             + std::to_string(members));
     std::vector<double> x;
-    for (std::size_t k = 1; k < e.size(); ++k) {
+    const std::size_t numbers = own ? e.size() - 1 : e.size();
+    for (std::size_t k = 1; k < numbers; ++k) {
         if (!e[k].is_number() || !std::isfinite(e[k].get<double>()))
             throw ProtocolError("sketch entry holds a value that is not a finite number");
         x.push_back(e[k].get<double>());
@@ -48,11 +66,12 @@ std::pair<std::size_t, ShardSketch> parseEntry(const json &e, std::size_t member
     s.shard = static_cast<std::uint32_t>(index);
     std::copy(x.begin(), x.begin() + CheckProjections, s.residual.begin());
     auto sums = x.begin() + CheckProjections;
-    for (double *field : {&s.spread, &s.weight, &s.maxWeight, &s.groupWeight, &s.radius, &s.distance, &s.scale})
+    for (double *field : {&s.spread, &s.weight, &s.maxWeight, &s.groupWeight, &s.radius, &s.distance, &s.slack})
         *field = *sums++;
     if (own) {
         s.excluded = *sums++;
         s.averaged = *sums;
+        s.far = parseFar(e.back());
     }
     return {static_cast<std::size_t>(index), s};
 }

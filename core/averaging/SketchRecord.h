@@ -1,12 +1,12 @@
 #pragma once
 // A round's sketches (averaging/ResultCheck.h) as the "c" field of a member's group record
 // (averaging/SwarmMessages.h GroupRecord), in JSON:
-//   {"o": [[shard, q_0 .. q_15, spread, weight, maxWeight, groupWeight, radius, distance, scale,
-//           excluded, averaged], ...],
-//    "v": [[member, q_0 .. q_15, spread, weight, maxWeight, groupWeight, radius, distance, scale], ...]}
+//   {"o": [[shard, q_0 .. q_15, spread, weight, maxWeight, groupWeight, radius, distance, slack,
+//           excluded, averaged, [far block, ...]], ...],
+//    "v": [[member, q_0 .. q_15, spread, weight, maxWeight, groupWeight, radius, distance, slack], ...]}
 // "o": this member's own sketch of each other reducer's shard; "v": its view of its own shard.
 // Each list holds at most MaxCheckedMembers entries, each index below the group's size and named
-// once; every number finite and, but the q's, non-negative. A group of 32 takes about 20 KB.
+// once; every number finite and, but the q's, non-negative. A group of 32 takes about 35 KB.
 //
 // Threads: any; no state. Errors: parseSketches throws ProtocolError (net/WireMessage.h) with
 // the reason for anything else.

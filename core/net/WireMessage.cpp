@@ -40,7 +40,7 @@ std::vector<std::uint8_t> encodeShardHeader(const ShardHeader &h)
                         {"c", h.count},
                         {"w", h.weight},
                         {"z", compressionName(h.codec)}};
-    if (h.radius > 0.0)
+    if (h.radius >= 0.0)
         j["k"] = h.radius;
     if (h.counted >= 0.0)
         j["u"] = h.counted;
@@ -89,9 +89,9 @@ ShardHeader parseShardHeader(std::span<const std::uint8_t> bytes, const ShardSch
     if (h.codec != schema.codec)
         throw ProtocolError("message uses codec " + codec + ", the group agreed on " + compressionName(schema.codec));
     if (r.has("k"))
-        h.radius = r.numberIn("k", 0.0, true, std::numeric_limits<double>::infinity(), true);
+        h.radius = r.numberIn("k", 0.0, false, MaxHeaderRadius, false);
     if (r.has("u"))
-        h.counted = r.numberIn("u", 0.0, false, std::numeric_limits<double>::infinity(), true);
+        h.counted = r.numberIn("u", 0.0, false, MaxHeaderWeight, false);
     return h;
 }
 

@@ -9,9 +9,9 @@
 //   o      offset of the piece inside the shard, c element count, w weight (samples, >= 0),
 //   z      codec (manifest spelling)
 //   k      (RESULTs of rounds that check results, optional) the CenteredClip radius tau of the
-//          part's aggregation block, > 0; absent: the block was averaged without clipping
+//          part's aggregation block, 0 to MaxHeaderRadius; absent: averaged without clipping
 //   u      (RESULTs of rounds that check results) the weight the reducer counted for the
-//          RESULT's receiver in that block (samples, >= 0; 0: not counted)
+//          RESULT's receiver in that block (samples, 0 to MaxHeaderWeight; 0: not counted)
 //          (averaging/ResultCheck.h)
 // parseShardHeader() checks every field's presence, type and range against what the receiver
 // expects BEFORE anything is allocated; a bad message raises ProtocolError with the reason and
@@ -44,9 +44,12 @@ struct ShardHeader {
     std::uint64_t count = 0;
     double weight = 0.0;
     Compression codec = Compression::None;
-    double radius = 0.0;   // "k": 0 when absent
+    double radius = -1.0;  // "k": -1 when absent
     double counted = -1.0; // "u": -1 when absent
 };
+// Bounds of "k" and "u": what no honest round exceeds, and squares stay finite in double.
+inline constexpr double MaxHeaderRadius = 1e38;
+inline constexpr double MaxHeaderWeight = 1e15;
 
 // What the receiver expects; anything outside is refused.
 struct ShardSchema {

@@ -11,18 +11,18 @@
 
 namespace dedloc {
 
-bool checksResults(const GroupInfo &group, const AggregationSpec &aggregation)
+bool checksResults(const GroupInfo &group, const AggregationSpec &aggregation, Compression codec)
 {
     const auto senders = std::count_if(group.members.begin(), group.members.end(),
                                        [](const GroupMember &m) { return m.weight > 0.0; });
-    return aggregation.rule == AggregationRule::CenteredClip && group.members.size() <= MaxCheckedMembers
-           && senders >= 3;
+    return aggregation.rule == AggregationRule::CenteredClip && codec != Compression::Uniform8Bit
+           && group.members.size() <= MaxCheckedMembers && senders >= 3;
 }
 
 ResultAuditor::ResultAuditor(const GroupMerger &merger, std::shared_ptr<BanList> bans, std::string self,
-                             AggregationSpec aggregation, Compression codec, double delay)
-    : m_merger(merger), m_bans(std::move(bans)), m_self(std::move(self)), m_aggregation(aggregation), m_codec(codec),
-      m_delay(delay), m_worker([this] { work(); })
+                             AggregationSpec aggregation, double delay)
+    : m_merger(merger), m_bans(std::move(bans)), m_self(std::move(self)), m_aggregation(aggregation), m_delay(delay),
+      m_worker([this] { work(); })
 {
 }
 
@@ -72,7 +72,7 @@ void ResultAuditor::work()
 
 void ResultAuditor::audit(const GroupInfo &group)
 {
-    const auto verdicts = auditGroup(group, m_merger.groupRecords(group.epoch), m_aggregation.radius, m_codec);
+    const auto verdicts = auditGroup(group, m_merger.groupRecords(group.epoch), m_aggregation.radius);
     const auto strike = [&](std::size_t member, const std::string &why) {
         const auto &peer = group.members[member].peerId;
         if (peer == m_self)

@@ -35,14 +35,15 @@ inline constexpr double AuditDelay = 5.0;
 
 // Whether a round of `group` checks results (AllReduceOptions::checkResults): gradient rounds
 // of runs whose aggregation clips, in groups of at most MaxCheckedMembers with three senders or
-// more. Every member decides alike from the BEGIN's member list.
-[[nodiscard]] bool checksResults(const GroupInfo &group, const AggregationSpec &aggregation);
+// more, in a codec whose results' error is bounded (not uniform 8-bit: ResultCheck.h
+// resultErrorBound). Every member decides alike from the BEGIN's member list and the manifest.
+[[nodiscard]] bool checksResults(const GroupInfo &group, const AggregationSpec &aggregation, Compression codec);
 
 class ResultAuditor final {
   public:
     // `merger`, `bans` outlive it. `self`: this peer's id (never struck here).
     ResultAuditor(const GroupMerger &merger, std::shared_ptr<BanList> bans, std::string self,
-                  AggregationSpec aggregation, Compression codec, double delay = AuditDelay);
+                  AggregationSpec aggregation, double delay = AuditDelay);
     ~ResultAuditor();
     ResultAuditor(const ResultAuditor &) = delete;
     ResultAuditor &operator=(const ResultAuditor &) = delete;
@@ -64,7 +65,6 @@ class ResultAuditor final {
     std::shared_ptr<BanList> m_bans;
     std::string m_self;
     AggregationSpec m_aggregation;
-    Compression m_codec;
     double m_delay;
     std::atomic<int> m_strikes{0};
     std::mutex m_mutex;

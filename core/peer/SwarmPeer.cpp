@@ -146,8 +146,7 @@ void SwarmPeer::Impl::setUp()
     mergeOptions.targetGroupSize = matchmaking.targetGroupSize;
     merger = std::make_unique<GroupMerger>(*dht, service.get(), MergeSelf{identity->peerId(), swarmId},
                                            mergeOptions, access.security, bans);
-    auditor = std::make_unique<ResultAuditor>(*merger, bans, identity->peerId(), manifest->aggregation(),
-                                              manifest->compression);
+    auditor = std::make_unique<ResultAuditor>(*merger, bans, identity->peerId(), manifest->aggregation());
 
     update([&](PeerSnapshot &s) {
         s.role = opt.role;

@@ -272,7 +272,7 @@ AllReduceOptions SwarmPeer::Impl::roundOptions() const
 AllReduceOptions SwarmPeer::Impl::gradientRoundOptions(long epoch, const GroupInfo *group) const
 {
     auto o = roundOptions();
-    o.checkResults = group && checksResults(*group, o.aggregation);
+    o.checkResults = group && checksResults(*group, o.aggregation, o.codec);
     o.tamperAverage = opt.tamperAverage;
     std::lock_guard lock(mutex);
     auto bounds = tracker.weightBounds(epoch, unixNow());
