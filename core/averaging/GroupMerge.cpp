@@ -107,6 +107,15 @@ std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
     return admitted(m_dht.fetch(key, 1.0));
 }
 
+void GroupMerger::publishView(const GroupInfo &group, const GroupRecord &average, const RoundEvidence &evidence) const
+{
+    GroupRecord mine{m_self.peerId, {}, group.epoch, group.groupId, average.weight, group.members.size(),
+                     average.digest, {}, {}, {}, {}, evidence.sketch(average.digest)};
+    if (mine.sketches.view.empty())
+        return;
+    publishRecord(groupsKey(m_self.runId, group.epoch), encodeGroupRecord(mine));
+}
+
 std::vector<GroupRecord> GroupMerger::groupRecords(long epoch) const
 {
     auto records = readRecords(groupsKey(m_self.runId, epoch));

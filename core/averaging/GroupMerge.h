@@ -168,6 +168,12 @@ public:
     // The group records of `epoch` this peer admits (neither banned nor, in closed runs, refused),
     // as read now: for the result check of a round (averaging/ResultAudit.h). Any one thread.
     [[nodiscard]] std::vector<GroupRecord> groupRecords(long epoch) const;
+    // For a member that reduced a shard of `group` but holds no average of its own (an auxiliary
+    // peer: it sends nothing, so no other reducer returns it a RESULT): publishes its sketches of
+    // the round under the average `average` (the group's, as its members' records claim:
+    // ResultAudit.h groupAverageRecord), in a record that claims that average and serves nothing,
+    // so that the others judge its view. Any one thread.
+    void publishView(const GroupInfo &group, const GroupRecord &average, const RoundEvidence &evidence) const;
 
     // For a peer of `epoch` without a complete round (its search found no group, or its round
     // lost a part): waits as merge() does, publishes nothing (a member of `round` only that its

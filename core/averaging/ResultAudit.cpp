@@ -94,6 +94,16 @@ AuditVerdict judge(const GroupInfo &group, const MemberRecords &byMember, const 
 
 } // namespace
 
+std::optional<GroupRecord> groupAverageRecord(const GroupInfo &group, const std::vector<GroupRecord> &records)
+{
+    const auto byMember = recordsOfMembers(group, records);
+    const auto majority = majorityDigest(byMember);
+    for (const auto &r : byMember)
+        if (r && !majority.empty() && r->digest == majority)
+            return r;
+    return std::nullopt;
+}
+
 std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<GroupRecord> &records, double radius)
 {
     const auto byMember = recordsOfMembers(group, records);

@@ -18,6 +18,7 @@
 #include "averaging/ResultCheck.h"
 #include "averaging/SwarmMessages.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct AuditVerdict {
     std::size_t reducer = 0;   // member index of the reducer judged
     ShardCheck check;          // its outcome; check.disputes are member indices
 };
+
+// The record of `group` (this round's, from one of its members) whose digest more than half of
+// its members' records read claim, or nothing.
+[[nodiscard]] std::optional<GroupRecord> groupAverageRecord(const GroupInfo &group, const std::vector<GroupRecord> &records);
 
 // The verdicts on the reducers of `group` judged from `records` (any records read: others are
 // skipped), in member order. `radius`: the manifest's CenteredClip radius.

@@ -49,6 +49,7 @@
 //
 // Units: weights in samples, the rest in the values' own units. Threads: any; no state.
 // Errors: none (sizes are the caller's; a member index beyond the entries' is the caller's).
+#include "averaging/SketchRecord.h"
 #include "compress/Compression.h"
 
 #include <array>
@@ -60,7 +61,6 @@
 
 namespace dedloc {
 
-inline constexpr std::size_t CheckProjections = 16;
 // sum_k q_k^2 <= ProjectionBound x spread^2 for a plausible member (see above).
 inline constexpr double ProjectionBound = 64.0;
 // A stated radius above TauSlack x radius x the median distance fails the reducer (see above).
@@ -76,32 +76,6 @@ inline constexpr double FarRadii = 4.0;
 using CheckSeed = std::array<unsigned char, 32>;
 // The seed of a group's sign vectors: its average's digest (updateDigest, 64 hex digits).
 [[nodiscard]] CheckSeed checkSeed(std::string_view digest);
-
-// What one member publishes about one reducer's shard: sums over the shard's blocks in which the
-// reducer counted it (u > 0) and clipped (tau >= 0).
-struct ShardSketch {
-    std::uint32_t shard = 0;                         // the reducer's member index
-    std::array<double, CheckProjections> residual{}; // q_k above
-    double spread = 0.0;      // sqrt(sum_b (u_b c_b n_b)^2)
-    double weight = 0.0;      // sum_b u_b
-    double maxWeight = 0.0;   // max_b u_b
-    double groupWeight = 0.0; // sum_b W_b, as the RESULT headers said
-    double radius = 0.0;      // sqrt(sum_b tau_b^2), as the RESULT headers said
-    double distance = 0.0;    // sqrt(sum_b n_b^2)
-    double slack = 0.0;       // sum_b W_b ||e_b||: the result codec's error allowed (see above)
-    // Own sketches only. Blocks in which this member sent values and got RESULTs that say it was
-    // not counted (or whose parts' headers disagree, or whose sums overflow): only a sender silent
-    // for the sender timeout is left out, so a member's own sketch with any disputes the view.
-    double excluded = 0.0;
-    // Blocks in which it was counted and the RESULTs say the block was averaged without clipping:
-    // a reducer does that only where fewer than three senders were counted, so more than two
-    // members saying so of one shard fail its reducer.
-    double averaged = 0.0;
-    // Own sketches only: the blocks (indices in the shard, increasing) in which it was counted and
-    // lay far from the result (FarRadii above); they are in the sums as any other.
-    std::vector<std::uint32_t> far;
-    bool operator==(const ShardSketch &) const = default;
-};
 
 // Builds a member's sketch of one shard, block by block.
 class SketchBuilder final {
@@ -135,24 +109,6 @@ class SketchBuilder final {
 // 4096 from the start: parts start on them). Uniform 8-bit's clipped tails have no bound: rounds
 // in it are not checked (checksResults). Saturated fp16 values (65504) are not bounded either.
 [[nodiscard]] double resultErrorBound(Compression codec, std::span<const float> result);
-
-// One member's sketch of a shard, with its index in the group.
-struct MemberSketch {
-    std::size_t member = 0;
-    ShardSketch sketch;
-    bool operator==(const MemberSketch &) const = default;
-};
-
-// This member's sketches of one round (RoundEvidence.h).
-struct RoundSketches {
-    // Of every other reducer's shard in which this member sent values and got results: its own
-    // sketch (weight 0 when no block of it was counted and clipped).
-    std::vector<ShardSketch> own;
-    // Of its own shard: one entry per member it counted in a clipped block (empty: none).
-    std::vector<MemberSketch> view;
-    [[nodiscard]] bool empty() const { return own.empty() && view.empty(); }
-    bool operator==(const RoundSketches &) const = default;
-};
 
 enum class CheckOutcome {
     Holds,     // the view sums to zero and no member disputes it

@@ -36,7 +36,7 @@
 #include "net/DhtNode.h"
 #include "net/WireMessage.h"
 #include "averaging/PeerRole.h"
-#include "averaging/ResultCheck.h"
+#include "averaging/SketchRecord.h"
 
 #include <nlohmann/json_fwd.hpp>
 

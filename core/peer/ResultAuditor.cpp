@@ -45,6 +45,25 @@ void ResultAuditor::schedule(const GroupInfo &group)
     m_wake.notify_all();
 }
 
+void ResultAuditor::publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        const double now = unixNow();
+        m_due.push_front({group, now + 1.0, std::move(evidence), now + 1.0 + m_delay}); // before later audits
+    }
+    m_wake.notify_all();
+}
+
+bool ResultAuditor::publish(const GroupInfo &group, const RoundEvidence &evidence)
+{
+    const auto average = groupAverageRecord(group, m_merger.groupRecords(group.epoch));
+    if (!average)
+        return false;
+    m_merger.publishView(group, *average, evidence);
+    return true;
+}
+
 void ResultAuditor::work()
 {
     std::unique_lock lock(m_mutex);
@@ -58,13 +77,20 @@ void ResultAuditor::work()
             m_wake.wait_for(lock, std::chrono::duration<double>(std::min(wait, 1.0)));
             continue;
         }
-        const auto group = std::move(m_due.front().group);
+        auto due = std::move(m_due.front());
         m_due.pop_front();
         lock.unlock();
         try {
-            audit(group);
+            if (!due.view)
+                audit(due.group);
+            else if (!publish(due.group, *due.view) && unixNow() < due.until) {
+                due.at = unixNow() + 0.5; // the members' records are on their way: read again
+                lock.lock();
+                m_due.push_front(std::move(due));
+                continue;
+            }
         } catch (const std::exception &e) {
-            log::warning("check", "round " + group.groupId + " not judged: " + e.what());
+            log::warning("check", "round " + due.group.groupId + ": " + e.what());
         }
         lock.lock();
     }

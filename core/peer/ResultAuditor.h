@@ -13,6 +13,7 @@
 // read is bounded by the DHT's own timeouts). Errors: none thrown; a failed read leaves the round
 // unjudged.
 #include "averaging/GroupMerge.h"
+#include "averaging/RoundEvidence.h"
 #include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
 #include "run/RunManifest.h"
@@ -50,16 +51,24 @@ class ResultAuditor final {
 
     // Judges the reducers of `group`'s round `delay` seconds from now.
     void schedule(const GroupInfo &group);
+    // For an auxiliary member without an average of its own: a second after the round, reads the
+    // group's average from its members' records (for up to `delay` seconds) and publishes its view
+    // under it (GroupMerger::publishView).
+    void publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence);
     // Strikes made so far (tests, status).
     [[nodiscard]] int strikes() const { return m_strikes.load(); }
 
   private:
     struct Due {
         GroupInfo group;
-        double at = 0.0; // Unix seconds
+        double at = 0.0;                          // Unix seconds
+        std::shared_ptr<const RoundEvidence> view; // set: publish this view instead of judging
+        double until = 0.0;                       // a view: the last time to try
     };
     void work();
     void audit(const GroupInfo &group);
+    // false while the group's average is not in its records yet.
+    bool publish(const GroupInfo &group, const RoundEvidence &evidence);
 
     const GroupMerger &m_merger;
     std::shared_ptr<BanList> m_bans;

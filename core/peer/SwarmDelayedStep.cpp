@@ -42,9 +42,10 @@ void SwarmPeer::Impl::startDelayedStep(GroupSearch &search, bool alone)
                                               options = gradientRoundOptions(epoch)] {
         auto w = waitForGroup(search, epoch, alone);
         std::optional<StepOutcome> outcome;
+        auto o = options; // results checked where the group checks them (known only now)
+        o.checkResults = w.group && checksResults(w.group->info, o.aggregation, o.codec);
         if (w.group || !w.overtaken)
-            outcome = averageDetachedGradient(*allReduce, w.group, w.why, *gradient, options, opt.tamperGradient,
-                                              mergeHook());
+            outcome = averageDetachedGradient(*allReduce, w.group, w.why, *gradient, o, opt.tamperGradient, mergeHook());
         return std::pair{std::move(w), std::move(outcome)};
     });
 }

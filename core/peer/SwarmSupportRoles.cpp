@@ -72,6 +72,8 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
         const double roundSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         const bool followed =
             mayFollow && followRound(*group, report, values, std::move(captured), resultCodec(o.codec), roundSeconds);
+        if (report.evidence && !followed) // its view of its shard, judged like the trainers' views
+            auditor->publishView(group->info, report.evidence);
         if (stateRoundDue(*group, global))
             (void)averageState(*group, global);
         nlohmann::json round{{"step", global + 1}, {"group_size", group->info.members.size()},

@@ -1,0 +1,115 @@
+// ResultAuditor (core/peer/ResultAuditor.h) through real DHT nodes on loopback: after a checked
+// all-reduce round of three trainers and an auxiliary member (weight 0, reducing a shard), the
+// trainers' records carry their sketches, the auxiliary member publishes its view once it reads the
+// group's average from them, and a trainer's auditor judges all four reducers: nobody is struck
+// when all are honest; the auxiliary member is when it moved its average.
+#include "AllReduceSwarm.h"
+#include "MergeFixtures.h"
+#include "averaging/BanList.h"
+#include "averaging/ResultAudit.h"
+#include "peer/ResultAuditor.h"
+#include "util/Clock.h"
+#include "util/Hash.h"
+
+#include <QtTest>
+
+#include <thread>
+
+using namespace dedloc;
+using namespace dedloc::test;
+
+namespace {
+
+constexpr std::size_t Members = 4, Aux = 3;
+constexpr std::size_t Elements = Members * (128 * 1024 + 1000);
+const AggregationSpec Clip{AggregationRule::CenteredClip, 2.0, 8.0};
+
+struct Outcome {
+    std::vector<AuditVerdict> verdicts; // as the trainer 0 reads them
+    int strikes = 0;                    // its auditor's
+    bool auxStruck = false;
+};
+
+// One checked round (the auxiliary member's average moved by `auxLie`), its records published as
+// the swarm does, and trainer 0's audit of it.
+Outcome roundAndAudit(float auxLie)
+{
+    auto peers = makePeers(Members, 4);
+    Swarm s(std::vector<bool>(Members, true), {10.0, 20.0, 30.0, 0.0}, Elements);
+    std::vector<AllReduceOptions> options(Members);
+    for (auto &o : options) {
+        o.codec = Compression::Fp16;
+        o.aggregation = Clip;
+        o.checkResults = true;
+    }
+    if (auxLie != 1.0F)
+        options[Aux].tamperAverage = [auxLie](std::span<float> v) {
+            for (auto &x : v)
+                x *= auxLie;
+        };
+    s.run(options, {0, 1, 2, 3});
+    GroupInfo group{"group-1", MergeEpoch, s.members};
+    for (std::size_t i = 0; i < Members; ++i)
+        group.members[i].peerId = peers[i]->identity.peerId();
+    // The trainers' records claim the group's average (one digest: the round is complete).
+    const std::string digest = sha256Hex("the average", 11);
+    GroupRecord average;
+    average.digest = digest;
+    average.weight = 60;
+    for (std::size_t i = 0; i < Aux; ++i)
+        peers[i]->merger->publishView(group, average, *s.reports[i].evidence);
+    auto bans = std::make_shared<BanList>();
+    ResultAuditor aux(*peers[Aux]->merger, std::make_shared<BanList>(), peers[Aux]->identity.peerId(), Clip, 4.0);
+    aux.publishView(group, s.reports[Aux].evidence);
+    ResultAuditor auditor(*peers[0]->merger, bans, peers[0]->identity.peerId(), Clip, 4.0);
+    auditor.schedule(group);
+    std::this_thread::sleep_for(std::chrono::seconds(6));
+    Outcome out;
+    out.verdicts = auditGroup(group, peers[1]->merger->groupRecords(MergeEpoch), Clip.radius);
+    out.strikes = auditor.strikes();
+    out.auxStruck = bans->strikes(peers[Aux]->identity.peerId(), unixNow()) > 0;
+    return out;
+}
+
+} // namespace
+
+class TestResultAuditor final : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void checksResultsWhereTheGroupCanBeChecked()
+    {
+        GroupInfo g{"g", 1, std::vector<GroupMember>(4)};
+        for (auto &m : g.members)
+            m.weight = 1.0;
+        QVERIFY(checksResults(g, Clip, Compression::Fp16));
+        QVERIFY(!checksResults(g, {AggregationRule::Mean, 2.0, 8.0}, Compression::Fp16));
+        QVERIFY(!checksResults(g, Clip, Compression::Uniform8Bit));
+        g.members[0].weight = g.members[1].weight = 0.0; // two senders: no majority to defend
+        QVERIFY(!checksResults(g, Clip, Compression::Fp16));
+        g.members.assign(MaxCheckedMembers + 1, g.members[2]);
+        QVERIFY(!checksResults(g, Clip, Compression::Fp16));
+    }
+
+    void honestReducersAuxiliaryIncludedAreNotStruck()
+    {
+        const auto out = roundAndAudit(1.0F);
+        QCOMPARE(out.verdicts.size(), Members); // the auxiliary member's view was published and read
+        for (const auto &v : out.verdicts)
+            QVERIFY2(v.check.outcome == CheckOutcome::Holds, v.check.reason.c_str());
+        QCOMPARE(out.strikes, 0);
+    }
+
+    void anAuxiliaryReducerThatMovesItsAverageIsStruck()
+    {
+        const auto out = roundAndAudit(0.5F);
+        QCOMPARE(out.verdicts.size(), Members);
+        for (const auto &v : out.verdicts)
+            QVERIFY2((v.check.outcome == CheckOutcome::Fails) == (v.reducer == Aux), v.check.reason.c_str());
+        QCOMPARE(out.strikes, 1);
+        QVERIFY(out.auxStruck);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestResultAuditor)
+#include "tst_resultauditor.moc"
