@@ -54,6 +54,22 @@ class TestHostilePeer : public QObject {
     }
     QStringList m_args; // the trainers' arguments of the last startSwarm
 
+    // Whether the three trainers stepped 1 .. steps, each step with the same parameters.
+    static bool sameParametersAtEveryStep(const SwarmPeerProcess &p1, const SwarmPeerProcess &p2,
+                                          const SwarmPeerProcess &p3, long steps)
+    {
+        const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
+        for (long step = 1; step <= steps; ++step) {
+            if (!s1.count(step) || !s2.count(step) || !s3.count(step))
+                return false;
+            const auto sha = s1.at(step).value("params_sha", std::string("1"));
+            if (sha != s2.at(step).value("params_sha", std::string("2"))
+                || sha != s3.at(step).value("params_sha", std::string("3")))
+                return false;
+        }
+        return true;
+    }
+
   private Q_SLOTS:
     void initTestCase() { m_tmp.setAutoRemove(qEnvironmentVariableIsEmpty("DEDLOC_KEEP_TEST_DIR")); }
 
@@ -275,12 +291,7 @@ class TestHostilePeer : public QObject {
         setFailureContext("");
         qInfo("%d honest steps in groups of four with the liar compared", compared);
         SWARM_VERIFY(compared >= 3, all);
-        const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
-        for (long step = 1; step <= 6; ++step)
-            SWARM_VERIFY(s1.count(step) && s2.count(step) && s3.count(step)
-                             && s1.at(step).value("params_sha", std::string("1")) == s2.at(step).value("params_sha", std::string("2"))
-                             && s1.at(step).value("params_sha", std::string("1")) == s3.at(step).value("params_sha", std::string("3")),
-                         all);
+        SWARM_VERIFY(sameParametersAtEveryStep(p1, p2, p3, 6), all);
     }
 
     // A reducer that returns its shard's average times -1 (its sketches of the round stay true):
@@ -307,12 +318,7 @@ class TestHostilePeer : public QObject {
                          qPrintable(p->name + QStringLiteral(" failed the result of ") + other->name));
             }
         }
-        const auto s1 = byStep(p1), s2 = byStep(p2), s3 = byStep(p3);
-        for (long step = 1; step <= 24; ++step)
-            SWARM_VERIFY(s1.count(step) && s2.count(step) && s3.count(step)
-                             && s1.at(step).value("params_sha", std::string("1")) == s2.at(step).value("params_sha", std::string("2"))
-                             && s1.at(step).value("params_sha", std::string("1")) == s3.at(step).value("params_sha", std::string("3")),
-                         all);
+        SWARM_VERIFY(sameParametersAtEveryStep(p1, p2, p3, 24), all);
     }
 };
 

@@ -15,14 +15,7 @@ namespace {
 constexpr std::size_t Members = 4;
 constexpr std::size_t Elements = Members * (128 * 1024 + 3000);
 
-AllReduceOptions checked()
-{
-    AllReduceOptions o;
-    o.codec = Compression::Fp16;
-    o.aggregation = AggregationSpec{AggregationRule::CenteredClip, 2.0, 8.0};
-    o.checkResults = true;
-    return o;
-}
+AllReduceOptions checked() { return checkedRoundOptions(); }
 
 std::string digestOf(const std::string &text) { return sha256Hex(text.data(), text.size()); }
 

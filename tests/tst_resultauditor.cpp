@@ -36,12 +36,7 @@ Outcome roundAndAudit(float auxLie)
 {
     auto peers = makePeers(Members, 4);
     Swarm s(std::vector<bool>(Members, true), {10.0, 20.0, 30.0, 0.0}, Elements);
-    std::vector<AllReduceOptions> options(Members);
-    for (auto &o : options) {
-        o.codec = Compression::Fp16;
-        o.aggregation = Clip;
-        o.checkResults = true;
-    }
+    std::vector<AllReduceOptions> options(Members, checkedRoundOptions());
     if (auxLie != 1.0F)
         options[Aux].tamperAverage = [auxLie](std::span<float> v) {
             for (auto &x : v)

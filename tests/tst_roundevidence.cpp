@@ -18,14 +18,7 @@ constexpr std::size_t Members = 4;
 constexpr std::size_t Elements = Members * (2 * 128 * 1024 + 5000);
 const std::string Digest = "the group average's digest";
 
-AllReduceOptions checked()
-{
-    AllReduceOptions o;
-    o.codec = Compression::Fp16;
-    o.aggregation = AggregationSpec{AggregationRule::CenteredClip, 2.0, 8.0};
-    o.checkResults = true;
-    return o;
-}
+AllReduceOptions checked() { return checkedRoundOptions(); }
 
 // Reducer j's check from the reports of a round every member ran.
 ShardCheck checkOf(const Swarm &s, std::size_t j, const std::string &digest = Digest)

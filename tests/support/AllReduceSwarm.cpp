@@ -7,6 +7,15 @@
 
 namespace dedloc::test {
 
+AllReduceOptions checkedRoundOptions()
+{
+    AllReduceOptions o;
+    o.codec = Compression::Fp16;
+    o.aggregation = AggregationSpec{AggregationRule::CenteredClip, 2.0, 8.0};
+    o.checkResults = true;
+    return o;
+}
+
 std::vector<float> randomVector(std::size_t n, unsigned seed)
 {
     std::mt19937 rng(seed);

@@ -24,6 +24,10 @@ namespace dedloc::test {
 [[nodiscard]] bool closeTo(const std::vector<float> &values, const std::vector<double> &expected, std::size_t begin,
                            std::size_t end);
 
+// Options of a round that clips (CenteredClip, radius 2) in fp16 and checks its results
+// (AllReduceOptions::checkResults).
+[[nodiscard]] AllReduceOptions checkedRoundOptions();
+
 struct Swarm {
     std::vector<std::unique_ptr<AllReduceEndpoint>> endpoints;
     std::vector<GroupMember> members; // "peer<i>", bandwidth 1 each: equal shards
