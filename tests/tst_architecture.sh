@@ -2,7 +2,7 @@
 # The architecture of docs/ARCHITECTURE.md, checked on the tree and the build:
 #   1. who may include whom: every #include "folder/..." of core/ and ui/ follows the layer table
 #      below (so there are no folder loops), nothing in core/averaging includes libtorch, and the
-#      wire format (averaging/SwarmMessages, with PeerRole and SketchRecord) includes no averaging
+#      wire format (averaging/SwarmMessages, with PeerRole) includes no averaging
 #      algorithm;
 #   2. sizes: no source file over 500 lines; no function over 120 lines in core/averaging;
 #   3. comments speak of the repository: no "issue N", no paths outside it (../shared);
@@ -59,7 +59,7 @@ for dir in "$src"/core/*/; do
   check_includes "$d" "$dir"*.h "$dir"*.cpp
 done
 check_includes ui $(find "$src/ui" -name '*.h' -o -name '*.cpp')
-if grep -nE '#include "averaging/' "$src"/core/averaging/SwarmMessages.{h,cpp} | grep -vE 'SwarmMessages.h"|PeerRole.h"|SketchRecord.h"'; then
+if grep -nE '#include "averaging/' "$src"/core/averaging/SwarmMessages.{h,cpp} | grep -vE 'SwarmMessages.h"|PeerRole.h"'; then
   fail "the wire format (averaging/SwarmMessages) includes an averaging algorithm: the algorithms include the format"
 fi
 if grep -rnE '#include *[<"](torch|ATen|c10)/' "$src/core/averaging"; then

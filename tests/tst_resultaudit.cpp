@@ -1,11 +1,13 @@
 // ResultAudit (core/averaging/ResultAudit.h): the reducers of a group judged from the members'
-// group records, after a real all-reduce round on loopback that checked results. The records go
-// through their wire form (encodeGroupRecord, parseGroupRecord) as a reader gets them.
+// check records, after a real all-reduce round on loopback that checked results. The records go
+// through their wire form (encodeCheckRecord, parseCheckRecord) as a reader gets them.
 #include "AllReduceSwarm.h"
 #include "averaging/ResultAudit.h"
 #include "util/Hash.h"
 
 #include <QtTest>
+
+#include <algorithm>
 
 using namespace dedloc;
 using namespace dedloc::test;
@@ -22,24 +24,15 @@ std::string digestOf(const std::string &text) { return sha256Hex(text.data(), te
 GroupInfo groupOf(const Swarm &s) { return {"group-1", 5, s.members}; }
 
 // Member i's record as a reader parses it: sketched under `digest`.
-GroupRecord recordOf(const Swarm &s, std::size_t i, const std::string &digest)
+CheckRecord recordOf(const Swarm &s, std::size_t i, const std::string &digest)
 {
-    GroupRecord r;
-    r.epoch = 5;
-    r.groupId = "group-1";
-    r.weight = 100;
-    r.members = Members;
-    r.digest = digest;
-    r.sketches = s.reports[i].evidence->sketch(digest);
-    SignedRecord signedRecord;
-    signedRecord.peerId = s.members[i].peerId;
-    signedRecord.payload = encodeGroupRecord(r);
-    return parseGroupRecord(signedRecord);
+    const CheckRecord r{{}, 5, "group-1", Members, digest, s.reports[i].evidence->sketch(digest)};
+    return parseCheckRecord(s.members[i].peerId, encodeCheckRecord(r));
 }
 
-std::vector<GroupRecord> recordsOf(const Swarm &s, const std::string &digest)
+std::vector<CheckRecord> recordsOf(const Swarm &s, const std::string &digest)
 {
-    std::vector<GroupRecord> records;
+    std::vector<CheckRecord> records;
     for (std::size_t i = 0; i < Members; ++i)
         records.push_back(recordOf(s, i, digest));
     return records;
@@ -87,7 +80,7 @@ private Q_SLOTS:
             QVERIFY2((v.check.outcome == CheckOutcome::Fails) == (v.reducer == 1), v.check.reason.c_str());
     }
 
-    // Records of other groups or epochs, of strangers, or without an average are not read as the
+    // Records of other groups, epochs or group sizes, or of strangers, are not read as the
     // group's; a reducer whose record is missing is not judged; members whose record claims another
     // digest are not compared with it.
     void onlyTheRoundsOwnRecordsCount()
@@ -110,6 +103,12 @@ private Q_SLOTS:
             QVERIFY(v.reducer != 2);
             QCOMPARE(v.check.outcome, CheckOutcome::Holds);
         }
+        // A record of another group size is not the round's either: its signer is not judged.
+        records = recordsOf(s, digest);
+        records[1].members = Members + 1;
+        verdicts = auditGroup(groupOf(s), records, 2.0);
+        QCOMPARE(verdicts.size(), Members - 1);
+        QVERIFY(std::none_of(verdicts.begin(), verdicts.end(), [](const AuditVerdict &v) { return v.reducer == 1; }));
         // Member 3 claims another average than the three others: as a reducer it fails; its own
         // sketches (under another seed) dispute nobody.
         records = recordsOf(s, digest);

@@ -1,6 +1,6 @@
 // ResultAuditor (core/peer/ResultAuditor.h) through real DHT nodes on loopback: after a checked
 // all-reduce round of three trainers and an auxiliary member (weight 0, reducing a shard), the
-// trainers' records carry their sketches, the auxiliary member publishes its view once it reads the
+// trainers publish their check records, the auxiliary member publishes its view once it reads the
 // group's average from them, and a trainer's auditor judges all four reducers: nobody is struck
 // when all are honest; the auxiliary member is when it moved its average.
 #include "AllReduceSwarm.h"
@@ -48,11 +48,8 @@ Outcome roundAndAudit(float auxLie)
         group.members[i].peerId = peers[i]->identity.peerId();
     // The trainers' records claim the group's average (one digest: the round is complete).
     const std::string digest = sha256Hex("the average", 11);
-    GroupRecord average;
-    average.digest = digest;
-    average.weight = 60;
     for (std::size_t i = 0; i < Aux; ++i)
-        peers[i]->merger->publishView(group, average, *s.reports[i].evidence);
+        peers[i]->merger->publishChecks(group, digest, *s.reports[i].evidence);
     auto bans = std::make_shared<BanList>();
     ResultAuditor aux(*peers[Aux]->merger, std::make_shared<BanList>(), peers[Aux]->identity.peerId(), Clip, 4.0);
     aux.publishView(group, s.reports[Aux].evidence);
@@ -60,7 +57,7 @@ Outcome roundAndAudit(float auxLie)
     auditor.schedule(group);
     std::this_thread::sleep_for(std::chrono::seconds(6));
     Outcome out;
-    out.verdicts = auditGroup(group, peers[1]->merger->groupRecords(MergeEpoch), Clip.radius);
+    out.verdicts = auditGroup(group, peers[1]->merger->checkRecords(group), Clip.radius);
     out.strikes = auditor.strikes();
     out.auxStruck = bans->strikes(peers[Aux]->identity.peerId(), unixNow()) > 0;
     return out;

@@ -100,6 +100,8 @@ GroupMerger::~GroupMerger()
 {
     if (m_announcing.valid())
         m_announcing.wait();
+    if (m_checking.valid())
+        m_checking.wait();
 }
 
 std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
@@ -107,20 +109,36 @@ std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
     return admitted(m_dht.fetch(key, 1.0));
 }
 
-void GroupMerger::publishView(const GroupInfo &group, const GroupRecord &average, const RoundEvidence &evidence) const
+void GroupMerger::publishChecks(const GroupInfo &group, const std::string &digest, const RoundEvidence &evidence) const
 {
-    GroupRecord mine{m_self.peerId, {}, group.epoch, group.groupId, average.weight, group.members.size(),
-                     average.digest, {}, {}, {}, {}, evidence.sketch(average.digest)};
-    if (mine.sketches.view.empty())
-        return;
-    publishRecord(groupsKey(m_self.runId, group.epoch), encodeGroupRecord(mine));
+    const CheckRecord mine{m_self.peerId, group.epoch, group.groupId, group.members.size(), digest,
+                           evidence.sketch(digest)};
+    publishRecord(checksKey(m_self.runId, group.epoch, group.groupId), encodeCheckRecord(mine));
 }
 
-std::vector<GroupRecord> GroupMerger::groupRecords(long epoch) const
+std::vector<CheckRecord> GroupMerger::checkRecords(const GroupInfo &group) const
 {
-    auto records = readRecords(groupsKey(m_self.runId, epoch));
-    std::erase_if(records, [epoch](const GroupRecord &r) { return r.epoch != epoch; });
+    std::vector<CheckRecord> records;
+    const double now = unixNow();
+    for (const auto &record : m_dht.fetch(checksKey(m_self.runId, group.epoch, group.groupId), 1.0)) {
+        if (!admits(record, now))
+            continue;
+        try {
+            auto r = parseCheckRecord(record.peerId, record.payload);
+            if (r.epoch == group.epoch && r.groupId == group.groupId)
+                records.push_back(std::move(r));
+        } catch (const std::exception &e) {
+            log::warning("check", "ignored a check record of " + record.peerId.substr(0, 8) + ": " + e.what());
+        }
+    }
     return records;
+}
+
+bool GroupMerger::admits(const SignedRecord &record, double now) const
+{
+    if (m_bans && m_bans->isBanned(record.peerId, now))
+        return false;
+    return !m_security || m_security->admission(record.publicKey).empty(); // closed run: admitted peers only
 }
 
 // The group records of `signed_` from peers neither banned nor (closed runs) refused admission.
@@ -129,10 +147,8 @@ std::vector<GroupRecord> GroupMerger::admitted(const std::vector<SignedRecord> &
     std::vector<GroupRecord> records;
     const double now = unixNow();
     for (const auto &record : signed_) {
-        if (m_bans && m_bans->isBanned(record.peerId, now))
+        if (!admits(record, now))
             continue;
-        if (m_security && !m_security->admission(record.publicKey).empty())
-            continue; // closed run: only admitted peers' groups count
         try {
             records.push_back(parseGroupRecord(record));
         } catch (const std::exception &e) {
@@ -211,15 +227,19 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     if (m_service)
         m_service->addGroupUpdate(group.groupId, own);
     GroupRecord mine{m_self.peerId, {}, epoch, group.groupId, own->batchSamples, group.members.size(), digest,
-                     m_service ? m_service->endpoint() : std::string(), {}, {}, {}, {}};
-    if (evidence)
-        mine.sketches = evidence->sketch(digest);
+                     m_service ? m_service->endpoint() : std::string(), {}, {}, {}};
     const auto payload = encodeGroupRecord(mine);
     const double now = unixNow();
     mine.signedValue = m_dht.encodeRecord(key, payload, 0, now, now + RecordSeconds); // relayed with a seal
     // Published beside the wait (it does not need its own record): the step is not delayed by a
     // DHT put, also where one group holds the swarm. The next announcement waits for it.
     m_announcing = std::async(std::launch::async, [this, key, payload] { publishRecord(key, payload); });
+    if (evidence) { // the auditors read them seconds later (ResultAuditor.h AuditDelay)
+        if (m_checking.valid())
+            m_checking.wait();
+        m_checking = std::async(std::launch::async,
+                                [this, group, digest, evidence] { publishChecks(group, digest, *evidence); });
+    }
     auto views = agreeOnGroups(
         key, mine, awaitGroups(key, mine, group, expectedPeers, roundSeconds, roundSeconds, stop), stop, result);
     // Unsealed, this peer's own group is merged whatever the records say (its members may not

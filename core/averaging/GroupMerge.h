@@ -47,6 +47,7 @@
 // Threads: merge() on the averaging thread; the DHT and the service are thread-safe. Errors:
 // none thrown for the network or bad records (they are skipped, with the reason in the result).
 #include "averaging/AveragedUpdate.h"
+#include "averaging/SketchRecord.h"
 #include "averaging/SwarmMessages.h"
 #include "net/DhtNode.h"
 
@@ -139,7 +140,7 @@ public:
     GroupMerger(DhtNode &dht, PeerService *service, MergeSelf self, MergeOptions options,
                 std::shared_ptr<const DataPlaneSecurity> security = nullptr,
                 std::shared_ptr<const BanList> bans = nullptr);
-    ~GroupMerger(); // waits for a publication in flight (at most 3 s)
+    ~GroupMerger(); // waits for the publications in flight (at most 3 s each, and the sketches)
     GroupMerger(const GroupMerger &) = delete;
     GroupMerger &operator=(const GroupMerger &) = delete;
 
@@ -158,22 +159,24 @@ public:
     // publishes this group's record, waits for the others while the groups seen hold fewer
     // than `expectedPeers()` or some announced group has no average yet, agrees on the set
     // (sealing, above) and merges. Returns weight and groups 1 with an empty average when the
-    // step is this group's own average alone. `evidence` (rounds that check results): the record
-    // carries the round's sketches under the seed of the average's digest (SketchRecord.h).
+    // step is this group's own average alone. `evidence` (rounds that check results): the round's
+    // sketches under the seed of the average's digest are published as publishChecks() does, on
+    // a thread of their own (the merge does not wait for them; the next merge and the destructor do).
     [[nodiscard]] MergeResult merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                     const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                     const std::atomic<bool> &stop,
                                     const std::shared_ptr<const RoundEvidence> &evidence = nullptr);
 
-    // The group records of `epoch` this peer admits (neither banned nor, in closed runs, refused),
-    // as read now: for the result check of a round (averaging/ResultAudit.h). Any one thread.
-    [[nodiscard]] std::vector<GroupRecord> groupRecords(long epoch) const;
-    // For a member that reduced a shard of `group` but holds no average of its own (an auxiliary
-    // peer: it sends nothing, so no other reducer returns it a RESULT): publishes its sketches of
-    // the round under the average `average` (the group's, as its members' records claim:
-    // ResultAudit.h groupAverageRecord), in a record that claims that average and serves nothing,
-    // so that the others judge its view. Any one thread.
-    void publishView(const GroupInfo &group, const GroupRecord &average, const RoundEvidence &evidence) const;
+    // The check records of `group`'s round (SketchRecord.h) from peers this peer admits (neither
+    // banned nor, in closed runs, refused), as read now: for its result check
+    // (averaging/ResultAudit.h). Records that do not parse are logged and skipped. Any thread.
+    [[nodiscard]] std::vector<CheckRecord> checkRecords(const GroupInfo &group) const;
+    // Publishes this peer's sketches of `group`'s round under the seed of `digest`, the group's
+    // average (its own, or for a member without one, an auxiliary peer that reduced a shard but
+    // sent nothing, the one its members' check records claim: ResultAudit.h groupAverageDigest),
+    // so that the others judge its view and its own sketches dispute theirs. Blocks for the
+    // sketches (about 12 ms per million elements) and the DHT put (3 tries of 1 s). Any thread.
+    void publishChecks(const GroupInfo &group, const std::string &digest, const RoundEvidence &evidence) const;
 
     // For a peer of `epoch` without a complete round (its search found no group, or its round
     // lost a part): waits as merge() does, publishes nothing (a member of `round` only that its
@@ -203,6 +206,8 @@ private:
     static constexpr std::size_t MaxSealAsks = 3;  // members asked for their seal (SealRelay.h)
     [[nodiscard]] std::vector<GroupRecord> readRecords(const std::string &key) const;
     [[nodiscard]] std::vector<GroupRecord> admitted(const std::vector<SignedRecord> &signed_) const;
+    // Whether a record of this signer counts: not banned and, in a closed run, admitted.
+    [[nodiscard]] bool admits(const SignedRecord &record, double now) const;
     void publishRecord(const std::string &key, const std::string &payload) const;
     // `roundSeconds` sets the wait for missing peers (MergeOptions), `formingSeconds` the wait
     // for an announced group's round (formingWait at least).
@@ -236,6 +241,7 @@ private:
     std::shared_ptr<const DataPlaneSecurity> m_security;
     std::shared_ptr<const BanList> m_bans;
     std::future<void> m_announcing;
+    std::future<void> m_checking; // the sketches of the last merged round, being published
     std::mutex m_runningMutex;
     long m_runningEpoch = -1;
     double m_runningReadAt = 0.0;

@@ -12,10 +12,6 @@
 
 namespace dedloc {
 
-namespace {
-constexpr std::size_t SealRecordBudget = 56 * 1024; // bytes of payload; DhtNode refuses above 60 KiB
-} // namespace
-
 int informed(const GroupRecord &r) { return !r.seal.empty() ? 2 : r.digest.empty() && !r.ended ? 0 : 1; }
 
 std::vector<GroupRecord> absorb(RecordBook &book, std::vector<GroupRecord> records, long epoch)
@@ -189,13 +185,7 @@ void GroupMerger::publishSeal(const std::string &key, GroupRecord &mine, Awaited
         m_announcing.wait(); // the plain record must not land after (and over) the seal
     if (mine.seal.empty())
         return;
-    auto payload = encodeGroupRecord(mine);
-    // A long seal beside a large group's sketches could outgrow a DHT record (60 KiB): the seal
-    // matters more to the swarm than the result check of one round.
-    if (payload.size() > SealRecordBudget && !mine.sketches.empty()) {
-        mine.sketches = {};
-        payload = encodeGroupRecord(mine);
-    }
+    const auto payload = encodeGroupRecord(mine);
     const double now = unixNow();
     mine.signedValue = m_dht.encodeRecord(key, payload, 0, now, now + RecordSeconds);
     publishRecord(key, payload);

@@ -8,10 +8,10 @@ namespace dedloc {
 
 namespace {
 
-using MemberRecords = std::vector<std::optional<GroupRecord>>;
+using MemberRecords = std::vector<std::optional<CheckRecord>>;
 
-// Per member index, its record of this round (the one with sketches when it published several).
-MemberRecords recordsOfMembers(const GroupInfo &group, const std::vector<GroupRecord> &records)
+// Per member index, its record of this round.
+MemberRecords recordsOfMembers(const GroupInfo &group, const std::vector<CheckRecord> &records)
 {
     std::map<std::string, std::size_t> index;
     for (std::size_t i = 0; i < group.members.size(); ++i)
@@ -19,11 +19,9 @@ MemberRecords recordsOfMembers(const GroupInfo &group, const std::vector<GroupRe
     MemberRecords byMember(group.members.size());
     for (const auto &r : records) {
         const auto it = index.find(r.peerId);
-        if (it == index.end() || r.groupId != group.groupId || r.epoch != group.epoch || r.digest.empty())
-            continue;
-        auto &slot = byMember[it->second];
-        if (!slot || (slot->sketches.empty() && !r.sketches.empty()))
-            slot = r;
+        if (it != index.end() && r.groupId == group.groupId && r.epoch == group.epoch
+            && r.members == group.members.size())
+            byMember[it->second] = r; // one record per signer and key (DhtNode.h)
     }
     return byMember;
 }
@@ -94,17 +92,12 @@ AuditVerdict judge(const GroupInfo &group, const MemberRecords &byMember, const 
 
 } // namespace
 
-std::optional<GroupRecord> groupAverageRecord(const GroupInfo &group, const std::vector<GroupRecord> &records)
+std::string groupAverageDigest(const GroupInfo &group, const std::vector<CheckRecord> &records)
 {
-    const auto byMember = recordsOfMembers(group, records);
-    const auto majority = majorityDigest(byMember);
-    for (const auto &r : byMember)
-        if (r && !majority.empty() && r->digest == majority)
-            return r;
-    return std::nullopt;
+    return majorityDigest(recordsOfMembers(group, records));
 }
 
-std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<GroupRecord> &records, double radius)
+std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<CheckRecord> &records, double radius)
 {
     const auto byMember = recordsOfMembers(group, records);
     const auto majority = majorityDigest(byMember);

@@ -1,11 +1,10 @@
 #pragma once
 // Judging the reducers of this member's group after a round that checked results: every member
-// published its sketches in its group record (SketchRecord.h), and each reducer's view is checked
+// published its sketches in a check record (SketchRecord.h), and each reducer's view is checked
 // against the other members' own sketches of its shard (ResultCheck.h checkShard).
 //
-// Which records count: those of the group's members (by peer id) for this group and epoch that
-// claim an average. A member publishes its record again when it seals; the one carrying sketches
-// is taken. The group's average is the digest more than half of those records claim (none: no
+// Which records count: those of the group's members (by peer id) for this group, epoch and group
+// size. The group's average is the digest more than half of those records claim (none: no
 // verdicts); only records claiming it are compared (the signs come from that digest). A reducer
 // whose record claims another one fails, and so does one whose view counts a member outside the
 // group or one that sent no values (weight 0 in the BEGIN: no sketch of its own can dispute it).
@@ -16,9 +15,9 @@
 // Threads: any; no state. Errors: none (records come parsed; anything missing leaves a reducer
 // unjudged).
 #include "averaging/ResultCheck.h"
+#include "averaging/SketchRecord.h"
 #include "averaging/SwarmMessages.h"
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,13 +28,13 @@ struct AuditVerdict {
     ShardCheck check;          // its outcome; check.disputes are member indices
 };
 
-// The record of `group` (this round's, from one of its members) whose digest more than half of
-// its members' records read claim, or nothing.
-[[nodiscard]] std::optional<GroupRecord> groupAverageRecord(const GroupInfo &group, const std::vector<GroupRecord> &records);
+// The digest more than half of `group`'s members' check records read claim (the group's
+// average), or "".
+[[nodiscard]] std::string groupAverageDigest(const GroupInfo &group, const std::vector<CheckRecord> &records);
 
 // The verdicts on the reducers of `group` judged from `records` (any records read: others are
 // skipped), in member order. `radius`: the manifest's CenteredClip radius.
-[[nodiscard]] std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<GroupRecord> &records,
+[[nodiscard]] std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<CheckRecord> &records,
                                                    double radius);
 
 } // namespace dedloc

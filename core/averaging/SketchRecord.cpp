@@ -1,8 +1,12 @@
 #include "averaging/SketchRecord.h"
 
+#include "net/DhtNode.h"
 #include "net/WireMessage.h"
+#include "util/Hash.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace dedloc {
 
@@ -14,16 +18,25 @@ constexpr std::size_t ViewFields = 1 + CheckProjections + 7; // index, q, the se
 constexpr std::size_t OwnFields = ViewFields + 3;            // and excluded, averaged, far
 constexpr std::size_t MaxFarBlocks = 4096;
 
+// `x` to 9 significant digits, so that JSON writes at most that many (it writes the shortest text
+// that reads back as the same double: 17 digits for most sums).
+double nineDigits(double x)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", x);
+    return std::strtod(text, nullptr);
+}
+
 json entry(std::size_t index, const ShardSketch &s, bool own)
 {
     json e = json::array({index});
     for (double q : s.residual)
-        e.push_back(q);
+        e.push_back(nineDigits(q));
     for (double x : {s.spread, s.weight, s.maxWeight, s.groupWeight, s.radius, s.distance, s.slack})
-        e.push_back(x);
+        e.push_back(nineDigits(x));
     if (own) {
-        e.push_back(s.excluded);
-        e.push_back(s.averaged);
+        e.push_back(nineDigits(s.excluded));
+        e.push_back(nineDigits(s.averaged));
         e.push_back(s.far);
     }
     return e;
@@ -122,6 +135,50 @@ RoundSketches parseSketches(const json &field, std::size_t members)
         out.view.push_back({index, entry});
     });
     return out;
+}
+
+std::string encodeCheckRecord(const CheckRecord &r)
+{
+    return json{{"e", r.epoch}, {"g", r.groupId}, {"n", r.members}, {"h", r.digest}, {"c", encodeSketches(r.sketches)}}
+        .dump();
+}
+
+CheckRecord parseCheckRecord(const std::string &peerId, const std::string &payload)
+{
+    const auto j = json::parse(payload, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        throw ProtocolError("check record payload is not a JSON object");
+    for (const auto &[key, value] : j.items())
+        if (key != "e" && key != "g" && key != "n" && key != "h" && key != "c")
+            throw ProtocolError("check record holds an unknown field \"" + key + "\"");
+    for (const char *key : {"e", "g", "n", "h", "c"})
+        if (!j.contains(key))
+            throw ProtocolError(std::string("check record without field \"") + key + "\"");
+    CheckRecord r;
+    r.peerId = peerId;
+    const auto &e = j.at("e"), &n = j.at("n"), &g = j.at("g"), &h = j.at("h");
+    if (!e.is_number_unsigned() || e.get<std::uint64_t>() > (1ULL << 40))
+        throw ProtocolError("check record's epoch is not an integer from 0 to 2^40");
+    r.epoch = static_cast<long>(e.get<std::uint64_t>());
+    if (!n.is_number_unsigned() || n.get<std::uint64_t>() < 2 || n.get<std::uint64_t>() > MaxCheckedMembers)
+        throw ProtocolError("check record's group size is not from 2 to " + std::to_string(MaxCheckedMembers));
+    r.members = static_cast<std::size_t>(n.get<std::uint64_t>());
+    if (!g.is_string() || g.get<std::string>().empty() || g.get<std::string>().size() > 64)
+        throw ProtocolError("check record's group id is not a text of 1 to 64 bytes");
+    r.groupId = g.get<std::string>();
+    const bool hex = h.is_string() && h.get<std::string>().size() == 64
+                     && h.get<std::string>().find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (!hex)
+        throw ProtocolError("check record's digest is not 64 lower-case hex digits");
+    r.digest = h.get<std::string>();
+    r.sketches = parseSketches(j.at("c"), r.members);
+    return r;
+}
+
+std::string checksKey(const std::string &runId, long epoch, const std::string &groupId)
+{
+    const auto slot = std::stoul(sha256Hex(groupId.data(), groupId.size()).substr(0, 2), nullptr, 16) % CheckKeySlots;
+    return runKey(runId, "checks/ring/" + std::to_string(epoch % CheckKeyRing) + "/" + std::to_string(slot));
 }
 
 } // namespace dedloc

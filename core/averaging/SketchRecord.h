@@ -1,13 +1,18 @@
 #pragma once
 // A round's sketches: what a member publishes for the result check (averaging/ResultCheck.h, which
-// computes and judges them), and their wire form, the "c" field of a member's group record
-// (averaging/SwarmMessages.h GroupRecord; part of the wire format, no algorithm), in JSON:
+// computes and judges them), and their wire form (part of the wire format, no algorithm): a
+// CheckRecord of its own under checksKey(run, epoch, group), read only by the group's auditors
+// (peer/ResultAuditor.h), never by the merge, whose group records stay small. The record, in JSON:
+//   {"e": epoch, "g": group id, "n": the group's size, "h": the group average's digest (64 hex),
+//    "c": sketches}
+// and the sketches:
 //   {"o": [[shard, q_0 .. q_15, spread, weight, maxWeight, groupWeight, radius, distance, slack,
 //           excluded, averaged, [far block, ...]], ...],
 //    "v": [[member, q_0 .. q_15, spread, weight, maxWeight, groupWeight, radius, distance, slack], ...]}
 // "o": this member's own sketch of each other reducer's shard; "v": its view of its own shard.
 // Each list holds at most MaxCheckedMembers entries, each index below the group's size and named
-// once; every number finite and, but the q's, non-negative. A group of 32 takes about 35 KB.
+// once; every number finite and, but the q's, non-negative, written with 9 significant digits
+// (ResultCheck.h compares sketches to a relative 1e-6). A group of 32 takes about 25 KB.
 //
 // Threads: any; no state. Errors: parseSketches throws ProtocolError (net/WireMessage.h) with
 // the reason for anything else.
@@ -15,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dedloc {
@@ -72,5 +78,29 @@ inline constexpr std::size_t MaxCheckedMembers = 32;
 [[nodiscard]] nlohmann::json encodeSketches(const RoundSketches &sketches);
 // `members`: the group's size (indices must be below it).
 [[nodiscard]] RoundSketches parseSketches(const nlohmann::json &field, std::size_t members);
+
+// One member's sketches of its group's round, as published under checksKey (above).
+struct CheckRecord {
+    std::string peerId;      // its signer (from the verified DHT record), not on the wire
+    long epoch = 0;
+    std::string groupId;     // 1 to 64 bytes
+    std::size_t members = 0; // the group's size, 2 to MaxCheckedMembers
+    std::string digest;      // the group average whose digest seeds the signs (64 hex digits)
+    RoundSketches sketches;  // may be empty: the member reports that it sketched nothing
+    bool operator==(const CheckRecord &) const = default;
+};
+[[nodiscard]] std::string encodeCheckRecord(const CheckRecord &record);
+// `peerId`: the verified signer's. Checks every field (ProtocolError, net/WireMessage.h).
+[[nodiscard]] CheckRecord parseCheckRecord(const std::string &peerId, const std::string &payload);
+
+// The DHT key of the check records of group `groupId`'s round at `epoch`: "checks/ring/<r>/<s>"
+// under the run, r the epoch modulo CheckKeyRing and s one of CheckKeySlots slots (the group id's
+// SHA-256 modulo CheckKeySlots), so a node touches at most 1 024 such keys (OpenDHT keeps each an hour after
+// its last use: SwarmMessages.h EpochKeyRing) and a reader gets the records of its own group and
+// of about 1/16 of the others. Records of epoch e + CheckKeyRing replace those of e (one value
+// per peer and key), long after their audit.
+inline constexpr long CheckKeyRing = 64;
+inline constexpr unsigned CheckKeySlots = 16;
+[[nodiscard]] std::string checksKey(const std::string &runId, long epoch, const std::string &groupId);
 
 } // namespace dedloc

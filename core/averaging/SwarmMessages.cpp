@@ -1,6 +1,5 @@
 #include "averaging/SwarmMessages.h"
 
-#include "averaging/SketchRecord.h"
 #include "security/AccessToken.h"
 #include "util/Hash.h"
 #include "util/JsonReader.h"
@@ -268,8 +267,6 @@ std::string encodeGroupRecord(const GroupRecord &r)
     }
     if (r.ended)
         j["x"] = true;
-    if (!r.sketches.empty())
-        j["c"] = encodeSketches(r.sketches);
     return j.dump();
 }
 
@@ -293,9 +290,7 @@ GroupRecord parseGroupRecord(const SignedRecord &record)
     if (j.contains("s"))
         r.seal = parseSeal(j.at("s"));
     r.ended = j.contains("x") && flag(j, "x");
-    if (j.contains("c")) // a bad "c" loses the sketches (the result check), not the record
-        try { r.sketches = parseSketches(j.at("c"), r.members); } catch (const ProtocolError &) { r.sketches = {}; }
-    if ((r.ended && (!r.digest.empty() || !r.seal.empty())) || (r.digest.empty() && !r.sketches.empty()))
+    if (r.ended && (!r.digest.empty() || !r.seal.empty()))
         throw ProtocolError("group record of a round that ended without an average claims one");
     r.signedValue = record.value;
     return r;

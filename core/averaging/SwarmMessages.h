@@ -8,6 +8,8 @@
 //   runKey(run, "donors")              state-donor adverts (epoch = priority)
 //   runKey(run, "metrics")             each peer's latest step metrics (for the monitor)
 //   runKey(run, "groups/ring/<e>")     each group member's GroupRecord (averaging/GroupMerge.h)
+//   runKey(run, "checks/ring/<e>/<s>") each member's CheckRecord of a round that checks results
+//                                      (averaging/SketchRecord.h checksKey)
 // where <e> is the epoch modulo EpochKeyRing (groupsKey, matchmakingKey below; "ring/" keeps
 // them apart from the per-epoch keys of releases before service protocol version 4).
 // Service messages travel between a DEALER and a peer's service ROUTER as ZeroMQ multipart:
@@ -36,7 +38,6 @@
 #include "net/DhtNode.h"
 #include "net/WireMessage.h"
 #include "averaging/PeerRole.h"
-#include "averaging/SketchRecord.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -52,9 +53,10 @@ inline constexpr std::size_t MaxServiceHeaderBytes = 16 * 1024;
 inline constexpr std::size_t MaxGroupMembers = 256;
 // The denominator of the shard shares in BEGIN (2^20: one share is about a millionth of a vector).
 inline constexpr std::int64_t ShardShareTotal = std::int64_t{1} << 20;
-inline constexpr int ServiceProtocolVersion = 5; // 2: BEGIN carries the leader's shard shares; 3: parts of 16 Ki
+inline constexpr int ServiceProtocolVersion = 6; // 2: BEGIN carries the leader's shard shares; 3: parts of 16 Ki
                                                  // elements; 4: capped shares checked, keys on a ring of epochs;
-                                                 // 5: results checked (RESULT "k" and "u", group records' "c")
+                                                 // 5: results checked (RESULT "k" and "u", group records' "c");
+                                                 // 6: sketches in check records of their own
 
 // --- DHT payloads -------------------------------------------------------------------------
 
@@ -161,9 +163,6 @@ struct GroupRecord {
     bool ended = false;
     std::string signedValue;     // the signed DHT value it was read from (SignedRecord::value);
                                  // "" for one built here and not yet signed
-    // "c" (optional, with a digest): this member's sketches of the round, for the result check
-    // (averaging/SketchRecord.h); empty in rounds that do not check results.
-    RoundSketches sketches;
 };
 inline constexpr std::size_t MaxSealGroups = 256;
 [[nodiscard]] std::string encodeGroupRecord(const GroupRecord &record);

@@ -2,7 +2,6 @@
 
 #include "averaging/BanList.h"
 #include "averaging/ResultAudit.h"
-#include "averaging/SketchRecord.h"
 #include "util/Clock.h"
 #include "util/Log.h"
 
@@ -57,10 +56,10 @@ void ResultAuditor::publishView(const GroupInfo &group, std::shared_ptr<const Ro
 
 bool ResultAuditor::publish(const GroupInfo &group, const RoundEvidence &evidence)
 {
-    const auto average = groupAverageRecord(group, m_merger.groupRecords(group.epoch));
-    if (!average)
+    const auto average = groupAverageDigest(group, m_merger.checkRecords(group));
+    if (average.empty())
         return false;
-    m_merger.publishView(group, *average, evidence);
+    m_merger.publishChecks(group, average, evidence);
     return true;
 }
 
@@ -98,7 +97,7 @@ void ResultAuditor::work()
 
 void ResultAuditor::audit(const GroupInfo &group)
 {
-    const auto verdicts = auditGroup(group, m_merger.groupRecords(group.epoch), m_aggregation.radius);
+    const auto verdicts = auditGroup(group, m_merger.checkRecords(group), m_aggregation.radius);
     const auto strike = [&](std::size_t member, const std::string &why) {
         const auto &peer = group.members[member].peerId;
         if (peer == m_self)

@@ -1,8 +1,8 @@
 #pragma once
 // The result check, run for the swarm (docs/PROTOCOL.md "Checked results"): a while after a
-// round that checked results (the members' group records, with their sketches, must have
-// arrived), this peer reads its group's records of that epoch, judges every reducer of its
-// group (averaging/ResultAudit.h) and strikes in its ban list (averaging/BanList.h):
+// round that checked results (the members' check records, with their sketches, must have
+// arrived), this peer reads its group's check records, judges every reducer of its group
+// (averaging/ResultAudit.h) and strikes in its ban list (averaging/BanList.h):
 //   - a reducer whose check fails: a strike, with the reason;
 //   - a lone dispute: a strike against each of the two (either could lie, and the liar, in every
 //     dispute it makes, is banned first);
@@ -52,8 +52,8 @@ class ResultAuditor final {
     // Judges the reducers of `group`'s round `delay` seconds from now.
     void schedule(const GroupInfo &group);
     // For an auxiliary member without an average of its own: a second after the round, reads the
-    // group's average from its members' records (for up to `delay` seconds) and publishes its view
-    // under it (GroupMerger::publishView).
+    // group's average from its members' check records (for up to `delay` seconds) and publishes
+    // its view under it (GroupMerger::publishChecks).
     void publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence);
     // Strikes made so far (tests, status).
     [[nodiscard]] int strikes() const { return m_strikes.load(); }
