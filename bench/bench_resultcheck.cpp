@@ -4,13 +4,17 @@
 // million elements of each and the sum for a whole vector of `--elements`. A benchmark measures;
 // it asserts nothing.
 //
-//   bench_resultcheck [--elements N] [--repeats R]
-//
 // Per round, a member sketches every part it sent against the result (the whole vector once) and,
 // as a reducer, every counted member's part of its shard (the vector's 1/n, n times): about two
 // vectors' worth of blocks, plus decoding them again from the kept payloads.
+// Then the size of a member's check record (averaging/SketchRecord.h) in a group of `--members`
+// (its view of every member, its own sketch of every other shard; random sums: every digit
+// used), beside the same numbers written as JSON writes a double (up to 17 digits).
+//
+//   bench_resultcheck [--elements N] [--repeats R] [--members M]
 #include "averaging/ResultCheck.h"
 #include "averaging/RobustAggregation.h"
+#include "averaging/SketchRecord.h"
 #include "compress/Compression.h"
 
 #include <chrono>
@@ -31,17 +35,60 @@ double seconds(const std::chrono::steady_clock::time_point &start)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// A member's sketches in a group of `members`, every number drawn at random.
+RoundSketches randomSketches(std::size_t members, std::mt19937 &rng)
+{
+    std::uniform_real_distribution<double> u(0.0, 1000.0);
+    const auto entry = [&](std::uint32_t shard) {
+        ShardSketch s;
+        s.shard = shard;
+        for (auto &q : s.residual)
+            q = u(rng) - 500.0;
+        for (double *x : {&s.spread, &s.weight, &s.maxWeight, &s.groupWeight, &s.radius, &s.distance, &s.slack})
+            *x = u(rng);
+        return s;
+    };
+    RoundSketches r;
+    for (std::uint32_t i = 0; i < members; ++i) {
+        r.view.push_back({i, entry(0)});
+        if (i > 0)
+            r.own.push_back(entry(i));
+    }
+    return r;
+}
+
+// The bytes of `sketches` on the wire had each projection been written with up to 17 digits.
+std::size_t withSeventeenDigits(const RoundSketches &sketches)
+{
+    std::size_t bytes = encodeSketches(sketches).dump().size();
+    char nine[32], full[32];
+    const auto add = [&](double x) {
+        bytes += static_cast<std::size_t>(std::snprintf(full, sizeof full, "%.17g", x))
+                 - static_cast<std::size_t>(std::snprintf(nine, sizeof nine, "%.9g", x));
+    };
+    for (const auto &s : sketches.own)
+        for (double x : s.residual)
+            add(x);
+    for (const auto &m : sketches.view)
+        for (double x : m.sketch.residual)
+            add(x);
+    return bytes; // the sums are left at nine digits: a lower bound
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
     std::size_t elements = 18'000'000; // about ALBERT-large's parameters (sahajBERT)
     int repeats = 3;
+    std::size_t members = MaxCheckedMembers;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (std::strcmp(argv[i], "--elements") == 0)
             elements = std::stoul(argv[i + 1]);
         else if (std::strcmp(argv[i], "--repeats") == 0)
             repeats = std::stoi(argv[i + 1]);
+        else if (std::strcmp(argv[i], "--members") == 0)
+            members = std::stoul(argv[i + 1]);
     }
     std::mt19937 rng(1);
     std::normal_distribution<float> d(0.0F, 1.0F);
@@ -80,5 +127,9 @@ int main(int argc, char **argv)
     std::printf("a vector of %zu elements: the check (two vectors sketched and decoded) %.0f ms a round; "
                 "the reducers' CenteredClip of the same vector %.0f ms\n",
                 elements, 2 * millions * (sketch + decoding) * perMillion, millions * clipping * perMillion);
+    const CheckRecord record{"", 1000, "e1000-0123456789abcdef", members, std::string(64, 'a'),
+                             randomSketches(members, rng)};
+    std::printf("a check record in a group of %zu: %zu bytes (with 17-digit projections: %zu or more)\n", members,
+                encodeCheckRecord(record).size(), withSeventeenDigits(record.sketches));
     return 0;
 }

@@ -12,7 +12,7 @@
 // "o": this member's own sketch of each other reducer's shard; "v": its view of its own shard.
 // Each list holds at most MaxCheckedMembers entries, each index below the group's size and named
 // once; every number finite and, but the q's, non-negative, written with 9 significant digits
-// (ResultCheck.h compares sketches to a relative 1e-6). A group of 32 takes about 25 KB.
+// (ResultCheck.h compares sketches to a relative 1e-6). A group of 32 takes about 17 KB.
 //
 // Threads: any; no state. Errors: parseSketches throws ProtocolError (net/WireMessage.h) with
 // the reason for anything else.
