@@ -27,6 +27,7 @@ const AggregationSpec Clip{AggregationRule::CenteredClip, 2.0, 8.0};
 struct Outcome {
     std::vector<AuditVerdict> verdicts; // as the trainer 0 reads them
     int strikes = 0;                    // its auditor's
+    AuditCounts counts;                 // its auditor's
     bool auxStruck = false;
 };
 
@@ -59,6 +60,7 @@ Outcome roundAndAudit(float auxLie)
     Outcome out;
     out.verdicts = auditGroup(group, peers[1]->merger->checkRecords(group), Clip.radius);
     out.strikes = auditor.strikes();
+    out.counts = auditor.counts();
     out.auxStruck = bans->strikes(peers[Aux]->identity.peerId(), unixNow()) > 0;
     return out;
 }
@@ -90,6 +92,9 @@ private Q_SLOTS:
         for (const auto &v : out.verdicts)
             QVERIFY2(v.check.outcome == CheckOutcome::Holds, v.check.reason.c_str());
         QCOMPARE(out.strikes, 0);
+        QCOMPARE(out.counts.rounds, 1L); // what its summary line counts
+        QCOMPARE(out.counts.held, static_cast<long>(Members));
+        QCOMPARE(out.counts.failed + out.counts.disputed + out.counts.undecided, 0L);
     }
 
     void anAuxiliaryReducerThatMovesItsAverageIsStruck()
@@ -100,6 +105,8 @@ private Q_SLOTS:
             QVERIFY2((v.check.outcome == CheckOutcome::Fails) == (v.reducer == Aux), v.check.reason.c_str());
         QCOMPARE(out.strikes, 1);
         QVERIFY(out.auxStruck);
+        QCOMPARE(out.counts.failed, 1L);
+        QCOMPARE(out.counts.held, static_cast<long>(Members - 1));
     }
 };
 

@@ -21,7 +21,7 @@ bool checksResults(const GroupInfo &group, const AggregationSpec &aggregation, C
 ResultAuditor::ResultAuditor(const GroupMerger &merger, std::shared_ptr<BanList> bans, std::string self,
                              AggregationSpec aggregation, double delay)
     : m_merger(merger), m_bans(std::move(bans)), m_self(std::move(self)), m_aggregation(aggregation), m_delay(delay),
-      m_worker([this] { work(); })
+      m_lineAt(unixNow()), m_worker([this] { work(); })
 {
 }
 
@@ -30,6 +30,7 @@ ResultAuditor::~ResultAuditor()
     {
         std::lock_guard lock(m_mutex);
         m_stop = true;
+        summarise(unixNow(), true);
     }
     m_wake.notify_all();
     m_worker.join();
@@ -95,9 +96,45 @@ void ResultAuditor::work()
     }
 }
 
+AuditCounts ResultAuditor::counts() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_total;
+}
+
+void ResultAuditor::count(CheckOutcome outcome)
+{
+    std::lock_guard lock(m_mutex);
+    for (auto *c : {&m_total, &m_sinceLine}) {
+        auto &n = outcome == CheckOutcome::Holds      ? c->held
+                  : outcome == CheckOutcome::Fails    ? c->failed
+                  : outcome == CheckOutcome::Disputed ? c->disputed
+                                                      : c->undecided;
+        ++n;
+    }
+}
+
+void ResultAuditor::summarise(double now, bool last)
+{
+    const auto &c = m_sinceLine;
+    if ((!last && now - m_lineAt < SummarySeconds) || (last && c.rounds == 0))
+        return;
+    log::info("check", "result checks in the last " + std::to_string(static_cast<long>((now - m_lineAt) / 60.0 + 0.5))
+                           + " min: " + std::to_string(c.rounds) + " rounds, reducers held " + std::to_string(c.held)
+                           + ", failed " + std::to_string(c.failed) + ", disputed " + std::to_string(c.disputed)
+                           + ", not judged " + std::to_string(c.undecided));
+    m_sinceLine = {};
+    m_lineAt = now;
+}
+
 void ResultAuditor::audit(const GroupInfo &group)
 {
     const auto verdicts = auditGroup(group, m_merger.checkRecords(group), m_aggregation.radius);
+    {
+        std::lock_guard lock(m_mutex);
+        ++m_total.rounds;
+        ++m_sinceLine.rounds;
+    }
     const auto strike = [&](std::size_t member, const std::string &why) {
         const auto &peer = group.members[member].peerId;
         if (peer == m_self)
@@ -108,6 +145,7 @@ void ResultAuditor::audit(const GroupInfo &group)
     for (const auto &v : verdicts) {
         const auto &reducer = group.members[v.reducer].peerId;
         const auto round = "round " + group.groupId + " (epoch " + std::to_string(group.epoch) + ")";
+        count(v.check.outcome);
         switch (v.check.outcome) {
         case CheckOutcome::Fails:
             log::warning("check", round + ": the result of reducer " + reducer.substr(0, 8)
@@ -130,6 +168,8 @@ void ResultAuditor::audit(const GroupInfo &group)
             break;
         }
     }
+    std::lock_guard lock(m_mutex);
+    summarise(unixNow(), false);
 }
 
 } // namespace dedloc

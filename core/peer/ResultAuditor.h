@@ -6,13 +6,15 @@
 //   - a reducer whose check fails: a strike, with the reason;
 //   - a lone dispute: a strike against each of the two (either could lie, and the liar, in every
 //     dispute it makes, is banned first);
-// never this peer itself. Verdicts that hold are logged at debug level.
+// never this peer itself. Verdicts that hold are logged at debug level; every SummarySeconds
+// (and when the auditor ends, if it judged anything since) one info line counts the verdicts.
 //
 // Threads: schedule() from any thread, never blocking; the audits run in order on a thread of the
 // auditor's own. The destructor drops the audits not yet due and waits for a running one (its
 // read is bounded by the DHT's own timeouts). Errors: none thrown; a failed read leaves the round
 // unjudged.
 #include "averaging/GroupMerge.h"
+#include "averaging/ResultCheck.h"
 #include "averaging/RoundEvidence.h"
 #include "averaging/SwarmMessages.h"
 #include "compress/Compression.h"
@@ -40,6 +42,18 @@ inline constexpr double AuditDelay = 5.0;
 // resultErrorBound). Every member decides alike from the BEGIN's member list and the manifest.
 [[nodiscard]] bool checksResults(const GroupInfo &group, const AggregationSpec &aggregation, Compression codec);
 
+// Seconds between the info lines that count the verdicts.
+inline constexpr double SummarySeconds = 600.0;
+
+// Verdicts counted since the last summary line (or, for counts(), since the auditor started).
+struct AuditCounts {
+    long rounds = 0;    // rounds audited (their records read)
+    long held = 0;      // reducers whose result holds
+    long failed = 0;
+    long disputed = 0;  // lone disputes
+    long undecided = 0; // reducers whose records were read but could not be judged
+};
+
 class ResultAuditor final {
   public:
     // `merger`, `bans` outlive it. `self`: this peer's id (never struck here).
@@ -57,6 +71,8 @@ class ResultAuditor final {
     void publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence);
     // Strikes made so far (tests, status).
     [[nodiscard]] int strikes() const { return m_strikes.load(); }
+    // Verdicts since it started. Any thread.
+    [[nodiscard]] AuditCounts counts() const;
 
   private:
     struct Due {
@@ -67,6 +83,8 @@ class ResultAuditor final {
     };
     void work();
     void audit(const GroupInfo &group);
+    void count(CheckOutcome outcome);
+    void summarise(double now, bool last); // logs the counts since the last line; under m_mutex
     // false while the group's average is not in its records yet.
     bool publish(const GroupInfo &group, const RoundEvidence &evidence);
 
@@ -76,7 +94,10 @@ class ResultAuditor final {
     AggregationSpec m_aggregation;
     double m_delay;
     std::atomic<int> m_strikes{0};
-    std::mutex m_mutex;
+    mutable std::mutex m_mutex;
+    AuditCounts m_total;       // since it started
+    AuditCounts m_sinceLine;   // since the last summary line
+    double m_lineAt = 0.0;     // Unix seconds of the last summary line (or the start)
     std::condition_variable m_wake;
     std::deque<Due> m_due; // in order of `at`
     bool m_stop = false;
