@@ -298,19 +298,30 @@ class TestHostilePeer : public QObject {
     // its view of its shard fails the check at every honest member a while after each round
     // (ResultAuditor, averaging/ResultCheck.h), three such strikes ban it, and no honest trainer
     // strikes another. Without the check nothing in its messages is wrong: nobody bans it.
+    // Publishing no check record escapes nothing: a silent reducer is struck as one that fails.
+    void aReducerLyingAboutItsResultIsBanned_data()
+    {
+        QTest::addColumn<QString>("attack");
+        QTest::addColumn<QString>("verdict");
+        QTest::newRow("its view published") << QStringLiteral("result:-1") << QStringLiteral("fails the check");
+        QTest::newRow("its view withheld") << QStringLiteral("silentresult:-1")
+                                           << QStringLiteral("published no check record");
+    }
     void aReducerLyingAboutItsResultIsBanned()
     {
-        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "result";
+        QFETCH(QString, attack);
+        QFETCH(QString, verdict);
+        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / ("result-" + std::to_string(attack.size()));
         std::filesystem::create_directories(d);
         SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
-        auto [monitor, p1, p2, p3, liar] = startSwarm(h, 24, QStringLiteral("result:-1"));
+        auto [monitor, p1, p2, p3, liar] = startSwarm(h, 24, attack);
         const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &liar, &monitor};
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 300), all);
         const auto liarId = peerIdOf(liar);
         QVERIFY(!liarId.empty());
         for (const auto *p : {&p1, &p2, &p3}) {
             const auto log = p->logText();
-            SWARM_VERIFY(log.contains(QStringLiteral("fails the check")), all);
+            SWARM_VERIFY(log.contains(verdict), all);
             SWARM_VERIFY(log.contains(QString::fromStdString(liarId.substr(0, 16)) + QStringLiteral(" is banned")), all);
             for (const auto *other : {&p1, &p2, &p3}) {
                 const auto id = QString::fromStdString(peerIdOf(*other).substr(0, 8));

@@ -81,8 +81,8 @@ private Q_SLOTS:
     }
 
     // Records of other groups, epochs or group sizes, or of strangers, are not read as the
-    // group's; a reducer whose record is missing is not judged; members whose record claims another
-    // digest are not compared with it.
+    // group's; a reducer whose record is missing is not judged (silent); members whose record
+    // claims another digest are not compared with it.
     void onlyTheRoundsOwnRecordsCount()
     {
         const auto s = roundWith(std::vector<AllReduceOptions>(Members, checked()));
@@ -98,17 +98,17 @@ private Q_SLOTS:
         records.push_back(stranger);
         records.push_back(otherGroup);
         auto verdicts = auditGroup(groupOf(s), records, 2.0);
-        QCOMPARE(verdicts.size(), Members - 1);
-        for (const auto &v : verdicts) {
-            QVERIFY(v.reducer != 2);
-            QCOMPARE(v.check.outcome, CheckOutcome::Holds);
+        QCOMPARE(verdicts.size(), Members);
+        for (const auto &v : verdicts) { // member 2 is not judged: silent (its shard counted the others)
+            QCOMPARE(v.silent, v.reducer == 2);
+            QCOMPARE(v.check.outcome, v.reducer == 2 ? CheckOutcome::Undecided : CheckOutcome::Holds);
         }
         // A record of another group size is not the round's either: its signer is not judged.
         records = recordsOf(s, digest);
         records[1].members = Members + 1;
         verdicts = auditGroup(groupOf(s), records, 2.0);
-        QCOMPARE(verdicts.size(), Members - 1);
-        QVERIFY(std::none_of(verdicts.begin(), verdicts.end(), [](const AuditVerdict &v) { return v.reducer == 1; }));
+        QCOMPARE(verdicts.size(), Members);
+        QVERIFY(verdicts[1].silent);
         // Member 3 claims another average than the three others: as a reducer it fails; its own
         // sketches (under another seed) dispute nobody.
         records = recordsOf(s, digest);
@@ -121,6 +121,43 @@ private Q_SLOTS:
         // Two against two: no average the group agrees on, no verdict at all.
         records[2] = recordOf(s, 2, digestOf("another"));
         QVERIFY(auditGroup(groupOf(s), records, 2.0).empty());
+    }
+
+    // A reducer whose record is missing while most other senders were counted in its shard is
+    // named silent (its view would have judged it); named by one sender's word alone, it is not.
+    void aReducerWithoutARecordIsNamedSilent()
+    {
+        const auto s = roundWith(std::vector<AllReduceOptions>(Members, checked()));
+        auto records = recordsOf(s, digestOf("f"));
+        records.erase(records.begin() + 1);
+        auto verdicts = auditGroup(groupOf(s), records, 2.0);
+        QCOMPARE(verdicts.size(), Members);
+        for (const auto &v : verdicts) {
+            QCOMPARE(v.silent, v.reducer == 1);
+            QCOMPARE(v.check.outcome, v.reducer == 1 ? CheckOutcome::Undecided : CheckOutcome::Holds);
+        }
+        for (std::size_t i : {1, 2}) // members 2 and 3 say nothing of shard 1: only member 0 does
+            std::erase_if(records[i].sketches.own, [](const ShardSketch &o) { return o.shard == 1; });
+        verdicts = auditGroup(groupOf(s), records, 2.0);
+        QVERIFY(std::none_of(verdicts.begin(), verdicts.end(), [](const AuditVerdict &v) { return v.silent; }));
+    }
+
+    // A partial record (its member's round was incomplete) holds its view alone: it disputes no
+    // other reducer (its missing own sketches are not "not counted"), and its view is judged.
+    void aPartialRecordReportsOnItsOwnShardOnly()
+    {
+        const auto s = roundWith(std::vector<AllReduceOptions>(Members, checked()));
+        auto records = recordsOf(s, digestOf("g"));
+        records[2].sketches.own.clear();
+        records[2].partial = true;
+        records[2] = parseCheckRecord(records[2].peerId, encodeCheckRecord(records[2]));
+        const auto verdicts = auditGroup(groupOf(s), records, 2.0);
+        QCOMPARE(verdicts.size(), Members);
+        for (const auto &v : verdicts)
+            QVERIFY2(v.check.outcome == CheckOutcome::Holds, v.check.reason.c_str());
+        records[2].partial = false; // the same record, not partial: "not counted" by every reducer
+        for (const auto &v : auditGroup(groupOf(s), records, 2.0))
+            QVERIFY(v.reducer == 2 || !v.check.disputes.empty());
     }
 
     // A view counting a member that sent no values (weight 0 in the BEGIN: nothing of its own can

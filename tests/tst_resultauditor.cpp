@@ -2,7 +2,8 @@
 // all-reduce round of three trainers and an auxiliary member (weight 0, reducing a shard), the
 // trainers publish their check records, the auxiliary member publishes its view once it reads the
 // group's average from them, and a trainer's auditor judges all four reducers: nobody is struck
-// when all are honest; the auxiliary member is when it moved its average.
+// when all are honest; the auxiliary member is when it moved its average, and when it publishes
+// nothing (silent at the audit and at the second look).
 #include "AllReduceSwarm.h"
 #include "MergeFixtures.h"
 #include "averaging/BanList.h"
@@ -31,9 +32,9 @@ struct Outcome {
     bool auxStruck = false;
 };
 
-// One checked round (the auxiliary member's average moved by `auxLie`), its records published as
-// the swarm does, and trainer 0's audit of it.
-Outcome roundAndAudit(float auxLie)
+// One checked round (the auxiliary member's average moved by `auxLie`; `auxSilent`: it publishes
+// no record), its records published as the swarm does, and trainer 0's audit of it.
+Outcome roundAndAudit(float auxLie, bool auxSilent = false)
 {
     auto peers = makePeers(Members, 4);
     Swarm s(std::vector<bool>(Members, true), {10.0, 20.0, 30.0, 0.0}, Elements);
@@ -53,10 +54,11 @@ Outcome roundAndAudit(float auxLie)
         peers[i]->merger->publishChecks(group, digest, *s.reports[i].evidence);
     auto bans = std::make_shared<BanList>();
     ResultAuditor aux(*peers[Aux]->merger, std::make_shared<BanList>(), peers[Aux]->identity.peerId(), Clip, 4.0);
-    aux.publishView(group, s.reports[Aux].evidence);
+    if (!auxSilent)
+        aux.publishView(group, s.reports[Aux].evidence);
     ResultAuditor auditor(*peers[0]->merger, bans, peers[0]->identity.peerId(), Clip, 4.0);
     auditor.schedule(group);
-    std::this_thread::sleep_for(std::chrono::seconds(6));
+    std::this_thread::sleep_for(std::chrono::seconds(auxSilent ? 10 : 6)); // a silent one: read twice
     Outcome out;
     out.verdicts = auditGroup(group, peers[1]->merger->checkRecords(group), Clip.radius);
     out.strikes = auditor.strikes();
@@ -105,6 +107,18 @@ private Q_SLOTS:
             QVERIFY2((v.check.outcome == CheckOutcome::Fails) == (v.reducer == Aux), v.check.reason.c_str());
         QCOMPARE(out.strikes, 1);
         QVERIFY(out.auxStruck);
+        QCOMPARE(out.counts.failed, 1L);
+        QCOMPARE(out.counts.held, static_cast<long>(Members - 1));
+    }
+
+    void aSilentAuxiliaryReducerIsStruck()
+    {
+        const auto out = roundAndAudit(1.0F, true);
+        QCOMPARE(out.verdicts.size(), Members);
+        QVERIFY(out.verdicts[Aux].silent);
+        QCOMPARE(out.strikes, 1);
+        QVERIFY(out.auxStruck);
+        QCOMPARE(out.counts.rounds, 1L);
         QCOMPARE(out.counts.failed, 1L);
         QCOMPARE(out.counts.held, static_cast<long>(Members - 1));
     }

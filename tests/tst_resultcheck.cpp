@@ -36,6 +36,10 @@ struct Shard {
     std::vector<double> tau, total;                    // [block]
 };
 
+// Member `leaver` is counted in the first two blocks only (it left mid-round); none by default.
+std::size_t g_leaver = Members;
+bool counted(std::size_t member, std::size_t block) { return member != g_leaver || block < 2; }
+
 // Reduces the shard; `lie` may change a block's result before it is encoded.
 Shard reduce(Compression codec, const std::function<void(std::size_t, std::vector<float> &)> &lie = {},
              unsigned dataSeed = 3)
@@ -49,6 +53,7 @@ Shard reduce(Compression codec, const std::function<void(std::size_t, std::vecto
         for (auto &x : common)
             x = 0.5F * d(rng);
         std::vector<const float *> xs;
+        std::vector<double> ws;
         for (std::size_t i = 0; i < Members; ++i) {
             auto x = common;
             for (auto &v : x)
@@ -56,11 +61,14 @@ Shard reduce(Compression codec, const std::function<void(std::size_t, std::vecto
             // The reducer averages its raw values, which error feedback made the codec's already
             // for TopK4Bit (ErrorFeedback.h).
             s.sent[i][b] = i == Reducer && codec != Compression::TopK4Bit ? x : throughCodec(codec, x);
-            xs.push_back(s.sent[i][b].data());
+            if (counted(i, b)) {
+                xs.push_back(s.sent[i][b].data());
+                ws.push_back(Weights[i]);
+            }
         }
         std::vector<float> out(BlockElements);
         double tau = 0.0;
-        s.total.push_back(aggregateParts(Clip, xs, Weights, out, nullptr, &tau));
+        s.total.push_back(aggregateParts(Clip, xs, ws, out, nullptr, &tau));
         s.tau.push_back(tau);
         if (lie)
             lie(b, out);
@@ -74,8 +82,9 @@ MemberSketch sketchOf(const Shard &s, std::size_t member, const std::string &dig
 {
     SketchBuilder builder(checkSeed(digest), Reducer, g_resultCodec);
     for (std::size_t b = 0; b < Blocks; ++b)
-        builder.addBlock(static_cast<std::uint32_t>(b), s.sent[member][b], s.result[b], s.tau[b], Weights[member],
-                         s.total[b]);
+        if (counted(member, b))
+            builder.addBlock(static_cast<std::uint32_t>(b), s.sent[member][b], s.result[b], s.tau[b], Weights[member],
+                             s.total[b]);
     return {member, builder.sketch()};
 }
 
@@ -161,6 +170,23 @@ private Q_SLOTS:
             QVERIFY(c.disputes.empty());
         }
         qInfo("honest sums took at most %.4f of their allowance", widest);
+    }
+
+    // A sender counted in part of the shard's blocks only (its other parts never came) sums fewer
+    // RESULT headers: an honest view holds; a moved result still fails.
+    void aSenderCountedInSomeBlocksOnly()
+    {
+        g_leaver = 3;
+        const auto honest = reduce(Compression::Fp16);
+        const auto moved = reduce(Compression::Fp16, moveBy(4.0, honest));
+        for (int k = 0; k < 10; ++k) {
+            const auto all = sketches(honest, digestNumber(k));
+            QVERIFY(all[3].sketch.groupWeight < all[0].sketch.groupWeight);
+            const auto c = check(all);
+            QVERIFY2(c.outcome == CheckOutcome::Holds, c.reason.c_str());
+            QCOMPARE(check(sketches(moved, digestNumber(k))).outcome, CheckOutcome::Fails);
+        }
+        g_leaver = Members;
     }
 
     void theSketchDependsOnTheSeedAlone()

@@ -151,6 +151,13 @@ private Q_SLOTS:
         auto empty = r; // a member that sketched nothing still reports
         empty.sketches = {};
         QVERIFY(parseCheckRecord("p", encodeCheckRecord(empty)).sketches.empty());
+        auto partial = r; // an incomplete round's record: its view alone
+        partial.sketches.own.clear();
+        partial.partial = true;
+        const auto back = parseCheckRecord("p", encodeCheckRecord(partial));
+        QVERIFY(back.partial);
+        QCOMPARE(back.sketches.view.size(), std::size_t{3});
+        QVERIFY(!parseCheckRecord("p", encodeCheckRecord(r)).partial);
     }
 
     void checkRecordRefusals_data()
@@ -159,8 +166,8 @@ private Q_SLOTS:
         const char *names[] = {"not json", "an array", "unknown field", "no epoch", "negative epoch",
                                "no sketches", "group of one", "group too large to check", "empty group id",
                                "long group id", "short digest", "upper-case digest", "view beyond the group",
-                               "bad sketches"};
-        for (int i = 0; i < 14; ++i)
+                               "bad sketches", "partial as text", "partial with own sketches"};
+        for (int i = 0; i < 16; ++i)
             QTest::newRow(names[i]) << i;
     }
     void checkRecordRefusals()
@@ -181,6 +188,8 @@ private Q_SLOTS:
             [](json &j) { j["h"] = std::string(64, 'A'); },
             [](json &j) { j["n"] = 3; }, // the view names member 3
             [](json &j) { j["c"]["v"] = 1; },
+            [](json &j) { j["p"] = "yes"; },
+            [](json &j) { j["p"] = true; }, // its own sketches are not empty
         };
         auto j = json::parse(encodeCheckRecord(checkRecord()));
         changes[static_cast<std::size_t>(which)](j);

@@ -1,5 +1,6 @@
 // The JSON payloads of signed DHT records (averaging/SwarmMessages.h): progress records,
-// matchmaking declarations, donor adverts and group records (announcements, averages, seals);
+// matchmaking declarations, donor adverts, group records (announcements, averages, seals) and
+// check records (averaging/SketchRecord.h);
 // manifest version records (averaging/ManifestVersions.h); and a monitor's credit records
 // (monitor/CreditLedger.h, which refuses with nullopt). The record around it already verified (the
 // signer's id and key are fixed here); the payload is whatever its signer chose to sign.
@@ -7,6 +8,7 @@
 #include "FuzzTargets.h"
 
 #include "averaging/ManifestVersions.h"
+#include "averaging/SketchRecord.h"
 #include "averaging/SwarmMessages.h"
 #include "monitor/CreditLedger.h"
 
@@ -37,6 +39,10 @@ int fuzzDhtPayload(const std::uint8_t *data, std::size_t size)
     }
     try {
         (void)parseGroupRecord(record);
+    } catch (const ProtocolError &) {
+    }
+    try {
+        (void)parseCheckRecord(record.peerId, record.payload);
     } catch (const ProtocolError &) {
     }
     (void)creditFromJson(record.payload, record.peerId, "fedcba9876543210fedcba9876543210", Now);

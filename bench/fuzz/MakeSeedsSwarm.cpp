@@ -5,6 +5,7 @@
 
 #include "averaging/ManifestVersions.h"
 #include "averaging/SealRelay.h"
+#include "averaging/SketchRecord.h"
 #include "averaging/SwarmMessages.h"
 #include "averaging/UpdateArchive.h"
 #include "net/DhtNode.h"
@@ -138,6 +139,16 @@ std::vector<Seed> dhtSeeds()
     const auto relayed = encodeRelayedRecords(
         {node.encodeRecord(GroupsKey, encodeGroupRecord(sealed), 1796169600001ULL, Now, Now + 60),
          node.encodeRecord(GroupsKey, encodeGroupRecord(announced), 1796169600000ULL, Now, Now + 60)});
+    CheckRecord check{"", UpdateEpoch, announced.groupId, 4, sealed.digest, {}, false};
+    ShardSketch sketch;
+    sketch.shard = 1;
+    sketch.residual.fill(0.25);
+    sketch.spread = sketch.weight = sketch.maxWeight = 16.0;
+    sketch.groupWeight = 64.0;
+    sketch.radius = sketch.distance = 2.0;
+    sketch.far = {3};
+    check.sketches.own = {sketch};
+    check.sketches.view = {{0, sketch}, {2, sketch}};
     MonitorCredit credit;
     credit.samples = 640;
     credit.steps = 10;
@@ -150,6 +161,7 @@ std::vector<Seed> dhtSeeds()
             seedOf("DhtPayload", "donor.json", encodeDonorAdvert(advert)),
             seedOf("DhtPayload", "group-announced.json", encodeGroupRecord(announced)),
             seedOf("DhtPayload", "group-sealed.json", encodeGroupRecord(sealed)),
+            seedOf("DhtPayload", "check.json", encodeCheckRecord(check)),
             seedOf("DhtPayload", "version.json", encodeVersionRecord(std::string(16, 'c'), UpdateEpoch)),
             seedOf("DhtPayload", "credit.json", creditToJson("0123456789abcdef0123456789abcdef", credit).dump()),
             seedOf("DhtRecord", "progress.cbor", record),

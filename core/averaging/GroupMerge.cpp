@@ -109,10 +109,28 @@ std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
     return admitted(m_dht.fetch(key, 1.0));
 }
 
-void GroupMerger::publishChecks(const GroupInfo &group, const std::string &digest, const RoundEvidence &evidence) const
+bool GroupMerger::publishedChecks(const GroupInfo &group) const
 {
-    const CheckRecord mine{m_self.peerId, group.epoch, group.groupId, group.members.size(), digest,
-                           evidence.sketch(digest)};
+    std::lock_guard lock(m_checkedMutex);
+    return std::find(m_checked.begin(), m_checked.end(), group.groupId) != m_checked.end();
+}
+
+void GroupMerger::publishChecks(const GroupInfo &group, const std::string &digest, const RoundEvidence &evidence,
+                                bool partial) const
+{
+    {
+        std::lock_guard lock(m_checkedMutex);
+        if (std::find(m_checked.begin(), m_checked.end(), group.groupId) == m_checked.end())
+            m_checked.push_back(group.groupId);
+        if (m_checked.size() > 64)
+            m_checked.pop_front();
+    }
+    if (!m_options.publishChecks)
+        return;
+    CheckRecord mine{m_self.peerId, group.epoch, group.groupId, group.members.size(), digest,
+                     evidence.sketch(digest), partial};
+    if (partial)
+        mine.sketches.own.clear();
     publishRecord(checksKey(m_self.runId, group.epoch, group.groupId), encodeCheckRecord(mine));
 }
 
@@ -237,8 +255,19 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     if (evidence) { // the auditors read them seconds later (ResultAuditor.h AuditDelay)
         if (m_checking.valid())
             m_checking.wait();
-        m_checking = std::async(std::launch::async,
-                                [this, group, digest, evidence] { publishChecks(group, digest, *evidence); });
+        {
+            std::lock_guard lock(m_checkedMutex); // published from now on, for ResultAuditor::publishView
+            m_checked.push_back(group.groupId);
+        }
+        // The evidence (the round's payloads, a few vectors' worth) is let go once sketched.
+        m_checking = std::async(std::launch::async, [this, group, digest, kept = evidence]() mutable {
+            try {
+                publishChecks(group, digest, *kept);
+            } catch (const std::exception &e) {
+                log::warning("check", "round " + group.groupId + ": its check record not published: " + e.what());
+            }
+            kept.reset();
+        });
     }
     auto views = agreeOnGroups(
         key, mine, awaitGroups(key, mine, group, expectedPeers, roundSeconds, roundSeconds, stop), stop, result);

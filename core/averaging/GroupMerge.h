@@ -53,6 +53,7 @@
 
 #include <array>
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -121,6 +122,8 @@ struct MergeOptions {
     double fetchTimeout = 3.0;   // seconds without progress before a server is given up, and
                                  // for records a seal names to arrive
     double maxGroupWeight = 0.0; // samples per member a group may claim (> 0), e.g. 2 x target batch
+    // Tests only: false publishes no check record (a reducer hiding its view, ResultAuditor.h).
+    bool publishChecks = true;
 };
 
 struct MergeResult {
@@ -176,7 +179,12 @@ public:
     // sent nothing, the one its members' check records claim: ResultAudit.h groupAverageDigest),
     // so that the others judge its view and its own sketches dispute theirs. Blocks for the
     // sketches (about 12 ms per million elements) and the DHT put (3 tries of 1 s). Any thread.
-    void publishChecks(const GroupInfo &group, const std::string &digest, const RoundEvidence &evidence) const;
+    // `partial`: its own round was incomplete: the record holds its view alone (CheckRecord::partial).
+    void publishChecks(const GroupInfo &group, const std::string &digest, const RoundEvidence &evidence,
+                       bool partial = false) const;
+    // Whether this peer's check record of `group`'s round is out, or on its way (merge, or
+    // publishChecks, for one of its last 64 rounds). Any thread.
+    [[nodiscard]] bool publishedChecks(const GroupInfo &group) const;
 
     // For a peer of `epoch` without a complete round (its search found no group, or its round
     // lost a part): waits as merge() does, publishes nothing (a member of `round` only that its
@@ -242,6 +250,8 @@ private:
     std::shared_ptr<const BanList> m_bans;
     std::future<void> m_announcing;
     std::future<void> m_checking; // the sketches of the last merged round, being published
+    mutable std::mutex m_checkedMutex;
+    mutable std::deque<std::string> m_checked; // group ids of the rounds whose check record is out
     std::mutex m_runningMutex;
     long m_runningEpoch = -1;
     double m_runningReadAt = 0.0;

@@ -74,9 +74,10 @@ AuditVerdict judge(const GroupInfo &group, const MemberRecords &byMember, const 
                                                            [](const GroupMember &m) { return m.weight > 0.0; }));
     std::vector<MemberSketch> own;
     for (std::size_t i = 0; i < byMember.size(); ++i) {
-        if (group.members[i].weight > 0.0 && (!byMember[i] || byMember[i]->digest != majority))
+        const bool reports = byMember[i] && byMember[i]->digest == majority && !byMember[i]->partial;
+        if (group.members[i].weight > 0.0 && !reports)
             scope.allReported = false;
-        if (i == j || !byMember[i] || byMember[i]->digest != majority)
+        if (i == j || !reports)
             continue;
         // A member whose record sketches nothing of this shard says it was not counted in it.
         MemberSketch mine{i, {}};
@@ -88,6 +89,25 @@ AuditVerdict judge(const GroupInfo &group, const MemberRecords &byMember, const 
     }
     verdict.check = checkShard(reducer.sketches.view, own, j, scope);
     return verdict;
+}
+
+// Whether more than half of the senders other than j have records claiming `majority` whose own
+// sketch of j's shard has weight: j reduced a shard, and its view would judge it.
+bool countedMostSenders(const GroupInfo &group, const MemberRecords &byMember, const std::string &majority,
+                        std::size_t j)
+{
+    std::size_t senders = 0, counted = 0;
+    for (std::size_t i = 0; i < byMember.size(); ++i) {
+        if (i == j || group.members[i].weight <= 0.0)
+            continue;
+        ++senders;
+        const auto &r = byMember[i];
+        if (r && r->digest == majority && !r->partial
+            && std::any_of(r->sketches.own.begin(), r->sketches.own.end(),
+                           [&](const ShardSketch &s) { return s.shard == j && s.weight > 0.0; }))
+            ++counted;
+    }
+    return 2 * counted > senders;
 }
 
 } // namespace
@@ -105,8 +125,11 @@ std::vector<AuditVerdict> auditGroup(const GroupInfo &group, const std::vector<C
     if (majority.empty())
         return verdicts; // no average most of the group agrees on: nothing to compare against
     for (std::size_t j = 0; j < byMember.size(); ++j) {
-        if (!byMember[j])
+        if (!byMember[j]) {
+            if (countedMostSenders(group, byMember, majority, j))
+                verdicts.push_back({j, {CheckOutcome::Undecided, {}, 0.0, 0.0, "it published no check record"}, true});
             continue;
+        }
         const bool sketched = !byMember[j]->sketches.view.empty()
                               || std::any_of(byMember.begin(), byMember.end(), [&](const auto &r) {
                                      return r && std::any_of(r->sketches.own.begin(), r->sketches.own.end(),

@@ -9,8 +9,11 @@
 // whose record claims another one fails, and so does one whose view counts a member outside the
 // group or one that sent no values (weight 0 in the BEGIN: no sketch of its own can dispute it).
 // A member whose record sketches nothing of a shard is compared as "not counted there" (an entry
-// of weight 0). A reducer without a record read is not judged (it may have left: nothing proves
-// it withheld one); a lone dispute counts only when every sender's record was read.
+// of weight 0); a partial record (its member's round was incomplete) reports on no other
+// reducer. A reducer without a record read is not judged, but where more than half of the
+// other senders' records (claiming the average) sketch its shard with weight, it is named silent:
+// it reduced a shard and its view is missing (it may have left, or be late: the caller decides,
+// ResultAuditor.h). A lone dispute counts only when every sender's record was read.
 //
 // Threads: any; no state. Errors: none (records come parsed; anything missing leaves a reducer
 // unjudged).
@@ -26,6 +29,8 @@ namespace dedloc {
 struct AuditVerdict {
     std::size_t reducer = 0;   // member index of the reducer judged
     ShardCheck check;          // its outcome; check.disputes are member indices
+    bool silent = false;       // no record of it read while its shard counted most senders
+                               // (check: Undecided)
 };
 
 // The digest more than half of `group`'s members' check records read claim (the group's

@@ -14,8 +14,9 @@ namespace {
 // CenteredClip stops once a step moves less than 1e-6 tau (RobustAggregation.cpp); the sum it
 // leaves is below W x that step. Allowed with a margin.
 constexpr double StepAllowance = 1e-5;
-// Echoes of one RESULT header field agree when within this relative difference.
-constexpr double EchoAgreement = 1e-9;
+// Echoes of one RESULT header field agree when within this relative difference (above the 1e-8
+// of the nine significant digits a check record keeps: SketchRecord.h).
+constexpr double EchoAgreement = 2e-8;
 constexpr double WeightAgreement = 1e-6;
 
 double median(std::vector<double> v)
@@ -246,23 +247,38 @@ std::vector<std::size_t> disputesOf(std::span<const MemberSketch> view, std::spa
     return out;
 }
 
+// The view's entry summed over the most blocks (the largest total weight): the shard's RESULT
+// headers. An entry of a member counted in fewer blocks (its parts of the others never came:
+// it left mid-round) sums a part of them.
+const ShardSketch &fullest(std::span<const MemberSketch> view)
+{
+    return std::max_element(view.begin(), view.end(), [](const MemberSketch &a, const MemberSketch &b) {
+               return a.sketch.groupWeight < b.sketch.groupWeight;
+           })->sketch;
+}
+
 // Why the view fails on its own, or "" (ResultCheck.h): its weights, an entry's bounds, the radius.
+// Entries summed over every block state the same headers; one over fewer blocks states less of
+// both (a reducer cannot claim that of an honest member: its own sketch would say "excluded").
 std::string viewFault(std::span<const MemberSketch> view, double radius)
 {
-    const auto &first = view.front().sketch;
+    const auto &full = fullest(view);
     double weights = 0.0;
     std::vector<double> distances;
     for (const auto &m : view) {
-        if (!close(m.sketch.groupWeight, first.groupWeight, EchoAgreement) || !close(m.sketch.radius, first.radius, EchoAgreement))
+        const bool every = close(m.sketch.groupWeight, full.groupWeight, EchoAgreement);
+        if (every ? !close(m.sketch.radius, full.radius, EchoAgreement)
+                  : m.sketch.radius > full.radius * (1.0 + EchoAgreement))
             return "its entries state different RESULT headers";
-        if (!plausible(m.sketch, first.radius))
+        if (!plausible(m.sketch, m.sketch.radius))
             return "its entry for member " + std::to_string(m.member) + " is out of that entry's own bounds";
         weights += m.sketch.weight;
-        distances.push_back(m.sketch.distance);
+        if (every)
+            distances.push_back(m.sketch.distance);
     }
-    if (!close(weights, first.groupWeight, WeightAgreement))
+    if (!close(weights, full.groupWeight, WeightAgreement))
         return "the weights it counted do not add up to the total its RESULTs stated";
-    if (first.radius > TauSlack * radius * median(distances))
+    if (full.radius > TauSlack * radius * median(distances))
         return "the radius it clipped with is above " + std::to_string(TauSlack) + " x the members' distances";
     return {};
 }
@@ -327,9 +343,9 @@ ShardCheck checkShard(std::span<const MemberSketch> view, std::span<const Member
                 sum[k] += m.sketch.residual[k];
             slacks.push_back(m.sketch.slack);
         }
-        const auto &first = counted.front().sketch;
+        const auto &full = fullest(counted);
         out.sum = norm(sum);
-        out.allowance = std::sqrt(ProjectionBound) * (median(slacks) + StepAllowance * first.groupWeight * first.radius);
+        out.allowance = std::sqrt(ProjectionBound) * (median(slacks) + StepAllowance * full.groupWeight * full.radius);
         if (!(out.sum <= out.allowance)) {
             out.outcome = CheckOutcome::Fails;
             out.reason = "its result is not CenteredClip's over the parts it counted (residual "

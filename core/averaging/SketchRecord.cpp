@@ -139,8 +139,10 @@ RoundSketches parseSketches(const json &field, std::size_t members)
 
 std::string encodeCheckRecord(const CheckRecord &r)
 {
-    return json{{"e", r.epoch}, {"g", r.groupId}, {"n", r.members}, {"h", r.digest}, {"c", encodeSketches(r.sketches)}}
-        .dump();
+    json j{{"e", r.epoch}, {"g", r.groupId}, {"n", r.members}, {"h", r.digest}, {"c", encodeSketches(r.sketches)}};
+    if (r.partial)
+        j["p"] = true;
+    return j.dump();
 }
 
 CheckRecord parseCheckRecord(const std::string &peerId, const std::string &payload)
@@ -149,7 +151,7 @@ CheckRecord parseCheckRecord(const std::string &peerId, const std::string &paylo
     if (j.is_discarded() || !j.is_object())
         throw ProtocolError("check record payload is not a JSON object");
     for (const auto &[key, value] : j.items())
-        if (key != "e" && key != "g" && key != "n" && key != "h" && key != "c")
+        if (key != "e" && key != "g" && key != "n" && key != "h" && key != "c" && key != "p")
             throw ProtocolError("check record holds an unknown field \"" + key + "\"");
     for (const char *key : {"e", "g", "n", "h", "c"})
         if (!j.contains(key))
@@ -172,6 +174,13 @@ CheckRecord parseCheckRecord(const std::string &peerId, const std::string &paylo
         throw ProtocolError("check record's digest is not 64 lower-case hex digits");
     r.digest = h.get<std::string>();
     r.sketches = parseSketches(j.at("c"), r.members);
+    if (j.contains("p")) {
+        if (!j.at("p").is_boolean())
+            throw ProtocolError("check record's \"p\" is not a boolean");
+        r.partial = j.at("p").get<bool>();
+    }
+    if (r.partial && !r.sketches.own.empty())
+        throw ProtocolError("partial check record holds own sketches");
     return r;
 }
 

@@ -4,7 +4,7 @@
 // CheckRecord of its own under checksKey(run, epoch, group), read only by the group's auditors
 // (peer/ResultAuditor.h), never by the merge, whose group records stay small. The record, in JSON:
 //   {"e": epoch, "g": group id, "n": the group's size, "h": the group average's digest (64 hex),
-//    "c": sketches}
+//    "c": sketches, "p": true (optional: a partial record, its view alone)}
 // and the sketches:
 //   {"o": [[shard, q_0 .. q_15, spread, weight, maxWeight, groupWeight, radius, distance, slack,
 //           excluded, averaged, [far block, ...]], ...],
@@ -87,6 +87,9 @@ struct CheckRecord {
     std::size_t members = 0; // the group's size, 2 to MaxCheckedMembers
     std::string digest;      // the group average whose digest seeds the signs (64 hex digits)
     RoundSketches sketches;  // may be empty: the member reports that it sketched nothing
+    // "p": its view alone, no own sketches: the member's round was incomplete (a result lost or
+    // late is no evidence against its reducer), so it reports on no other reducer.
+    bool partial = false;
     bool operator==(const CheckRecord &) const = default;
 };
 [[nodiscard]] std::string encodeCheckRecord(const CheckRecord &record);

@@ -30,10 +30,11 @@ ResultAuditor::~ResultAuditor()
     {
         std::lock_guard lock(m_mutex);
         m_stop = true;
-        summarise(unixNow(), true);
     }
     m_wake.notify_all();
     m_worker.join();
+    std::lock_guard lock(m_mutex);
+    summarise(unixNow(), true);
 }
 
 void ResultAuditor::schedule(const GroupInfo &group)
@@ -45,22 +46,24 @@ void ResultAuditor::schedule(const GroupInfo &group)
     m_wake.notify_all();
 }
 
-void ResultAuditor::publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence)
+void ResultAuditor::publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence, bool complete)
 {
     {
         std::lock_guard lock(m_mutex);
         const double now = unixNow();
-        m_due.push_front({group, now + 1.0, std::move(evidence), now + 1.0 + m_delay}); // before later audits
+        m_due.push_front({group, now + 1.0, std::move(evidence), now + 1.0 + m_delay, {}, !complete}); // before later audits
     }
     m_wake.notify_all();
 }
 
-bool ResultAuditor::publish(const GroupInfo &group, const RoundEvidence &evidence)
+bool ResultAuditor::publish(const GroupInfo &group, const RoundEvidence &evidence, bool partial)
 {
+    if (m_merger.publishedChecks(group))
+        return true; // its merge did
     const auto average = groupAverageDigest(group, m_merger.checkRecords(group));
     if (average.empty())
         return false;
-    m_merger.publishChecks(group, average, evidence);
+    m_merger.publishChecks(group, average, evidence, partial);
     return true;
 }
 
@@ -82,8 +85,8 @@ void ResultAuditor::work()
         lock.unlock();
         try {
             if (!due.view)
-                audit(due.group);
-            else if (!publish(due.group, *due.view) && unixNow() < due.until) {
+                audit(std::move(due));
+            else if (!publish(due.group, *due.view, due.partial) && unixNow() < due.until) {
                 due.at = unixNow() + 0.5; // the members' records are on their way: read again
                 lock.lock();
                 m_due.push_front(std::move(due));
@@ -127,14 +130,44 @@ void ResultAuditor::summarise(double now, bool last)
     m_lineAt = now;
 }
 
-void ResultAuditor::audit(const GroupInfo &group)
+void ResultAuditor::audit(Due due)
 {
-    const auto verdicts = auditGroup(group, m_merger.checkRecords(group), m_aggregation.radius);
-    {
+    const auto &group = due.group;
+    auto verdicts = auditGroup(group, m_merger.checkRecords(group), m_aggregation.radius);
+    const bool final = !due.silent.empty();
+    if (final) { // a second look: only at the reducers silent at the first
+        std::erase_if(verdicts, [&](const AuditVerdict &v) {
+            return std::find(due.silent.begin(), due.silent.end(), v.reducer) == due.silent.end();
+        });
+    } else if (!verdicts.empty()) {
         std::lock_guard lock(m_mutex);
         ++m_total.rounds;
         ++m_sinceLine.rounds;
     }
+    std::vector<std::size_t> silent;
+    for (auto &v : verdicts) {
+        if (v.silent && !final) {
+            silent.push_back(v.reducer);
+            continue;
+        }
+        if (v.silent) {
+            v.check.outcome = CheckOutcome::Fails;
+            v.check.reason = "it published no check record of a round in which it reduced a shard";
+        }
+        judge(group, v);
+    }
+    std::lock_guard lock(m_mutex);
+    if (!silent.empty()) {
+        due.silent = std::move(silent);
+        due.at = unixNow() + m_delay;
+        const auto later = std::find_if(m_due.begin(), m_due.end(), [&](const Due &d) { return d.at > due.at; });
+        m_due.insert(later, std::move(due));
+    }
+    summarise(unixNow(), false);
+}
+
+void ResultAuditor::judge(const GroupInfo &group, const AuditVerdict &v)
+{
     const auto strike = [&](std::size_t member, const std::string &why) {
         const auto &peer = group.members[member].peerId;
         if (peer == m_self)
@@ -142,34 +175,30 @@ void ResultAuditor::audit(const GroupInfo &group)
         m_bans->strike(peer, why, unixNow());
         ++m_strikes;
     };
-    for (const auto &v : verdicts) {
-        const auto &reducer = group.members[v.reducer].peerId;
-        const auto round = "round " + group.groupId + " (epoch " + std::to_string(group.epoch) + ")";
-        count(v.check.outcome);
-        switch (v.check.outcome) {
-        case CheckOutcome::Fails:
-            log::warning("check", round + ": the result of reducer " + reducer.substr(0, 8)
-                                      + " fails the check: " + v.check.reason);
-            strike(v.reducer, round + ": its result fails the check: " + v.check.reason);
-            break;
-        case CheckOutcome::Disputed: {
-            const auto &member = group.members[v.check.disputes.front()].peerId;
-            log::warning("check", round + ": member " + member.substr(0, 8) + " disputes the view of reducer "
-                                      + reducer.substr(0, 8) + ": one of the two lies");
-            strike(v.reducer, round + ": a member disputes its view of its shard");
-            strike(v.check.disputes.front(), round + ": it disputes the view of reducer " + reducer.substr(0, 8));
-            break;
-        }
-        case CheckOutcome::Holds:
-            log::debug("check", round + ": the result of reducer " + reducer.substr(0, 8) + " holds");
-            break;
-        case CheckOutcome::Undecided:
-            log::debug("check", round + ": reducer " + reducer.substr(0, 8) + " not judged: " + v.check.reason);
-            break;
-        }
+    const auto &reducer = group.members[v.reducer].peerId;
+    const auto round = "round " + group.groupId + " (epoch " + std::to_string(group.epoch) + ")";
+    count(v.check.outcome);
+    switch (v.check.outcome) {
+    case CheckOutcome::Fails:
+        log::warning("check", round + ": the result of reducer " + reducer.substr(0, 8)
+                                  + " fails the check: " + v.check.reason);
+        strike(v.reducer, round + ": its result fails the check: " + v.check.reason);
+        break;
+    case CheckOutcome::Disputed: {
+        const auto &member = group.members[v.check.disputes.front()].peerId;
+        log::warning("check", round + ": member " + member.substr(0, 8) + " disputes the view of reducer "
+                                  + reducer.substr(0, 8) + ": one of the two lies");
+        strike(v.reducer, round + ": a member disputes its view of its shard");
+        strike(v.check.disputes.front(), round + ": it disputes the view of reducer " + reducer.substr(0, 8));
+        break;
     }
-    std::lock_guard lock(m_mutex);
-    summarise(unixNow(), false);
+    case CheckOutcome::Holds:
+        log::debug("check", round + ": the result of reducer " + reducer.substr(0, 8) + " holds");
+        break;
+    case CheckOutcome::Undecided:
+        log::debug("check", round + ": reducer " + reducer.substr(0, 8) + " not judged: " + v.check.reason);
+        break;
+    }
 }
 
 } // namespace dedloc

@@ -6,6 +6,12 @@
 //   - a reducer whose check fails: a strike, with the reason;
 //   - a lone dispute: a strike against each of the two (either could lie, and the liar, in every
 //     dispute it makes, is banned first);
+//   - a silent reducer (no check record while most senders say it counted them): read again
+//     `delay` seconds later, and judged then, or struck if still silent. An honest reducer
+//     publishes its record within a second or two of its round (its sketches, and a DHT put), also
+//     where its own round was incomplete or it sent nothing (publishView); one that left right
+//     after its round takes a strike it needs three of to be banned. A reducer could otherwise
+//     return a false result and escape every check by publishing nothing.
 // never this peer itself. Verdicts that hold are logged at debug level; every SummarySeconds
 // (and when the auditor ends, if it judged anything since) one info line counts the verdicts.
 //
@@ -14,6 +20,7 @@
 // read is bounded by the DHT's own timeouts). Errors: none thrown; a failed read leaves the round
 // unjudged.
 #include "averaging/GroupMerge.h"
+#include "averaging/ResultAudit.h"
 #include "averaging/ResultCheck.h"
 #include "averaging/RoundEvidence.h"
 #include "averaging/SwarmMessages.h"
@@ -47,7 +54,7 @@ inline constexpr double SummarySeconds = 600.0;
 
 // Verdicts counted since the last summary line (or, for counts(), since the auditor started).
 struct AuditCounts {
-    long rounds = 0;    // rounds audited (their records read)
+    long rounds = 0;    // rounds audited (records read agreeing on an average, a reducer named)
     long held = 0;      // reducers whose result holds
     long failed = 0;
     long disputed = 0;  // lone disputes
@@ -65,10 +72,13 @@ class ResultAuditor final {
 
     // Judges the reducers of `group`'s round `delay` seconds from now.
     void schedule(const GroupInfo &group);
-    // For an auxiliary member without an average of its own: a second after the round, reads the
-    // group's average from its members' check records (for up to `delay` seconds) and publishes
-    // its view under it (GroupMerger::publishChecks).
-    void publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence);
+    // For a member whose merge did not publish its check record of `group`'s round (an auxiliary
+    // member, which holds no average of its own; one whose round was incomplete; one that took
+    // part with weight 0): a second after the round, unless the merge has published it by then
+    // (GroupMerger::publishedChecks), reads the group's average from its members' check records
+    // (for up to `delay` seconds) and publishes its sketches under it (GroupMerger::publishChecks).
+    // `complete`: the round was (AllReduceReport::complete); else its view alone goes out.
+    void publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence, bool complete = true);
     // Strikes made so far (tests, status).
     [[nodiscard]] int strikes() const { return m_strikes.load(); }
     // Verdicts since it started. Any thread.
@@ -80,13 +90,16 @@ class ResultAuditor final {
         double at = 0.0;                          // Unix seconds
         std::shared_ptr<const RoundEvidence> view; // set: publish this view instead of judging
         double until = 0.0;                       // a view: the last time to try
+        std::vector<std::size_t> silent;          // not empty: judge only these, silent before
+        bool partial = false;                     // a view: of an incomplete round
     };
     void work();
-    void audit(const GroupInfo &group);
+    void audit(Due due);
+    void judge(const GroupInfo &group, const AuditVerdict &verdict); // logs, counts and strikes
     void count(CheckOutcome outcome);
     void summarise(double now, bool last); // logs the counts since the last line; under m_mutex
     // false while the group's average is not in its records yet.
-    bool publish(const GroupInfo &group, const RoundEvidence &evidence);
+    bool publish(const GroupInfo &group, const RoundEvidence &evidence, bool partial);
 
     const GroupMerger &m_merger;
     std::shared_ptr<BanList> m_bans;

@@ -144,6 +144,7 @@ void SwarmPeer::Impl::setUp()
     mergeOptions.fetchTimeout = opt.matchmaking.requestTimeout;
     mergeOptions.maxGroupWeight = static_cast<double>(maxSamplesPerEpoch(manifest->training.targetBatchSize));
     mergeOptions.targetGroupSize = matchmaking.targetGroupSize;
+    mergeOptions.publishChecks = !opt.withholdChecks;
     merger = std::make_unique<GroupMerger>(*dht, service.get(), MergeSelf{identity->peerId(), swarmId},
                                            mergeOptions, access.security, bans);
     auditor = std::make_unique<ResultAuditor>(*merger, bans, identity->peerId(), manifest->aggregation());

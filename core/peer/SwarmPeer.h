@@ -124,6 +124,9 @@ struct SwarmOptions {
     // Tests only: rewrites each block of the gradient average this peer's reducer computes before
     // it is returned (a reducer lying about its shard's result: AllReduceOptions::tamperAverage).
     std::function<void(std::span<float>)> tamperAverage;
+    // Tests only: publishes none of its check records (a reducer hiding its view from the result
+    // check: MergeOptions::publishChecks).
+    bool withholdChecks = false;
 };
 
 // Why other peers could not reach this one at the addresses `options` would advertise, or ""

@@ -204,8 +204,10 @@ void SwarmPeer::Impl::afterStateChange()
 
 void SwarmPeer::Impl::afterRound(const FormedGroup &group, const AllReduceReport &report)
 {
-    if (report.evidence) // once the members' records are in, their sketches judge the reducers
+    if (report.evidence) { // once the members' records are in, their sketches judge the reducers
+        auditor->publishView(group.info, report.evidence, report.complete); // unless its merge published them
         auditor->schedule(group.info);
+    }
     for (const auto &o : report.offences)
         bans->strike(group.info.members[o.member].peerId, "round " + group.info.groupId + ": " + o.reason, unixNow(),
                      o.messages);

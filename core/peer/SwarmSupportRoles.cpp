@@ -70,10 +70,8 @@ void SwarmPeer::Impl::helpNextRound(long &doneEpoch, const std::string &idle)
         const auto report = allReduce->run(group->info.groupId, group->info.members, group->myIndex, values, o);
         afterRound(*group, report);
         const double roundSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        const bool followed =
+        const bool followed = // its view of its shard goes out either way (afterRound)
             mayFollow && followRound(*group, report, values, std::move(captured), resultCodec(o.codec), roundSeconds);
-        if (report.evidence && !followed) // its view of its shard, judged like the trainers' views
-            auditor->publishView(group->info, report.evidence);
         if (stateRoundDue(*group, global))
             (void)averageState(*group, global);
         nlohmann::json round{{"step", global + 1}, {"group_size", group->info.members.size()},

@@ -11,6 +11,7 @@
 //             peer after the largest shard, whose result it alone decides)
 //   result:F  as a reducer, returns (and applies) its shard's true gradient average times F (a
 //             reducer lying about its result; its sketches of the round stay true)
+//   silentresult:F  as result:F, and publishes no check record (its view hidden from the check)
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
 // rule and applies the group's result. Built only into the tests, never into the apps.
 #include "CommandLine.h"
@@ -56,6 +57,14 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
     }
     if (const auto mbit = parameterOf(kind, "bandwidth:"); mbit && *mbit > 0) {
         swarm.tamperBandwidth = [b = *mbit](double) { return b; };
+        return true;
+    }
+    if (const auto factor = parameterOf(kind, "silentresult:")) {
+        swarm.tamperAverage = [f = static_cast<float>(*factor)](std::span<float> average) {
+            for (float &x : average)
+                x *= f;
+        };
+        swarm.withholdChecks = true;
         return true;
     }
     if (const auto factor = parameterOf(kind, "result:")) {
