@@ -41,7 +41,7 @@ void ResultAuditor::schedule(const GroupInfo &group)
 {
     {
         std::lock_guard lock(m_mutex);
-        m_due.push_back({group, unixNow() + m_delay});
+        enqueue({group, unixNow() + m_delay});
     }
     m_wake.notify_all();
 }
@@ -51,7 +51,7 @@ void ResultAuditor::publishView(const GroupInfo &group, std::shared_ptr<const Ro
     {
         std::lock_guard lock(m_mutex);
         const double now = unixNow();
-        m_due.push_front({group, now + 1.0, std::move(evidence), now + 1.0 + m_delay, {}, !complete}); // before later audits
+        enqueue({group, now + 1.0, std::move(evidence), now + 1.0 + m_delay, {}, !complete});
     }
     m_wake.notify_all();
 }
@@ -83,20 +83,29 @@ void ResultAuditor::work()
         auto due = std::move(m_due.front());
         m_due.pop_front();
         lock.unlock();
+        const auto round = due.group.groupId;
         try {
             if (!due.view)
                 audit(std::move(due));
             else if (!publish(due.group, *due.view, due.partial) && unixNow() < due.until) {
                 due.at = unixNow() + 0.5; // the members' records are on their way: read again
                 lock.lock();
-                m_due.push_front(std::move(due));
+                enqueue(std::move(due));
                 continue;
             }
         } catch (const std::exception &e) {
-            log::warning("check", "round " + due.group.groupId + ": " + e.what());
+            log::warning("check", "round " + round + ": " + e.what());
         }
         lock.lock();
     }
+}
+
+void ResultAuditor::enqueue(Due due)
+{
+    // In order of time: an item pushed in front of one due earlier would hold it back (rounds
+    // every half second would keep the front always a second away).
+    const auto later = std::find_if(m_due.begin(), m_due.end(), [&](const Due &d) { return d.at > due.at; });
+    m_due.insert(later, std::move(due));
 }
 
 AuditCounts ResultAuditor::counts() const
@@ -133,7 +142,11 @@ void ResultAuditor::summarise(double now, bool last)
 void ResultAuditor::audit(Due due)
 {
     const auto &group = due.group;
-    auto verdicts = auditGroup(group, m_merger.checkRecords(group), m_aggregation.radius);
+    const double start = unixNow();
+    const auto records = m_merger.checkRecords(group);
+    log::debug("check", "round " + group.groupId + ": " + std::to_string(records.size()) + " check records read in "
+                            + std::to_string(unixNow() - start) + " s, " + std::to_string(start - due.at) + " s late");
+    auto verdicts = auditGroup(group, records, m_aggregation.radius);
     const bool final = !due.silent.empty();
     if (final) { // a second look: only at the reducers silent at the first
         std::erase_if(verdicts, [&](const AuditVerdict &v) {
@@ -160,8 +173,7 @@ void ResultAuditor::audit(Due due)
     if (!silent.empty()) {
         due.silent = std::move(silent);
         due.at = unixNow() + m_delay;
-        const auto later = std::find_if(m_due.begin(), m_due.end(), [&](const Due &d) { return d.at > due.at; });
-        m_due.insert(later, std::move(due));
+        enqueue(std::move(due));
     }
     summarise(unixNow(), false);
 }

@@ -94,6 +94,7 @@ class ResultAuditor final {
         bool partial = false;                     // a view: of an incomplete round
     };
     void work();
+    void enqueue(Due due); // in order of `at`; under m_mutex
     void audit(Due due);
     void judge(const GroupInfo &group, const AuditVerdict &verdict); // logs, counts and strikes
     void count(CheckOutcome outcome);
