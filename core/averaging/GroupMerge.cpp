@@ -12,6 +12,7 @@
 #include "util/Log.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <tuple>
 
@@ -100,8 +101,8 @@ GroupMerger::~GroupMerger()
 {
     if (m_announcing.valid())
         m_announcing.wait();
-    if (m_checking.valid())
-        m_checking.wait();
+    for (auto &f : m_checking)
+        f.wait();
 }
 
 std::vector<GroupRecord> GroupMerger::readRecords(const std::string &key) const
@@ -118,20 +119,24 @@ bool GroupMerger::publishedChecks(const GroupInfo &group) const
 void GroupMerger::publishChecks(const GroupInfo &group, const std::string &digest, const RoundEvidence &evidence,
                                 bool partial) const
 {
+    publishCheckRecord({m_self.peerId, group.epoch, group.groupId, group.members.size(), digest,
+                        evidence.sketch(digest), partial});
+}
+
+void GroupMerger::publishCheckRecord(CheckRecord mine) const
+{
     {
         std::lock_guard lock(m_checkedMutex);
-        if (std::find(m_checked.begin(), m_checked.end(), group.groupId) == m_checked.end())
-            m_checked.push_back(group.groupId);
-        if (m_checked.size() > 64)
+        if (std::find(m_checked.begin(), m_checked.end(), mine.groupId) == m_checked.end())
+            m_checked.push_back(mine.groupId);
+        while (m_checked.size() > 64)
             m_checked.pop_front();
     }
     if (!m_options.publishChecks)
         return;
-    CheckRecord mine{m_self.peerId, group.epoch, group.groupId, group.members.size(), digest,
-                     evidence.sketch(digest), partial};
-    if (partial)
+    if (mine.partial)
         mine.sketches.own.clear();
-    publishRecord(checksKey(m_self.runId, group.epoch, group.groupId), encodeCheckRecord(mine));
+    publishRecord(checksKey(m_self.runId, mine.epoch, mine.groupId), encodeCheckRecord(mine));
 }
 
 std::vector<CheckRecord> GroupMerger::checkRecords(const GroupInfo &group) const
@@ -253,21 +258,26 @@ MergeResult GroupMerger::merge(const GroupInfo &group, const std::shared_ptr<con
     // DHT put, also where one group holds the swarm. The next announcement waits for it.
     m_announcing = std::async(std::launch::async, [this, key, payload] { publishRecord(key, payload); });
     if (evidence) { // the auditors read them seconds later (ResultAuditor.h AuditDelay)
-        if (m_checking.valid())
-            m_checking.wait();
+        // Publications still in flight are not waited for (a put to a stalled node takes its three
+        // tries): the step goes on; the destructor waits for them.
+        std::erase_if(m_checking, [](const std::future<void> &f) {
+            return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+        });
         {
             std::lock_guard lock(m_checkedMutex); // published from now on, for ResultAuditor::publishView
             m_checked.push_back(group.groupId);
         }
         // The evidence (the round's payloads, a few vectors' worth) is let go once sketched.
-        m_checking = std::async(std::launch::async, [this, group, digest, kept = evidence]() mutable {
+        m_checking.push_back(std::async(std::launch::async, [this, group, digest, kept = evidence]() mutable {
             try {
-                publishChecks(group, digest, *kept);
+                CheckRecord mine{m_self.peerId, group.epoch, group.groupId, group.members.size(), digest,
+                                 kept->sketch(digest)};
+                kept.reset();
+                publishCheckRecord(std::move(mine));
             } catch (const std::exception &e) {
                 log::warning("check", "round " + group.groupId + ": its check record not published: " + e.what());
             }
-            kept.reset();
-        });
+        }));
     }
     auto views = agreeOnGroups(
         key, mine, awaitGroups(key, mine, group, expectedPeers, roundSeconds, roundSeconds, stop), stop, result);

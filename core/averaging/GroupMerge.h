@@ -164,7 +164,7 @@ public:
     // (sealing, above) and merges. Returns weight and groups 1 with an empty average when the
     // step is this group's own average alone. `evidence` (rounds that check results): the round's
     // sketches under the seed of the average's digest are published as publishChecks() does, on
-    // a thread of their own (the merge does not wait for them; the next merge and the destructor do).
+    // a thread of their own (neither this merge nor the next waits for them; the destructor does).
     [[nodiscard]] MergeResult merge(const GroupInfo &group, const std::shared_ptr<const AveragedUpdate> &own,
                                     const std::function<std::size_t()> &expectedPeers, double roundSeconds,
                                     const std::atomic<bool> &stop,
@@ -178,7 +178,7 @@ public:
     // average (its own, or for a member without one, an auxiliary peer that reduced a shard but
     // sent nothing, the one its members' check records claim: ResultAudit.h groupAverageDigest),
     // so that the others judge its view and its own sketches dispute theirs. Blocks for the
-    // sketches (about 12 ms per million elements) and the DHT put (3 tries of 1 s). Any thread.
+    // sketches (6-9 ms per million elements) and the DHT put (3 tries of 1 s). Any thread.
     // `partial`: its own round was incomplete: the record holds its view alone (CheckRecord::partial).
     void publishChecks(const GroupInfo &group, const std::string &digest, const RoundEvidence &evidence,
                        bool partial = false) const;
@@ -217,6 +217,7 @@ private:
     // Whether a record of this signer counts: not banned and, in a closed run, admitted.
     [[nodiscard]] bool admits(const SignedRecord &record, double now) const;
     void publishRecord(const std::string &key, const std::string &payload) const;
+    void publishCheckRecord(CheckRecord mine) const; // notes it published (publishedChecks), then puts it
     // `roundSeconds` sets the wait for missing peers (MergeOptions), `formingSeconds` the wait
     // for an announced group's round (formingWait at least).
     [[nodiscard]] Awaited awaitGroups(const std::string &key, const GroupRecord &mine, const GroupInfo &group,
@@ -249,7 +250,7 @@ private:
     std::shared_ptr<const DataPlaneSecurity> m_security;
     std::shared_ptr<const BanList> m_bans;
     std::future<void> m_announcing;
-    std::future<void> m_checking; // the sketches of the last merged round, being published
+    std::vector<std::future<void>> m_checking; // sketches of merged rounds being published
     mutable std::mutex m_checkedMutex;
     mutable std::deque<std::string> m_checked; // group ids of the rounds whose check record is out
     std::mutex m_runningMutex;

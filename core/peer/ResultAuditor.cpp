@@ -131,8 +131,9 @@ void ResultAuditor::summarise(double now, bool last)
     const auto &c = m_sinceLine;
     if ((!last && now - m_lineAt < SummarySeconds) || (last && c.rounds == 0))
         return;
-    log::info("check", "result checks in the last " + std::to_string(static_cast<long>((now - m_lineAt) / 60.0 + 0.5))
-                           + " min: " + std::to_string(c.rounds) + " rounds, reducers held " + std::to_string(c.held)
+    const auto seconds = static_cast<long>(now - m_lineAt + 0.5);
+    const auto span = seconds < 120 ? std::to_string(seconds) + " s" : std::to_string((seconds + 30) / 60) + " min";
+    log::info("check", "result checks in the last " + span + ": " + std::to_string(c.rounds) + " rounds, reducers held " + std::to_string(c.held)
                            + ", failed " + std::to_string(c.failed) + ", disputed " + std::to_string(c.disputed)
                            + ", not judged " + std::to_string(c.undecided));
     m_sinceLine = {};
@@ -163,6 +164,8 @@ void ResultAuditor::audit(Due due)
             silent.push_back(v.reducer);
             continue;
         }
+        if (v.silent && m_bans->isBanned(group.members[v.reducer].peerId, unixNow()))
+            continue; // its records are not read while it is banned: its silence proves nothing
         if (v.silent) {
             v.check.outcome = CheckOutcome::Fails;
             v.check.reason = "it published no check record of a round in which it reduced a shard";
