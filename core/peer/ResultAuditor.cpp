@@ -48,6 +48,8 @@ void ResultAuditor::schedule(const GroupInfo &group)
 
 void ResultAuditor::publishView(const GroupInfo &group, std::shared_ptr<const RoundEvidence> evidence, bool complete)
 {
+    if (m_merger.publishedChecks(group))
+        return; // its merge did: the round's payloads need not be kept a second longer
     {
         std::lock_guard lock(m_mutex);
         const double now = unixNow();
