@@ -162,6 +162,8 @@ void ResultAuditor::audit(Due due)
     }
     std::vector<std::size_t> silent;
     for (auto &v : verdicts) {
+        if (group.members[v.reducer].peerId == m_self)
+            continue; // its own result is no news to it (nor struck)
         if (v.silent && !final) {
             silent.push_back(v.reducer);
             continue;
@@ -188,7 +190,7 @@ void ResultAuditor::judge(const GroupInfo &group, const AuditVerdict &v)
     const auto strike = [&](std::size_t member, const std::string &why) {
         const auto &peer = group.members[member].peerId;
         if (peer == m_self)
-            return;
+            return; // a member disputing this peer's view
         m_bans->strike(peer, why, unixNow());
         ++m_strikes;
     };
