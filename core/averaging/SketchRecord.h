@@ -97,10 +97,10 @@ struct CheckRecord {
 [[nodiscard]] CheckRecord parseCheckRecord(const std::string &peerId, const std::string &payload);
 
 // The DHT key of the check records of group `groupId`'s round at `epoch`: "checks/ring/<r>/<s>"
-// under the run, r the epoch modulo CheckKeyRing and s one of CheckKeySlots slots (the group id's
-// SHA-256 modulo CheckKeySlots), so a node touches at most 1 024 such keys (OpenDHT keeps each an hour after
-// its last use: SwarmMessages.h EpochKeyRing) and a reader gets the records of its own group and
-// of about 1/16 of the others. Records of epoch e + CheckKeyRing replace those of e (one value
+// under the run, r the epoch modulo CheckKeyRing and s one of CheckKeySlots slots (the group
+// id's SHA-256 modulo CheckKeySlots), so a node touches at most 1 024 such keys (OpenDHT keeps
+// each an hour after its last use: SwarmMessages.h EpochKeyRing) and a reader gets the records of
+// its own group and of about 1/16 of the others. Records of epoch e + CheckKeyRing replace those of e (one value
 // per peer and key), long after their audit.
 inline constexpr long CheckKeyRing = 64;
 inline constexpr unsigned CheckKeySlots = 16;

@@ -135,9 +135,10 @@ void ResultAuditor::summarise(double now, bool last)
         return;
     const auto seconds = static_cast<long>(now - m_lineAt + 0.5);
     const auto span = seconds < 120 ? std::to_string(seconds) + " s" : std::to_string((seconds + 30) / 60) + " min";
-    log::info("check", "result checks in the last " + span + ": " + std::to_string(c.rounds) + " rounds, reducers held " + std::to_string(c.held)
-                           + ", failed " + std::to_string(c.failed) + ", disputed " + std::to_string(c.disputed)
-                           + ", not judged " + std::to_string(c.undecided));
+    log::info("check", "result checks in the last " + span + ": " + std::to_string(c.rounds)
+                           + " rounds, reducers held " + std::to_string(c.held) + ", failed " + std::to_string(c.failed)
+                           + ", disputed " + std::to_string(c.disputed) + ", not judged "
+                           + std::to_string(c.undecided));
     m_sinceLine = {};
     m_lineAt = now;
 }
