@@ -7,11 +7,12 @@
   events.tsv     time, start|kill|exit|sigkill-at-stop, name, pid[, exit status]
   rss.tsv        time, name, pid, seconds since that process started, VmRSS (KiB)
 
-The metrics' step and round events also carry each process's heap in use (heap_mib: allocated,
-not freed), printed beside RSS but not judged: it leaves out the allocator's free pages (RSS
-swings by 100-200 MiB between the 30 s trims), but in a kill soak it swings as much with what a
-peer holds for a while (state snapshots pinned for downloaders, a round's buffers, the update
-archive filling): 112-239 MiB within one trainer's lifetime in the first soak that had it.
+The metrics' step, round and memory events (a monitor's every 30 s) carry each process's heap in
+use (heap_mib: allocated, not freed), printed beside RSS but not judged: it leaves out the
+allocator's free pages (RSS swings by 100-200 MiB between the 30 s trims), but in a kill soak it
+swings as much with what a peer holds for a while (state snapshots pinned for downloaders, a
+round's buffers, the update archive filling): 112-239 MiB within one trainer's lifetime in the
+first soak that had it.
 
   chaos_report.py SOAK_DIR --begin T --end T [--warmup S] [--hostile KIND|none]
                   [--stall-limit S] [--rss-limit PERCENT]

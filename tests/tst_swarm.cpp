@@ -364,6 +364,10 @@ private Q_SLOTS:
         for (const auto &r : rounds)
             QVERIFY(r.value("shard_elements", 0L) > 0); // the only reducer: the whole vector
         SWARM_VERIFY(monitor.logText().contains(QStringLiteral("from the state round")), {&monitor});
+        // A peer without steps of its own reports its memory at each heap trim (the first at start).
+        const auto memory = monitor.events("memory");
+        SWARM_VERIFY(!memory.empty(), {&monitor});
+        QVERIFY(memory.front().value("rss_mib", 0.0) > 1.0 && memory.front().value("heap_mib", 0.0) > 1.0);
         monitor.stopGracefully();
     }
 

@@ -149,7 +149,14 @@ void SwarmPeer::Impl::controlLoop()
             footprintLoggedAt = unixNow();
             logDhtFootprint(*dht);
         }
-        heapTrimmer.due(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+        const double steadyNow = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+        if (heapTrimmer.due(steadyNow) && metrics && opt.role != PeerRole::Trainer) {
+            // A peer that takes no steps has no step event to carry its memory: a "memory" event
+            // after each trim (a soak tells a monitor's leak from its swings by its heap).
+            nlohmann::json memory = nlohmann::json::object();
+            addMemoryFields(memory);
+            metrics->write("memory", std::move(memory));
+        }
         waitForNextRecord(std::min(nextProgressPeriod(), ttl / 3.0));
     }
     for (auto *f : {&creditRead, &creditPublish, &reachabilityCheck, &bootstrapping, &versionsCheck})

@@ -15,6 +15,7 @@ MetricsWriter::~MetricsWriter() = default;
 
 void MetricsWriter::write(const std::string &event, nlohmann::json fields)
 {
+    const std::lock_guard lock(m_mutex);
     if (!m_out.isOpen() || m_failed)
         return;
     const double now = unixNow();

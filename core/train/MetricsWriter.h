@@ -7,13 +7,15 @@
 //    "loss":x,"samples_per_s":x,"lr":x,"grad_norm":x,"applied":true}
 //   {"event":"validation","time":..,"peer_id":..,"role":..,"step":N,"val_loss":x}
 //   {"event":"catch_up","time":..,"peer_id":..,"role":..,"step":N,"from":N,"how":"downloaded"}
-// Later versions add fields; readers must ignore fields they do not know.
-// Thread-safety: one writer per file, used from one thread.
+//   {"event":"memory","time":..,"peer_id":..,"role":"monitor","rss_mib":x,"heap_mib":x}
+// Later versions add fields and events; readers must ignore what they do not know.
+// Threads: write() from any thread (a peer's worker writes steps, its control loop memory).
 #include "util/LineAppender.h"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <mutex>
 #include <string>
 
 namespace dedloc {
@@ -32,6 +34,7 @@ public:
     void write(const std::string &event, nlohmann::json fields);
 
 private:
+    std::mutex m_mutex; // guards m_out and m_failed
     LineAppender m_out;
     std::string m_peerId;
     std::string m_role;
