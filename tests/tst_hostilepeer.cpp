@@ -331,6 +331,42 @@ class TestHostilePeer : public QObject {
         }
         SWARM_VERIFY(sameParametersAtEveryStep(p1, p2, p3, 24), all);
     }
+
+    // A sender whose PARTs carry NaN, or claim more samples than any batch holds: every honest
+    // reducer refuses each such part, a strike per part, so the sender is banned in its first
+    // round; the others' average goes on without it and no honest trainer strikes another.
+    void aSenderOfInvalidPartsIsBanned_data()
+    {
+        QTest::addColumn<QString>("attack");
+        QTest::addColumn<QString>("verdict");
+        QTest::newRow("NaN values") << QStringLiteral("nan") << QStringLiteral("PART carries a non-finite value");
+        QTest::newRow("a weight no batch holds") << QStringLiteral("weight:1e9") << QStringLiteral("PART claims a weight of");
+    }
+    void aSenderOfInvalidPartsIsBanned()
+    {
+        QFETCH(QString, attack);
+        QFETCH(QString, verdict);
+        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / ("parts-" + std::to_string(attack.size()));
+        std::filesystem::create_directories(d);
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
+        auto [monitor, p1, p2, p3, liar] = startSwarm(h, 8, attack);
+        const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &liar, &monitor};
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 240), all);
+        const auto liarId = peerIdOf(liar);
+        QVERIFY(!liarId.empty());
+        for (const auto *p : {&p1, &p2, &p3}) {
+            const auto log = p->logText();
+            SWARM_VERIFY(log.contains(verdict), all);
+            SWARM_VERIFY(log.contains(QString::fromStdString(liarId.substr(0, 16)) + QStringLiteral(" is banned")), all);
+            for (const auto *other : {&p1, &p2, &p3})
+                QVERIFY2(!log.contains(QString::fromStdString(peerIdOf(*other).substr(0, 16)) + QStringLiteral(" is banned")),
+                         qPrintable(p->name + QStringLiteral(" banned ") + other->name));
+        }
+        SWARM_VERIFY(sameParametersAtEveryStep(p1, p2, p3, 8), all);
+        for (const auto *p : {&p1, &p2, &p3})
+            for (const auto &[step, e] : byStep(*p))
+                SWARM_VERIFY(!e.contains("loss") || std::isfinite(e.value("loss", NAN)), all);
+    }
 };
 
 QTEST_MAIN(TestHostilePeer)

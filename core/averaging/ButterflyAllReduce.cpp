@@ -441,6 +441,8 @@ AllReduceReport AllReduceEndpoint::run(const std::string &groupId, const std::ve
         round.curveKeys = curveKeysOf(members);
     if (options.tamperAverage)
         round.tamperAverage = &options.tamperAverage;
+    if (options.tamperPart)
+        round.tamperPart = &options.tamperPart;
     std::shared_ptr<RoundEvidence> evidence;
     if (options.checkResults) {
         evidence = std::make_shared<RoundEvidence>(me, round.shardSizes, round.partElements,

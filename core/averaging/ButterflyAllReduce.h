@@ -166,6 +166,10 @@ struct AllReduceOptions {
     // Tests only (the hostile peer of tests/): rewrites each block's average this member's
     // reducer computed, before it is encoded, applied and returned.
     std::function<void(std::span<float>)> tamperAverage;
+    // Tests only: rewrites each PART this member sends with values, after encoding: the weight in
+    // its header (samples) and its payload's bytes (a sender lying about its weight, or sending
+    // values no honest encoder makes).
+    std::function<void(double &, std::span<std::uint8_t>)> tamperPart;
 };
 
 // A member whose messages broke the protocol in this round (see above).

@@ -191,7 +191,7 @@ bool PartSender::sendPart(std::size_t j)
     const auto &round = m_round;
     const auto p = m_nextPart[j];
     const auto &piece = m_outgoing[j][p];
-    const ShardHeader h{MessageType::Part,
+    ShardHeader h{MessageType::Part,
                         round.groupId,
                         static_cast<std::uint32_t>(round.me),
                         static_cast<std::uint32_t>(j),
@@ -209,6 +209,8 @@ bool PartSender::sendPart(std::size_t j)
     if (!weightless)
         encodeInto(round.codec, round.values.subspan(round.shardOffsets[j] + piece.offset, piece.count),
                    {payload.data<std::uint8_t>(), payload.size()});
+    if (round.tamperPart && !weightless)
+        (*round.tamperPart)(h.weight, {payload.data<std::uint8_t>(), payload.size()});
     if (round.evidence && !weightless)
         round.evidence->keepSent(j, p, payload);
     if (round.upload)

@@ -61,6 +61,7 @@ struct RoundContext {
     std::vector<EncodedPiece> *capture = nullptr; // the averaged pieces applied (AllReduceOptions)
     RoundEvidence *evidence = nullptr;           // kept for the result check; null: not checked
     const std::function<void(std::span<float>)> *tamperAverage = nullptr; // AllReduceOptions (tests)
+    const std::function<void(double &, std::span<std::uint8_t>)> *tamperPart = nullptr; // likewise
     const DataPlaneSecurity *security = nullptr; // null: plaintext links
     // Per member, the CURVE key its connections authenticate with (secured rounds only; all
     // zeros for a member whose identity key is invalid: it never matches a connection).

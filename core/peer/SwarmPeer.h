@@ -31,6 +31,7 @@
 #include "security/Minisign.h"
 #include "face/PeerControl.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -124,6 +125,9 @@ struct SwarmOptions {
     // Tests only: rewrites each block of the gradient average this peer's reducer computes before
     // it is returned (a reducer lying about its shard's result: AllReduceOptions::tamperAverage).
     std::function<void(std::span<float>)> tamperAverage;
+    // Tests only: rewrites each PART of this peer's gradient rounds after encoding, its weight and
+    // its payload (AllReduceOptions::tamperPart).
+    std::function<void(double &, std::span<std::uint8_t>)> tamperPart;
     // Tests only: publishes none of its check records (a reducer hiding its view from the result
     // check: MergeOptions::publishChecks).
     bool withholdChecks = false;

@@ -276,6 +276,7 @@ AllReduceOptions SwarmPeer::Impl::gradientRoundOptions(long epoch, const GroupIn
     auto o = roundOptions();
     o.checkResults = group && checksResults(*group, o.aggregation, o.codec);
     o.tamperAverage = opt.tamperAverage;
+    o.tamperPart = opt.tamperPart;
     std::lock_guard lock(mutex);
     auto bounds = tracker.weightBounds(epoch, unixNow());
     o.senderWeightBounds = std::move(bounds.perPeer);

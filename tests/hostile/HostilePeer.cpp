@@ -12,6 +12,9 @@
 //   result:F  as a reducer, returns (and applies) its shard's true gradient average times F (a
 //             reducer lying about its result; its sketches of the round stay true)
 //   silentresult:F  as result:F, and publishes no check record (its view hidden from the check)
+//   nan       every PART it sends carries NaN: the bytes of a float NaN over the whole payload,
+//             after encoding (no honest encoder makes one; its own local gradient stays finite)
+//   weight:W  every PART it sends claims W samples, whatever it computed (its records stay true)
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
 // rule and applies the group's result. Built only into the tests, never into the apps.
 #include "CommandLine.h"
@@ -20,8 +23,10 @@
 
 #include <QCoreApplication>
 
+#include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace {
@@ -74,6 +79,18 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
         };
         return true;
     }
+    if (kind == "nan") {
+        swarm.tamperPart = [](double &, std::span<std::uint8_t> payload) {
+            constexpr std::uint8_t Nan[4] = {0x00, 0x00, 0xC0, 0x7F}; // quiet NaN, little endian
+            for (std::size_t i = 0; i < payload.size(); ++i)
+                payload[i] = Nan[i % 4];
+        };
+        return true;
+    }
+    if (const auto claimed = parameterOf(kind, "weight:"); claimed && *claimed >= 0) {
+        swarm.tamperPart = [w = *claimed](double &weight, std::span<std::uint8_t>) { weight = w; };
+        return true;
+    }
     if (const auto lead = parameterOf(kind, "ahead:"); lead && *lead >= 1) {
         swarm.tamperRecord = [k = static_cast<long>(*lead)](dedloc::ProgressRecord &r) { r.epoch += k; };
         return true;
@@ -89,7 +106,8 @@ int main(int argc, char *argv[])
     QStringList arguments = QCoreApplication::arguments();
     const auto at = arguments.indexOf(QStringLiteral("--attack"));
     if (at < 1 || at + 1 >= arguments.size()) {
-        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K|bandwidth:B|result:F [dedloc options...]\n");
+        std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K|bandwidth:B|result:F|"
+                             "silentresult:F|nan|weight:W [dedloc options...]\n");
         return 2;
     }
     const auto attack = arguments[at + 1].toStdString();
