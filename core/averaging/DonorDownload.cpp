@@ -20,6 +20,31 @@ bool PartialState::any() const
     return std::find(have.begin(), have.end(), true) != have.end();
 }
 
+std::set<std::string> PartialState::donors() const
+{
+    std::set<std::string> out;
+    for (const auto &s : sources)
+        if (!s.empty())
+            out.insert(s);
+    return out;
+}
+
+std::set<std::string> donorsOfOtherParts(const DisputedState &disputed, const StateSnapshot &verified)
+{
+    std::set<std::string> out;
+    const auto n = disputed.values.size();
+    if (verified.values.size() != n || disputed.partElements == 0)
+        return out;
+    for (std::size_t k = 0; k < disputed.sources.size(); ++k) {
+        const auto first = std::min<std::uint64_t>(k * disputed.partElements, n);
+        const auto count = std::min<std::uint64_t>(disputed.partElements, n - first);
+        if (std::memcmp(disputed.values.data() + first, verified.values.data() + first, count * sizeof(float)) != 0
+            && !disputed.sources[k].empty())
+            out.insert(disputed.sources[k]);
+    }
+    return out;
+}
+
 bool PartialState::complete() const
 {
     return !have.empty() && std::find(have.begin(), have.end(), false) == have.end();
@@ -34,7 +59,7 @@ bool PartialState::continues(const StateInfo &info) const
 void PartialState::reset(const StateInfo &info)
 {
     *this = PartialState{{info.epoch, std::vector<float>(info.elements)}, info.digest, info.partElements,
-                         std::vector<bool>(info.parts, false), {}};
+                         std::vector<bool>(info.parts, false), std::vector<std::string>(info.parts)};
 }
 
 namespace {
@@ -181,8 +206,9 @@ bool DonorSession::fetchPart(const StateInfo &info, std::uint32_t k, StateSnapsh
 }
 
 // The assembled state holds only finite values and, when the donors gave a digest, matches it.
-// On a failure `why` says what; only a donor that served every part itself is blamed.
-bool checkAssembled(const PartialState &p, std::string &why, bool &invalid)
+// On a failure `why` says what; only a donor that served every part itself is blamed (`lied`).
+// A failed state from several donors goes to `disputed` (when not null), leaving `p` empty.
+bool checkAssembled(PartialState &p, std::string &why, bool &lied, std::optional<DisputedState> *disputed)
 {
     if (!std::all_of(p.state.values.begin(), p.state.values.end(), [](float x) { return std::isfinite(x); }))
         why = "state holds non-finite values";
@@ -190,10 +216,13 @@ bool checkAssembled(const PartialState &p, std::string &why, bool &invalid)
         why = "state does not match the digest its donor gave";
     else
         return true;
-    if (p.sources.size() > 1)
-        why += " (its parts came from " + std::to_string(p.sources.size()) + " donors: nobody is blamed)";
-    else
-        invalid = true;
+    if (const auto donors = p.donors(); donors.size() > 1) {
+        why += " (its parts came from " + std::to_string(donors.size()) + " donors: blamed once a true copy is had)";
+        if (disputed)
+            *disputed = DisputedState{p.digest, p.partElements, std::move(p.state.values), std::move(p.sources)};
+    } else {
+        lied = true;
+    }
     return false;
 }
 
@@ -221,7 +250,7 @@ class PartBoard {
     {
         std::lock_guard lock(m_mutex);
         m_partial.have[k] = true;
-        m_partial.sources.insert(source);
+        m_partial.sources[k] = source;
     }
     void giveBack(std::uint32_t k)
     {
@@ -293,7 +322,8 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
                                           std::uint64_t expectedElements, const StateDownloadOptions &options,
                                           const std::atomic<bool> &stop,
                                           const std::shared_ptr<const DataPlaneSecurity> &security,
-                                          PartialState &partial, DonorOutcome &outcome, const DonorOffer *offer)
+                                          PartialState &partial, DonorOutcome &outcome, const DonorOffer *offer,
+                                          std::optional<DisputedState> *disputed)
 {
     auto [d, info] = openSession(donor, offer, runId, minEpoch, expectedElements, options, stop, security);
     std::optional<StateSnapshot> result;
@@ -316,12 +346,15 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
             if (!d.fetchPart(*info, k, partial.state))
                 break;
             partial.have[k] = true;
-            partial.sources.insert(donor.peerId);
+            partial.sources[k] = donor.peerId;
         }
         if (partial.complete()) {
-            if (checkAssembled(partial, d.why, d.invalid))
+            bool lied = false;
+            if (checkAssembled(partial, d.why, lied, disputed))
                 result = std::move(partial.state);
             partial = {};
+            outcome = {donor, d.why, lied, lied};
+            return result;
         }
     }
     outcome = {donor, d.why, d.invalid};
@@ -333,7 +366,8 @@ std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> 
                                                  const std::atomic<bool> &stop,
                                                  const std::shared_ptr<const DataPlaneSecurity> &security,
                                                  PartialState &partial, std::vector<DonorOutcome> &outcomes,
-                                                 const std::vector<DonorOffer> *offers)
+                                                 const std::vector<DonorOffer> *offers,
+                                                 std::optional<DisputedState> *disputed)
 {
     if (!partial.continues(target))
         partial.reset(target);
@@ -349,17 +383,18 @@ std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> 
     if (!partial.complete())
         return std::nullopt;
     std::string why;
-    bool invalid = false;
+    bool lied = false;
+    const auto served = partial.donors();
     std::optional<StateSnapshot> result;
-    if (checkAssembled(partial, why, invalid)) {
+    if (checkAssembled(partial, why, lied, disputed)) {
         result = std::move(partial.state);
     } else {
         for (auto &o : outcomes) // one donor served it all: that one lied
-            if (invalid && partial.sources.count(o.donor.peerId)) {
+            if (lied && served.count(o.donor.peerId)) {
                 o.why = why;
-                o.invalid = true;
+                o.invalid = o.lied = true;
             }
-        if (!invalid)
+        if (!lied)
             log::warning("state", why + "; downloading again from one donor at a time");
     }
     partial = {};

@@ -4,6 +4,7 @@
 
 #include "net/DataPlaneSecurity.h"
 #include "util/Clock.h"
+#include "util/Hash.h"
 #include "util/Log.h"
 
 #include <sodium.h>
@@ -150,8 +151,18 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
     const auto failed = [&](const DonorOutcome &o) {
         last = "donor " + o.donor.peerId.substr(0, 8) + ": " + o.why;
         log::warning("state", last);
-        if (o.invalid && bans) // its own answer on a link to its key: the donor is at fault
+        if (o.lied && bans) // a whole state of its own that is not the one it offered
+            bans->ban(o.donor.peerId, "state download: " + o.why, unixNow());
+        else if (o.invalid && bans) // its own answer on a link to its key: the donor is at fault
             bans->strike(o.donor.peerId, "state download: " + o.why, unixNow());
+    };
+    std::optional<DisputedState> disputed; // a state from several donors that missed its digest
+    const auto verified = [&](const StateSnapshot &s) { // only a true copy of the disputed state judges it
+        if (!disputed || !bans || sha256Hex(s.values.data(), s.values.size() * sizeof(float)) != disputed->digest)
+            return;
+        for (const auto &liar : donorsOfOtherParts(*disputed, s))
+            bans->ban(liar, "state download: served parts of epoch " + std::to_string(s.epoch)
+                                + " that differ from the state of the digest it offered", unixNow());
     };
     PartialState partial; // parts fetched so far, for the next donor of the same state
     std::set<std::string> gaveUp;
@@ -160,7 +171,7 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
                                + std::to_string(plan.sameState.size()) + " donors at once");
         std::vector<DonorOutcome> outcomes;
         if (auto s = downloadFromSeveral(plan.sameState, *plan.state, runId, options, stop, security, partial,
-                                         outcomes, &plan.offers)) {
+                                         outcomes, &plan.offers, &disputed)) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + std::to_string(plan.sameState.size()) + " donors");
             return s;
@@ -184,9 +195,10 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
         ++tried;
         DonorOutcome outcome;
         if (auto s = downloadFrom(donor, runId, minEpoch, expectedElements, options, stop, security, partial, outcome,
-                                  offerOf(&plan.offers, donor.peerId))) {
+                                  offerOf(&plan.offers, donor.peerId), &disputed)) {
             log::info("state", "downloaded state of epoch " + std::to_string(s->epoch) + " from "
                                    + donor.peerId.substr(0, 8));
+            verified(*s);
             return s;
         }
         failed(outcome);
