@@ -332,6 +332,49 @@ class TestHostilePeer : public QObject {
         SWARM_VERIFY(sameParametersAtEveryStep(p1, p2, p3, 24), all);
     }
 
+    // A state donor that serves finite garbage while its records and offers name its true state
+    // (the swarm's: it trains as an honest peer). A joiner that takes any part from it finds the
+    // state it assembled missing the digest, gets the state from the honest donor and bans the
+    // liar (docs/PROTOCOL.md "Several donors at once"); then it averages with the honest trainer
+    // and holds its parameters. A joiner that asked the honest donor alone never meets the liar:
+    // another joiner is started then, at most three.
+    void aDonorServingAnotherStateIsBanned()
+    {
+        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "donor";
+        std::filesystem::create_directories(d);
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 1024, 1000), d / "peers"); // steps of seconds
+        auto &monitor = h.startMonitor();
+        const QStringList args{QStringLiteral("--steps"), QStringLiteral("200"), QStringLiteral("--min-peers"),
+                               QStringLiteral("2"), QStringLiteral("--average-state-every"), QStringLiteral("0")};
+        auto &p1 = h.startPeer(QStringLiteral("p1"), args);
+        auto &liar = h.startPeer(QStringLiteral("hostile"), QStringList(args) << QStringLiteral("--attack")
+                                                                              << QStringLiteral("donor:7000"), m_hostile);
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return p1.lastStep() >= 3 && liar.lastStep() >= 3; }, 120),
+                     {&p1, &liar, &monitor});
+        const auto liarId = QString::fromStdString(peerIdOf(liar).substr(0, 16));
+        const auto liarShort = liarId.left(8);
+        bool banned = false;
+        for (int i = 1; i <= 3 && !banned; ++i) {
+            auto &late = h.startPeer(QStringLiteral("late%1").arg(i), args);
+            const std::initializer_list<SwarmPeerProcess *> all{&p1, &liar, &monitor, &late};
+            SWARM_VERIFY(SwarmHarness::waitFor([&] { return late.events().size() >= 2; }, 180), all);
+            late.stopGracefully();
+            const auto log = late.logText();
+            SWARM_VERIFY(log.contains(QStringLiteral("downloaded state of epoch")), all);
+            QVERIFY2(!log.contains(QString::fromStdString(peerIdOf(p1).substr(0, 16)) + QStringLiteral(" is banned")),
+                     qPrintable(late.name + QStringLiteral(" banned the honest donor")));
+            // It met the liar (in a download from several donors, or alone): then it banned it.
+            const bool met = log.contains(QStringLiteral("donors at once")) || log.contains(QStringLiteral("donor ") + liarShort);
+            banned = log.contains(liarId + QStringLiteral(" is banned"));
+            SWARM_VERIFY(banned || !met, all);
+            const auto sl = byStep(late), s1 = byStep(p1);
+            SWARM_VERIFY(!sl.empty() && s1.count(sl.begin()->first), all);
+            QCOMPARE(sl.begin()->second.value("params_sha", std::string()),
+                     s1.at(sl.begin()->first).value("params_sha", std::string()));
+        }
+        SWARM_VERIFY(banned, {&p1, &liar, &monitor});
+    }
+
     // A sender whose PARTs carry NaN, or claim more samples than any batch holds: every honest
     // reducer refuses each such part, a strike per part, so the sender is banned in its first
     // round; the others' average goes on without it and no honest trainer strikes another.

@@ -54,6 +54,7 @@ struct PeerService::Impl {
     std::deque<std::shared_ptr<const StateSnapshot>> snapshots;
     std::map<std::string, double> pinnedUntil; // snapshot id -> Unix seconds
     double pinSeconds = 30.0;
+    std::function<void(std::span<float>)> partTamper; // tests only
     std::map<std::string, long long> served;
     std::uint64_t snapshotCounter = 0;
     std::map<std::shared_ptr<const StateSnapshot>, std::string> snapshotIds;
@@ -157,6 +158,8 @@ struct PeerService::Impl {
                     const std::uint64_t offset = part * partElements;
                     const auto count = std::min<std::uint64_t>(partElements, s->values.size() - offset);
                     zmq::message_t data(s->values.data() + offset, count * sizeof(float));
+                    if (partTamper)
+                        partTamper({data.data<float>(), count});
                     return reply(routingId, "part", {{"i", id}, {"k", part}}, &data);
                 }
                 return reply(routingId, "refuse", {{"why", "snapshot is gone"}});
@@ -392,6 +395,12 @@ void PeerService::setSnapshotPin(double seconds)
 {
     std::lock_guard lock(d->mutex);
     d->pinSeconds = seconds;
+}
+
+void PeerService::setPartTamper(std::function<void(std::span<float>)> tamper)
+{
+    std::lock_guard lock(d->mutex);
+    d->partTamper = std::move(tamper);
 }
 
 std::pair<long, std::string> PeerService::stateDigest() const

@@ -25,7 +25,9 @@
 #include "averaging/SwarmMessages.h"
 #include "averaging/UpdateArchive.h"
 
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,6 +84,9 @@ public:
     void setState(std::shared_ptr<const StateSnapshot> snapshot);
     // How long a snapshot stays pinned after a download's last request for it (seconds; 30).
     void setSnapshotPin(double seconds);
+    // Tests only (the hostile peer of tests/): rewrites the values of each state part before it
+    // is sent, so that this donor serves another state than the one its offer and digest name.
+    void setPartTamper(std::function<void(std::span<float>)> tamper);
     [[nodiscard]] long stateEpoch() const;  // -1 without state
     // The newest snapshot's epoch and SHA-256 (StateInfo::digest), {-1, ""} without state. The
     // hash (about 40 ms for 15 MB) is computed once per snapshot, outside the service's lock;

@@ -121,6 +121,8 @@ void SwarmPeer::Impl::setUp()
         service = std::make_unique<PeerService>(swarmId, "tcp://" + opt.host + ":" + servicePort, 128 * 1024,
                                                 access.security, bans);
         service->setState(std::make_shared<StateSnapshot>(StateSnapshot{trainer->step(), trainer->stateFlat()}));
+        if (opt.tamperServedState)
+            service->setPartTamper(opt.tamperServedState);
     }
     allReduce = std::make_unique<AllReduceEndpoint>(reachable(), "tcp://" + opt.host + ":" + allReducePort, access.security);
     if (!opt.announce.empty()) {

@@ -128,6 +128,9 @@ struct SwarmOptions {
     // Tests only: rewrites each PART of this peer's gradient rounds after encoding, its weight and
     // its payload (AllReduceOptions::tamperPart).
     std::function<void(double &, std::span<std::uint8_t>)> tamperPart;
+    // Tests only: rewrites each state part this peer serves as a donor (PeerService::setPartTamper),
+    // while its records and offers name its true state.
+    std::function<void(std::span<float>)> tamperServedState;
     // Tests only: publishes none of its check records (a reducer hiding its view from the result
     // check: MergeOptions::publishChecks).
     bool withholdChecks = false;

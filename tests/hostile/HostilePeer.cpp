@@ -15,6 +15,8 @@
 //   nan       every PART it sends carries NaN: the bytes of a float NaN over the whole payload,
 //             after encoding (no honest encoder makes one; its own local gradient stays finite)
 //   weight:W  every PART it sends claims W samples, whatever it computed (its records stay true)
+//   donor:V   as a state donor, serves every value as V (finite garbage) while its records and
+//             offers name its true state and digest
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
 // rule and applies the group's result. Built only into the tests, never into the apps.
 #include "CommandLine.h"
@@ -23,6 +25,7 @@
 
 #include <QCoreApplication>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -91,6 +94,12 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
         swarm.tamperPart = [w = *claimed](double &weight, std::span<std::uint8_t>) { weight = w; };
         return true;
     }
+    if (const auto value = parameterOf(kind, "donor:")) {
+        swarm.tamperServedState = [v = static_cast<float>(*value)](std::span<float> part) {
+            std::fill(part.begin(), part.end(), v);
+        };
+        return true;
+    }
     if (const auto lead = parameterOf(kind, "ahead:"); lead && *lead >= 1) {
         swarm.tamperRecord = [k = static_cast<long>(*lead)](dedloc::ProgressRecord &r) { r.epoch += k; };
         return true;
@@ -107,7 +116,7 @@ int main(int argc, char *argv[])
     const auto at = arguments.indexOf(QStringLiteral("--attack"));
     if (at < 1 || at + 1 >= arguments.size()) {
         std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K|bandwidth:B|result:F|"
-                             "silentresult:F|nan|weight:W [dedloc options...]\n");
+                             "silentresult:F|nan|weight:W|donor:V [dedloc options...]\n");
         return 2;
     }
     const auto attack = arguments[at + 1].toStdString();
