@@ -332,6 +332,31 @@ class TestHostilePeer : public QObject {
         SWARM_VERIFY(sameParametersAtEveryStep(p1, p2, p3, 24), all);
     }
 
+    // A leader that accepts joins and never begins: its followers give up on it at its deadline
+    // plus the request timeout, ask no more of it that epoch and form their group without it;
+    // the honest trainers average every step after the first together, on the same parameters.
+    void aLeaderThatNeverBeginsCannotHoldTheSwarm()
+    {
+        const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "neverbegin";
+        std::filesystem::create_directories(d);
+        SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
+        auto [monitor, p1, p2, p3, holder] = startSwarm(h, 10, QStringLiteral("neverbegin"));
+        const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &holder, &monitor};
+        SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 300), all);
+        SWARM_VERIFY(holder.logText().contains(QStringLiteral("without a BEGIN")), all); // it did hold followers
+        const auto holderId = QString::fromStdString(peerIdOf(holder).substr(0, 8));
+        int gaveUp = 0;
+        for (const auto *p : {&p1, &p2, &p3}) {
+            gaveUp += p->logText().contains(QStringLiteral("leader ") + holderId + QStringLiteral(" never began")) ? 1 : 0;
+            long together = 0;
+            for (const auto &[step, e] : byStep(*p))
+                together += step >= 2 && e.value("averaged", false) && e.value("group_size", 0) >= 3 ? 1 : 0;
+            SWARM_VERIFY(together == 9, all);
+        }
+        SWARM_VERIFY(gaveUp >= 1, all);
+        SWARM_VERIFY(sameParametersAtEveryStep(p1, p2, p3, 10), all);
+    }
+
     // A state donor that serves finite garbage while its records and offers name its true state
     // (the swarm's: it trains as an honest peer). A joiner that takes any part from it finds the
     // state it assembled missing the digest, gets the state from the honest donor and bans the

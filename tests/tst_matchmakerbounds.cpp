@@ -10,6 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
 #include <vector>
 
 using namespace dedloc;
@@ -84,6 +88,41 @@ private Q_SLOTS:
         QVERIFY(!out.group);
         QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("never began")), out.why.c_str());
         QCOMPARE(leader.joins.load(), 1);
+    }
+
+    // Two peers held by a leader that accepts them and never begins (a real matchmaker with
+    // neverBegin, declared first so that it orders before them) form their group of two without
+    // it in the same search: each declares itself again once the leader's deadline has passed.
+    void peersHeldByALeaderFormTheirGroupWithoutIt()
+    {
+        auto options = fastOptions();
+        options.window = 4.0; // the holder asks nobody itself before half its window
+        auto peers = makePeers({false, false, false}, options);
+        auto hold = options;
+        hold.neverBegin = true;
+        auto &holder = *peers[0];
+        holder.matchmaker = std::make_unique<Matchmaker>(
+            *holder.dht, holder.service.get(),
+            MatchSelf{holder.identity.peerId(), "mm-test", "tcp://127.0.0.1:10", -1.0, false, true, holder.identity.publicKey()},
+            hold);
+        std::atomic<bool> stop{false};
+        const auto expect3 = [] { return std::size_t(3); };
+        auto held = std::async(std::launch::async, [&] { return holder.matchmaker->formGroup(3, "s", expect3, stop); });
+        std::this_thread::sleep_for(std::chrono::milliseconds(500)); // its deadline is the earliest
+        const auto start = std::chrono::steady_clock::now();
+        auto a = std::async(std::launch::async, [&] { return peers[1]->matchmaker->formGroup(3, "s", expect3, stop); });
+        auto b = std::async(std::launch::async, [&] { return peers[2]->matchmaker->formGroup(3, "s", expect3, stop); });
+        const auto ga = a.get(), gb = b.get();
+        const auto gh = held.get();
+        QVERIFY2(!gh, gh ? qPrintable(QString::number(gh->info.members.size())) : "");
+        QVERIFY(ga && gb);
+        QCOMPARE(ga->info.groupId, gb->info.groupId);
+        QCOMPARE(ga->info.members.size(), std::size_t(2));
+        for (const auto &m : ga->info.members)
+            QVERIFY(m.peerId != holder.identity.peerId());
+        // Within the search's bound with a second declaration (Matchmaker.h).
+        QVERIFY2(seconds(start) < 1.5 * options.window + 3 * options.requestTimeout + 1.0,
+                 qPrintable(QString::number(seconds(start))));
     }
 
     // A BEGIN that lists the follower and another peer but not the leader that sent it is

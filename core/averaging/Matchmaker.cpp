@@ -131,6 +131,10 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
         log::warning("match", "disbanded a group in which no member can reduce a shard (all in client mode)");
         return std::nullopt;
     }
+    if (m_options.neverBegin) {
+        log::warning("match", "holding " + std::to_string(followers.size()) + " follower(s) without a BEGIN (tests)");
+        return std::nullopt;
+    }
     m_service->begin(g.info);
     log::info("match", "led group " + g.info.groupId + " of " + std::to_string(g.info.members.size()) + " peers");
     return g;
@@ -344,8 +348,9 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
                                                  const std::atomic<bool> &stop, std::string *why)
 {
     const double started = unixNow();
-    const double deadline = started + m_options.window;
-    const double giveUp = deadline + m_options.requestTimeout;
+    double deadline = started + m_options.window;
+    double giveUp = deadline + m_options.requestTimeout;
+    bool declaredAgain = false; // after a leader that never began (Matchmaker.h)
     SearchView view;
     view.key = matchmakingKey(m_self.runId, epoch, schema); // also other epochs' (a ring): filtered by epoch
     const bool reachable = m_service != nullptr && !m_clientMode.load(); // for the whole search
@@ -420,6 +425,17 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         view.retryAfter[leader->peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
         log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);
+        if (!declaredAgain && !stop.load()
+            && (followWhy.find("never began") != std::string::npos || followWhy.find("bad BEGIN") != std::string::npos)) {
+            declaredAgain = true;
+            deadline = unixNow() + m_options.window / 2;
+            giveUp = deadline + m_options.requestTimeout;
+            mine.expiresAt = deadline;
+            if (!m_dht.publish(view.key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
+                log::warning("match", "second declaration not confirmed by the DHT; looking for a group anyway");
+            log::info("match", m_self.peerId.substr(0, 8) + " declares itself again until "
+                                   + std::to_string(m_options.window / 2) + " s from now, without that leader");
+        }
         if (reachable && unixNow() < deadline)
             m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
     }

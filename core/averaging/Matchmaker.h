@@ -26,6 +26,10 @@
 // or a follower refused or left waiting past
 // the leader's deadline plus the request timeout, looks for any other leader until its own
 // deadline plus the request timeout, then gives up (the caller steps on local gradients).
+// A leader that accepted a peer and never began (crashed, or holds it on purpose) leaves it little
+// of its window, and every other peer it held alike: the first time in a search, the peer
+// declares itself again with a new deadline half a window away and looks on (the held peers
+// then form their group without that leader, which none of them asks again that epoch).
 // Client-mode peers never lead: they have no service socket and only ask. A peer this one has
 // banned (averaging/BanList.h: it sent invalid data) is neither asked nor accepted as a follower.
 // Security: joins go over CURVE to the key that signed the leader's declaration; in a closed
@@ -35,7 +39,8 @@
 // by the leader's PeerService).
 //
 // Threads: formGroup() runs on the calling thread (the averaging thread) and returns within
-// window + 2 x requestTimeout, or sooner when `stop` becomes true.
+// 1.5 x window + 3 x requestTimeout (2 x without a leader that never began), or sooner when
+// `stop` becomes true.
 #include "net/DhtNode.h"
 #include "averaging/PeerService.h"
 #include "averaging/SwarmMessages.h"
@@ -59,6 +64,9 @@ struct MatchmakingOptions {
     // Open runs: no member's shard share above twice an even one (averaging/LoadBalancing.h,
     // fairShareCap), as the leader assigns them and as every follower checks its BEGIN.
     bool capShares = false;
+    // Tests only (the hostile peer of tests/): as a leader, accepts joins and never begins, so
+    // that its followers wait for a BEGIN that never comes.
+    bool neverBegin = false;
 };
 
 struct MatchSelf {

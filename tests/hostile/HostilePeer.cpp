@@ -15,6 +15,7 @@
 //   nan       every PART it sends carries NaN: the bytes of a float NaN over the whole payload,
 //             after encoding (no honest encoder makes one; its own local gradient stays finite)
 //   weight:W  every PART it sends claims W samples, whatever it computed (its records stay true)
+//   neverbegin  as a leader, accepts joins and never sends BEGIN (it holds its followers)
 //   donor:V   as a state donor, serves every value as V (finite garbage) while its records and
 //             offers name its true state and digest
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
@@ -82,6 +83,10 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
         };
         return true;
     }
+    if (kind == "neverbegin") {
+        swarm.matchmaking.neverBegin = true;
+        return true;
+    }
     if (kind == "nan") {
         swarm.tamperPart = [](double &, std::span<std::uint8_t> payload) {
             constexpr std::uint8_t Nan[4] = {0x00, 0x00, 0xC0, 0x7F}; // quiet NaN, little endian
@@ -116,7 +121,7 @@ int main(int argc, char *argv[])
     const auto at = arguments.indexOf(QStringLiteral("--attack"));
     if (at < 1 || at + 1 >= arguments.size()) {
         std::fprintf(stderr, "usage: dedloc-hostile-peer --attack scale:F|claim:N|ahead:K|bandwidth:B|result:F|"
-                             "silentresult:F|nan|weight:W|donor:V [dedloc options...]\n");
+                             "silentresult:F|nan|weight:W|donor:V|neverbegin [dedloc options...]\n");
         return 2;
     }
     const auto attack = arguments[at + 1].toStdString();
