@@ -388,8 +388,10 @@ class TestHostilePeer : public QObject {
             SWARM_VERIFY(log.contains(QStringLiteral("downloaded state of epoch")), all);
             QVERIFY2(!log.contains(QString::fromStdString(peerIdOf(p1).substr(0, 16)) + QStringLiteral(" is banned")),
                      qPrintable(late.name + QStringLiteral(" banned the honest donor")));
-            // It met the liar (in a download from several donors, or alone): then it banned it.
-            const bool met = log.contains(QStringLiteral("donors at once")) || log.contains(QStringLiteral("donor ") + liarShort);
+            // It took garbage from the liar (a state from several donors that missed its digest,
+            // or the liar's own): then it banned it.
+            const bool met = log.contains(QStringLiteral("blamed once a true copy"))
+                             || log.contains(QStringLiteral("donor ") + liarShort + QStringLiteral(": state does not match"));
             banned = log.contains(liarId + QStringLiteral(" is banned"));
             SWARM_VERIFY(banned || !met, all);
             const auto sl = byStep(late), s1 = byStep(p1);

@@ -205,21 +205,27 @@ bool DonorSession::fetchPart(const StateInfo &info, std::uint32_t k, StateSnapsh
     return true;
 }
 
-// The assembled state holds only finite values and, when the donors gave a digest, matches it.
-// On a failure `why` says what; only a donor that served every part itself is blamed (`lied`).
-// A failed state from several donors goes to `disputed` (when not null), leaving `p` empty.
-bool checkAssembled(PartialState &p, std::string &why, bool &lied, std::optional<DisputedState> *disputed)
+// The assembled state matches the digest the donors gave, when they gave one, and holds only
+// finite values. A mismatch from one donor proves it `lied`; from several, the state is added to
+// `disputed` (when not null), leaving `p` empty. A state that matches its digest but holds
+// non-finite values is what its donors hold: `invalid` for a lone donor (a strike, as before
+// digests), nobody's fault to judge among several. `why` says what failed.
+bool checkAssembled(PartialState &p, std::string &why, bool &lied, bool &invalid, std::vector<DisputedState> *disputed)
 {
-    if (!std::all_of(p.state.values.begin(), p.state.values.end(), [](float x) { return std::isfinite(x); }))
-        why = "state holds non-finite values";
-    else if (!p.digest.empty() && sha256Hex(p.state.values.data(), p.state.values.size() * sizeof(float)) != p.digest)
+    const auto donors = p.donors();
+    if (!p.digest.empty() && sha256Hex(p.state.values.data(), p.state.values.size() * sizeof(float)) != p.digest) {
         why = "state does not match the digest its donor gave";
-    else
+    } else if (!std::all_of(p.state.values.begin(), p.state.values.end(), [](float x) { return std::isfinite(x); })) {
+        why = "state holds non-finite values";
+        invalid = donors.size() <= 1;
+        return false;
+    } else {
         return true;
-    if (const auto donors = p.donors(); donors.size() > 1) {
+    }
+    if (donors.size() > 1) {
         why += " (its parts came from " + std::to_string(donors.size()) + " donors: blamed once a true copy is had)";
         if (disputed)
-            *disputed = DisputedState{p.digest, p.partElements, std::move(p.state.values), std::move(p.sources)};
+            disputed->push_back({p.digest, p.partElements, std::move(p.state.values), std::move(p.sources)});
     } else {
         lied = true;
     }
@@ -323,7 +329,7 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
                                           const std::atomic<bool> &stop,
                                           const std::shared_ptr<const DataPlaneSecurity> &security,
                                           PartialState &partial, DonorOutcome &outcome, const DonorOffer *offer,
-                                          std::optional<DisputedState> *disputed)
+                                          std::vector<DisputedState> *disputed)
 {
     auto [d, info] = openSession(donor, offer, runId, minEpoch, expectedElements, options, stop, security);
     std::optional<StateSnapshot> result;
@@ -349,11 +355,11 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
             partial.sources[k] = donor.peerId;
         }
         if (partial.complete()) {
-            bool lied = false;
-            if (checkAssembled(partial, d.why, lied, disputed))
+            bool lied = false, invalid = false;
+            if (checkAssembled(partial, d.why, lied, invalid, disputed))
                 result = std::move(partial.state);
             partial = {};
-            outcome = {donor, d.why, lied, lied};
+            outcome = {donor, d.why, lied || invalid, lied};
             return result;
         }
     }
@@ -367,7 +373,7 @@ std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> 
                                                  const std::shared_ptr<const DataPlaneSecurity> &security,
                                                  PartialState &partial, std::vector<DonorOutcome> &outcomes,
                                                  const std::vector<DonorOffer> *offers,
-                                                 std::optional<DisputedState> *disputed)
+                                                 std::vector<DisputedState> *disputed)
 {
     if (!partial.continues(target))
         partial.reset(target);
@@ -383,18 +389,19 @@ std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> 
     if (!partial.complete())
         return std::nullopt;
     std::string why;
-    bool lied = false;
+    bool lied = false, invalid = false;
     const auto served = partial.donors();
     std::optional<StateSnapshot> result;
-    if (checkAssembled(partial, why, lied, disputed)) {
+    if (checkAssembled(partial, why, lied, invalid, disputed)) {
         result = std::move(partial.state);
     } else {
-        for (auto &o : outcomes) // one donor served it all: that one lied
-            if (lied && served.count(o.donor.peerId)) {
+        for (auto &o : outcomes) // one donor served it all: that one is at fault
+            if ((lied || invalid) && served.count(o.donor.peerId)) {
                 o.why = why;
-                o.invalid = o.lied = true;
+                o.invalid = true;
+                o.lied = lied;
             }
-        if (!lied)
+        if (!lied && !invalid)
             log::warning("state", why + "; downloading again from one donor at a time");
     }
     partial = {};

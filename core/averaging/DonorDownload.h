@@ -8,9 +8,9 @@
 // partElements values. A PartialState keeps the parts fetched so far, whoever served them, so a
 // download goes on where another stopped when the next donor offers the same digest and layout.
 // The assembled state is checked against the digest. Blame: a donor whose own answer breaks the
-// protocol (another layout, a part of the wrong size, a malformed reply) is `invalid`; a state that
-// misses its digest (or holds non-finite values) proves its donor `lied` when that donor served
-// every part itself. Parts from several donors cannot tell who lied at once: the state is kept
+// protocol (another layout, a part of the wrong size, a malformed reply, a state of its own with
+// non-finite values) is `invalid`; a state that misses its digest proves its donor `lied` when
+// that donor served every part itself. Parts from several donors cannot tell who lied at once: the state is kept
 // aside as a DisputedState, the caller starts over from one donor, and once a state of that digest
 // is verified, donorsOfOtherParts() names every donor that served a part differing from it (the
 // digest is SHA-256: no other bytes have it, so each of them served a state it did not offer).
@@ -110,14 +110,14 @@ std::optional<DonorOffer> askDonorState(const DonorAdvert &donor, const std::str
 // must be this donor's), otherwise asks "state?" (and `options.vouch`) on a new one; then fetches
 // the parts `partial` lacks (all of them unless it continues the same snapshot). Returns the
 // state when complete, finite and matching the digest; a state assembled with parts of other
-// donors that misses it goes to `disputed` (when not null).
+// donors that misses it is added to `disputed` (when not null).
 std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::string &runId, long minEpoch,
                                           std::uint64_t expectedElements, const StateDownloadOptions &options,
                                           const std::atomic<bool> &stop,
                                           const std::shared_ptr<const DataPlaneSecurity> &security,
                                           PartialState &partial, DonorOutcome &outcome,
                                           const DonorOffer *offer = nullptr,
-                                          std::optional<DisputedState> *disputed = nullptr);
+                                          std::vector<DisputedState> *disputed = nullptr);
 
 // The snapshot `target` (its epoch, layout and digest) from all of `donors` at once: each donor
 // takes the next part nobody has; a part whose donor fails goes back for the others, and a donor
@@ -125,13 +125,13 @@ std::optional<StateSnapshot> downloadFrom(const DonorAdvert &donor, const std::s
 // offer in `offers` (when not null) is not asked again: its share goes over that connection. `partial` holds what arrived, for a download from one donor after this (continues()
 // tells whether it may go on). Returns the state when complete, finite and matching the digest;
 // `outcomes` (one per donor, in order) say how each donor ended. A complete state that misses its
-// digest goes to `disputed` (when not null) if several donors served it.
+// digest is added to `disputed` (when not null) if several donors served it.
 std::optional<StateSnapshot> downloadFromSeveral(const std::vector<DonorAdvert> &donors, const StateInfo &target,
                                                  const std::string &runId, const StateDownloadOptions &options,
                                                  const std::atomic<bool> &stop,
                                                  const std::shared_ptr<const DataPlaneSecurity> &security,
                                                  PartialState &partial, std::vector<DonorOutcome> &outcomes,
                                                  const std::vector<DonorOffer> *offers = nullptr,
-                                                 std::optional<DisputedState> *disputed = nullptr);
+                                                 std::vector<DisputedState> *disputed = nullptr);
 
 } // namespace dedloc

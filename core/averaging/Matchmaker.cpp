@@ -1,7 +1,7 @@
 #include "averaging/Matchmaker.h"
 
 #include "net/DataPlaneSecurity.h"
-#include "averaging/LoadBalancing.h"
+#include "averaging/GroupShares.h"
 #include "averaging/ServiceClient.h"
 #include "util/Error.h"
 #include "util/Hash.h"
@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -41,49 +40,6 @@ void setWhy(std::string *why, const std::string &text)
 {
     if (why)
         *why = text;
-}
-
-// The bandwidths the shares follow: client-mode members (no endpoint) reduce nothing.
-std::vector<double> shareBandwidths(const std::vector<GroupMember> &members)
-{
-    std::vector<double> bandwidths;
-    for (const auto &m : members)
-        bandwidths.push_back(m.endpoint.empty() ? 0.0 : m.bandwidth);
-    return bandwidths;
-}
-
-// The leader decides every member's shard share from the bandwidths (client mode: 0), so that all
-// members lay out the same shards (averaging/LoadBalancing.h). False when nobody can reduce.
-bool assignShardShares(std::vector<GroupMember> &members, bool capped)
-{
-    try {
-        const auto shares = shardShares(shareBandwidths(members), ShardShareTotal, capped);
-        for (std::size_t i = 0; i < members.size(); ++i)
-            members[i].share = shares[i];
-        return true;
-    } catch (const Error &) {
-        return false;
-    }
-}
-
-// A follower's check of its BEGIN: the shares must be those the listed bandwidths give (within
-// ShareTolerance units of 2^20 each: another machine's floating point moves a share by one or
-// two) and, in an open run, capped; a leader cannot hand itself the vector whatever it lists.
-constexpr std::int64_t ShareTolerance = 16;
-
-void checkShares(const std::vector<GroupMember> &members, bool capped)
-{
-    std::vector<std::int64_t> expected;
-    try {
-        expected = shardShares(shareBandwidths(members), ShardShareTotal, capped);
-    } catch (const Error &e) {
-        throw ProtocolError(std::string("BEGIN's bandwidths give no shares: ") + e.what());
-    }
-    for (std::size_t i = 0; i < members.size(); ++i)
-        if (std::llabs(members[i].share - expected[i]) > ShareTolerance)
-            throw ProtocolError("BEGIN gives " + members[i].peerId.substr(0, 8) + " a shard share of "
-                                + std::to_string(members[i].share) + " where its bandwidth gives "
-                                + std::to_string(expected[i]) + " of " + std::to_string(ShardShareTotal));
 }
 
 } // namespace
@@ -363,6 +319,30 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     if (!m_dht.publish(view.key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
         log::warning("match", "matchmaking declaration not confirmed by the DHT; looking for a group anyway");
 
+    // From then on a peer nobody joined also asks leaders ordered after it (below).
+    double askAnyFrom = deadline - m_options.window / 2;
+    // A leader that accepted and never began (or sent a BEGIN refused) held this peer, and every
+    // other it held, for most of their windows: once per search, when less than half a window is
+    // left, this peer declares itself again with that much (Matchmaker.h), keeping the order of
+    // asking for the first half of it.
+    const auto declareAgainIfHeld = [&](const std::string &reason) {
+        if (declaredAgain || stop.load()
+            || (reason.find("never began") == std::string::npos && reason.find("bad BEGIN") == std::string::npos))
+            return;
+        const double now = unixNow();
+        if (now + m_options.window / 2 <= deadline)
+            return; // time enough is left
+        declaredAgain = true;
+        deadline = now + m_options.window / 2;
+        giveUp = deadline + m_options.requestTimeout;
+        askAnyFrom = now + m_options.window / 4;
+        mine.expiresAt = deadline;
+        if (!m_dht.publish(view.key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
+            log::warning("match", "second declaration not confirmed by the DHT; looking for a group anyway");
+        log::info("match", m_self.peerId.substr(0, 8) + " declares itself again until "
+                               + std::to_string(m_options.window / 2) + " s from now, without that leader");
+    };
+
     std::string lastWhy = "no other peer declared itself for epoch " + std::to_string(epoch);
     while (!stop.load()) {
         const double now = unixNow();
@@ -379,8 +359,11 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
                 // one is asked once, with this one's gather kept open (averaging/Matchmaker.h).
                 if (auto target = pickLeader(view, epoch, schema, now, deadline, false, &followers)) {
                     view.retryAfter[target->peerId] = 1e300;
-                    if (auto g = mergeInto(*target, epoch, schema, expectedPeers, stop))
+                    std::string mergeWhy;
+                    if (auto g = mergeInto(*target, epoch, schema, expectedPeers, stop, &mergeWhy))
                         return g;
+                    if (m_service->followers().empty())
+                        declareAgainIfHeld(mergeWhy); // its followers are gone: it was held too
                     if (m_service->followers().empty() && unixNow() < deadline)
                         m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
                     continue;
@@ -393,7 +376,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         // after it: its declaration may not have reached the others in time (DHT lag), and they
         // may already follow a later leader. No deadlock: it closed its own gather first, so
         // whoever asks it meanwhile is refused and retries.
-        leader = pickLeader(view, epoch, schema, now, deadline, !reachable || now >= deadline - m_options.window / 2);
+        leader = pickLeader(view, epoch, schema, now, deadline, !reachable || now >= askAnyFrom);
         if (!leader) {
             if (reachable && readyToLead({}, expectedPeers, now >= deadline))
                 return lead(epoch, {});
@@ -425,17 +408,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         view.retryAfter[leader->peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
         log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);
-        if (!declaredAgain && !stop.load()
-            && (followWhy.find("never began") != std::string::npos || followWhy.find("bad BEGIN") != std::string::npos)) {
-            declaredAgain = true;
-            deadline = unixNow() + m_options.window / 2;
-            giveUp = deadline + m_options.requestTimeout;
-            mine.expiresAt = deadline;
-            if (!m_dht.publish(view.key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
-                log::warning("match", "second declaration not confirmed by the DHT; looking for a group anyway");
-            log::info("match", m_self.peerId.substr(0, 8) + " declares itself again until "
-                                   + std::to_string(m_options.window / 2) + " s from now, without that leader");
-        }
+        declareAgainIfHeld(followWhy);
         if (reachable && unixNow() < deadline)
             m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
     }
@@ -456,7 +429,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
 // silent or already began costs them nothing.
 std::optional<FormedGroup> Matchmaker::mergeInto(const Declaration &target, long epoch, const std::string &schema,
                                                  const std::function<std::size_t()> &expectedPeers,
-                                                 const std::atomic<bool> &stop)
+                                                 const std::atomic<bool> &stop, std::string *whyNot)
 {
     std::string why;
     const auto accepted = [&] {
@@ -467,6 +440,8 @@ std::optional<FormedGroup> Matchmaker::mergeInto(const Declaration &target, long
     auto g = follow(target, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &why, nullptr, accepted);
     if (!g)
         log::info("match", m_self.peerId.substr(0, 8) + " did not merge into " + target.peerId.substr(0, 8) + ": " + why);
+    if (whyNot)
+        *whyNot = why;
     return g;
 }
 

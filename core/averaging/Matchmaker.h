@@ -26,10 +26,12 @@
 // or a follower refused or left waiting past
 // the leader's deadline plus the request timeout, looks for any other leader until its own
 // deadline plus the request timeout, then gives up (the caller steps on local gradients).
-// A leader that accepted a peer and never began (crashed, or holds it on purpose) leaves it little
-// of its window, and every other peer it held alike: the first time in a search, the peer
-// declares itself again with a new deadline half a window away and looks on (the held peers
-// then form their group without that leader, which none of them asks again that epoch).
+// A leader that accepted a peer and never began (crashed, or holds it on purpose), or sent a BEGIN
+// the peer refused, leaves it little of its window, and every other peer it held alike (a leader
+// that merged into it included): once per search, when less than half a window is left, the peer
+// declares itself again with a new deadline half a window away, asking only leaders ordered
+// before it for the first half of that, and looks on (the held peers then form their group
+// without that leader, which none of them asks again that epoch).
 // Client-mode peers never lead: they have no service socket and only ask. A peer this one has
 // banned (averaging/BanList.h: it sent invalid data) is neither asked nor accepted as a follower.
 // Security: joins go over CURVE to the key that signed the leader's declaration; in a closed
@@ -38,8 +40,9 @@
 // BEGIN lists every member's key beside its endpoint (checked against the joiner's connection
 // by the leader's PeerService).
 //
-// Threads: formGroup() runs on the calling thread (the averaging thread) and returns within
-// 1.5 x window + 3 x requestTimeout (2 x without a leader that never began), or sooner when
+// Threads: formGroup() runs on the calling thread (the averaging thread) and returns within about
+// 2 x window + 2 x requestTimeout (a leader asked late may gather until a window after it was
+// asked), plus half a window and a request timeout after a leader that never began; sooner when
 // `stop` becomes true.
 #include "net/DhtNode.h"
 #include "averaging/PeerService.h"
@@ -126,8 +129,10 @@ private:
                                       const std::atomic<bool> &stop, std::string *why,
                                       std::optional<Declaration> *askInstead = nullptr,
                                       const std::function<void()> &onAccepted = {});
+    // `whyNot`, when not null, receives why the merge did not happen.
     std::optional<FormedGroup> mergeInto(const Declaration &target, long epoch, const std::string &schema,
-                                         const std::function<std::size_t()> &expectedPeers, const std::atomic<bool> &stop);
+                                         const std::function<std::size_t()> &expectedPeers, const std::atomic<bool> &stop,
+                                         std::string *whyNot = nullptr);
     struct SearchView;
     void refresh(SearchView &view, double now) const;
     [[nodiscard]] std::optional<Declaration> partLeader(const SearchView &view, long epoch, const std::string &schema,

@@ -156,13 +156,16 @@ std::optional<StateSnapshot> downloadState(const std::vector<DonorAdvert> &ranke
         else if (o.invalid && bans) // its own answer on a link to its key: the donor is at fault
             bans->strike(o.donor.peerId, "state download: " + o.why, unixNow());
     };
-    std::optional<DisputedState> disputed; // a state from several donors that missed its digest
-    const auto verified = [&](const StateSnapshot &s) { // only a true copy of the disputed state judges it
-        if (!disputed || !bans || sha256Hex(s.values.data(), s.values.size() * sizeof(float)) != disputed->digest)
+    std::vector<DisputedState> disputed; // states from several donors that missed their digest
+    const auto verified = [&](const StateSnapshot &s) { // only a true copy of a disputed state judges it
+        if (disputed.empty() || !bans)
             return;
-        for (const auto &liar : donorsOfOtherParts(*disputed, s))
-            bans->ban(liar, "state download: served parts of epoch " + std::to_string(s.epoch)
-                                + " that differ from the state of the digest it offered", unixNow());
+        const auto digest = sha256Hex(s.values.data(), s.values.size() * sizeof(float));
+        for (const auto &d : disputed)
+            if (d.digest == digest)
+                for (const auto &liar : donorsOfOtherParts(d, s))
+                    bans->ban(liar, "state download: served parts of epoch " + std::to_string(s.epoch)
+                                        + " that differ from the state of the digest it offered", unixNow());
     };
     PartialState partial; // parts fetched so far, for the next donor of the same state
     std::set<std::string> gaveUp;
