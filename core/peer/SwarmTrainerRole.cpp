@@ -55,13 +55,14 @@ void SwarmPeer::Impl::runTrainer()
     setState(PeerState::Training);
     // At the time limit a peer that is looking for (or has found) the group of its epoch stays
     // until that step: its group would otherwise wait out the round's timeouts for it. The step
-    // comes about one matchmaking time after the search began; the grace bounds a late one.
+    // comes about one matchmaking time after the search began; the grace bounds a late one (the
+    // longest search, averaging/Matchmaker.h: after a leader that never began, about 2.5 windows).
     double graceUntil = -1.0;
     const auto staysForItsGroup = [&] {
         if (!search.active() || search.epoch() != trainer->step() || (search.ended() && !search.formed()))
             return false;
         if (graceUntil < 0) {
-            graceUntil = unixNow() + 2.0 * opt.matchmaking.window + opt.matchmaking.requestTimeout;
+            graceUntil = unixNow() + 2.5 * opt.matchmaking.window + 3.0 * opt.matchmaking.requestTimeout;
             log::info("swarm", "time limit reached: finishing the step of the group this peer has joined");
         }
         return unixNow() < graceUntil;
