@@ -11,18 +11,15 @@
 # crashed, threw an undocumented exception or broke a sanitizer; the input that did it is saved as
 # FUZZ_BUILD_DIR/crashes/<target>/crash-<sha1> (libFuzzer's log beside it, in logs/<target>.log).
 #
-# Environment: FUZZ_TARGETS (space-separated, default all), FUZZ_TORCH (ON: also the checkpoint
-# reader, which compiles libtorch headers; OFF by default), JOBS (build, default 2),
+# Environment: FUZZ_TARGETS (space-separated, default all), JOBS (build, default 2),
 # DEDLOC_BUILD_LOCK (a file the build step holds with flock, for machines that share cores).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
 SECONDS_PER_TARGET=${1:-60}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
-FUZZ_TORCH=${FUZZ_TORCH:-OFF}
 JOBS=${JOBS:-2}
-ALL_TARGETS="ShardHeader Payload ServiceMessage UpdateHeader DhtPayload DhtRecord RunManifest AccessToken MinisignKey MinisignSignature SealRelay MetricsRecord"
-[ "${FUZZ_TORCH^^}" = ON ] && ALL_TARGETS+=" Checkpoint"
+ALL_TARGETS="ShardHeader Payload ServiceMessage UpdateHeader DhtPayload DhtRecord RunManifest AccessToken MinisignKey MinisignSignature SealRelay MetricsRecord Checkpoint"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 
 # The longest input worth trying per target: what its reader accepts at most, or a little more.
@@ -43,9 +40,8 @@ install_toolchain() {
 }
 
 build() {
-  if [ ! -f "$BUILD_DIR/build.ninja" ] || ! grep -q "DEDLOC_FUZZ_TORCH:BOOL=${FUZZ_TORCH^^}" "$BUILD_DIR/CMakeCache.txt"; then
-    cmake -S bench/fuzz -B "$BUILD_DIR" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DDEDLOC_FUZZ_TORCH="${FUZZ_TORCH^^}" >/dev/null
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    cmake -S bench/fuzz -B "$BUILD_DIR" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   fi
   local targets=()
   for t in $TARGETS; do targets+=(--target "fuzz_$t"); done

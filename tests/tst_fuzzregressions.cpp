@@ -22,14 +22,13 @@ struct Named {
     Target run;
 };
 
-// The checkpoint target needs libtorch; this test stays torch-free (bench/fuzz.sh fuzzes it).
 const Named targets[] = {{"ShardHeader", fuzzShardHeader},           {"Payload", fuzzPayload},
                          {"ServiceMessage", fuzzServiceMessage},
                          {"UpdateHeader", fuzzUpdateHeader},         {"DhtPayload", fuzzDhtPayload},
                          {"DhtRecord", fuzzDhtRecord},               {"RunManifest", fuzzRunManifest},
                          {"AccessToken", fuzzAccessToken},           {"MinisignKey", fuzzMinisignKey},
                          {"MinisignSignature", fuzzMinisignSignature}, {"SealRelay", fuzzSealRelay},
-                         {"MetricsRecord", fuzzMetricsRecord}};
+                         {"MetricsRecord", fuzzMetricsRecord},       {"Checkpoint", fuzzCheckpoint}};
 
 std::vector<std::uint8_t> readBytes(const std::filesystem::path &file)
 {

@@ -24,6 +24,6 @@ int fuzzMinisignKey(const std::uint8_t *data, std::size_t size);     // security
 int fuzzMinisignSignature(const std::uint8_t *data, std::size_t size); // security/Minisign (signatures)
 int fuzzSealRelay(const std::uint8_t *data, std::size_t size);       // averaging/SealRelay, GroupMerge records
 int fuzzMetricsRecord(const std::uint8_t *data, std::size_t size);   // monitor/SwarmMetricsRecorder
-int fuzzCheckpoint(const std::uint8_t *data, std::size_t size);      // train/Checkpoint (libtorch)
+int fuzzCheckpoint(const std::uint8_t *data, std::size_t size);      // train/CheckpointFormat
 
 } // namespace dedloc::fuzz

@@ -1,5 +1,6 @@
 #include "train/Checkpoint.h"
 
+#include "train/CheckpointFormat.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
 #include "util/Hash.h"
@@ -11,27 +12,6 @@
 #include <fstream>
 
 namespace dedloc {
-
-namespace {
-
-constexpr char Magic[8] = {'D', 'D', 'L', 'C', 'K', 'P', 'T', '1'};
-constexpr std::size_t TrailerBytes = 64;
-
-void putU64(std::string &out, std::uint64_t v)
-{
-    for (int i = 0; i < 8; ++i)
-        out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-std::uint64_t getU64(const char *p)
-{
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i)
-        v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-    return v;
-}
-
-} // namespace
 
 void writeCheckpointFile(const std::filesystem::path &file, const Checkpoint &checkpoint)
 {
@@ -47,10 +27,7 @@ void writeCheckpointFile(const std::filesystem::path &file, const Checkpoint &ch
         offset += bytes;
         contiguous.push_back(std::move(c));
     }
-    const std::string headerText = header.dump();
-    std::string prefix(Magic, sizeof Magic);
-    putU64(prefix, headerText.size());
-    prefix += headerText;
+    const std::string prefix = checkpointPrefix(header.dump());
 
     AtomicFileWriter writer(file);
     Sha256 hash;
@@ -72,42 +49,12 @@ Checkpoint readCheckpointFile(const std::filesystem::path &file)
     if (!std::filesystem::exists(file))
         throw Error(where + " does not exist");
     const std::string data = readWholeFile(file);
-    if (data.size() < sizeof Magic + 8 + TrailerBytes || std::memcmp(data.data(), Magic, sizeof Magic) != 0)
-        throw Error(where + " is truncated or not a DeDLOC checkpoint");
-    const std::size_t body = data.size() - TrailerBytes;
-    if (sha256Hex(data.data(), body) != std::string_view(data).substr(body))
-        throw Error(where + " is corrupt (SHA-256 of its contents does not match its trailer)");
-    const std::uint64_t headerBytes = getU64(data.data() + sizeof Magic);
-    const std::size_t dataStart = sizeof Magic + 8 + headerBytes;
-    if (headerBytes > body || dataStart > body)
-        throw Error(where + " has a header larger than the file");
-
-    Checkpoint out;
-    try {
-        const auto header = parseJsonText(std::string_view(data).substr(sizeof Magic + 8, headerBytes));
-        if (header.is_discarded())
-            throw Error("its header is not JSON, or nests deeper than 64 levels");
-        out.meta = header.at("meta");
-        for (const auto &t : header.at("tensors")) {
-            const auto shape = t.at("shape").get<std::vector<std::int64_t>>();
-            const auto offset = t.at("offset").get<std::uint64_t>();
-            const auto bytes = t.at("bytes").get<std::uint64_t>();
-            std::uint64_t numel = 1;
-            for (auto d : shape) {
-                if (d < 0 || (d > 0 && numel > (std::uint64_t{1} << 40) / static_cast<std::uint64_t>(d)))
-                    throw Error("bad shape");
-                numel *= static_cast<std::uint64_t>(d);
-            }
-            if (bytes != numel * sizeof(float) || offset > body - dataStart || bytes > body - dataStart - offset)
-                throw Error("tensor " + t.at("name").get<std::string>() + " lies outside the file");
-            auto tensor = torch::empty(shape, torch::kFloat);
-            std::memcpy(tensor.data_ptr<float>(), data.data() + dataStart + offset, bytes);
-            out.tensors.push_back({t.at("name").get<std::string>(), std::move(tensor)});
-        }
-    } catch (const nlohmann::json::exception &e) {
-        throw Error(where + " has a malformed header: " + e.what());
-    } catch (const Error &e) {
-        throw Error(where + " is malformed: " + e.what());
+    auto layout = parseCheckpoint(data, where);
+    Checkpoint out{std::move(layout.meta), {}};
+    for (auto &e : layout.tensors) {
+        auto tensor = torch::empty(e.shape, torch::kFloat);
+        std::memcpy(tensor.data_ptr<float>(), data.data() + e.offset, e.bytes);
+        out.tensors.push_back({std::move(e.name), std::move(tensor)});
     }
     return out;
 }
