@@ -10,10 +10,11 @@
 // The assembled state is checked against the digest. Blame: a donor whose own answer breaks the
 // protocol (another layout, a part of the wrong size, a malformed reply, a state of its own with
 // non-finite values) is `invalid`; a state that misses its digest proves its donor `lied` when
-// that donor served every part itself. Parts from several donors cannot tell who lied at once: the state is kept
-// aside as a DisputedState, the caller starts over from one donor, and once a state of that digest
-// is verified, donorsOfOtherParts() names every donor that served a part differing from it (the
-// digest is SHA-256: no other bytes have it, so each of them served a state it did not offer).
+// that donor served every part itself. Parts from several donors cannot tell who lied at once:
+// the state is kept aside as a DisputedState, the caller starts over from one donor, and once a
+// state of that digest is verified, donorsOfOtherParts() names every donor that served a part
+// differing from it (the digest is SHA-256: no other bytes have it, so each of them served a
+// state it did not offer).
 //
 // Threads: downloadFrom runs on the calling thread; downloadFromSeveral runs one thread per
 // donor and returns when all have ended. Both return within about partTimeout after progress
