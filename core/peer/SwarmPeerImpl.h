@@ -270,13 +270,11 @@ struct SwarmPeer::Impl {
     // keeps its own record of its steps and reads what the monitors say of it.
     void publishCredit();
     void readCredit();
-    // --- manifest versions (SwarmVersions.cpp; averaging/ManifestVersions.h), run by the
-    // control loop on one std::async task at a time: publishes this peer's fingerprint under
-    // the run id's "versions" key, reads the others', and tells the volunteer when peers of the
-    // run train under another version.
+    // --- manifest versions (SwarmVersions.cpp; averaging/ManifestVersions.h), run by the control
+    // loop on one std::async task at a time: publishes this peer's fingerprint under the run id's
+    // "versions" key, reads the others', and tells the volunteer of peers on another version.
     void checkManifestVersions();
-    // Other versions told, with when a read last saw each (that task only; at most
-    // OtherVersions::MaxFingerprints).
+    // Other versions told, when a read last saw each (that task only; OtherVersions::MaxFingerprints).
     std::map<std::string, double> otherFingerprintsSeen;
     void recordOwnStep(long step, long long samples, double loss); // the worker, after each step
     std::mutex creditMutex;                  // guards ownStepSamples
@@ -348,6 +346,8 @@ struct SwarmPeer::Impl {
     void leaveSearchBehind(GroupSearch &search);
     // After a step: keeps the update for others to replay when our state is the group's result of it.
     void keepUpdate(const std::shared_ptr<const AveragedUpdate> &update, bool stateIsTheUpdates);
+    // After the run's last step: serves its group average while peers of that epoch may fetch it.
+    void serveTheLastStep(long lastEpoch);
     void afterStateChange();
     // After a round: strikes every member whose messages in it the link proved invalid, and
     // takes the upload rate this peer measured in it as its bandwidth (uploadMbit, matchmaker).

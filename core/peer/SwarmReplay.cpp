@@ -3,6 +3,7 @@
 // the updates a peer missed, and joining the swarm's next step while the last one downloads.
 #include "peer/SwarmPeerImpl.h"
 
+#include "averaging/GroupMerge.h"
 #include "averaging/ReplayPace.h"
 #include "averaging/StateDownload.h"
 #include "averaging/UpdateDownload.h"
@@ -22,6 +23,36 @@ void SwarmPeer::Impl::keepUpdate(const std::shared_ptr<const AveragedUpdate> &up
         service->addUpdate(update);
     else if (!stateIsTheUpdates)
         service->clearUpdates();
+}
+
+void SwarmPeer::Impl::serveTheLastStep(long lastEpoch)
+{
+    // Nobody steps after the run's last step to repair a peer that missed it: the members of
+    // another group of its epoch still fetch this group's average to merge it (GroupMerge.h), and
+    // a peer without a group adopts that merge. This peer serves it (and the step's update, for
+    // replay) while trainers and auxiliaries of that epoch have not reported the step, at most
+    // as long as a merge waits for a group and then fetches from it.
+    if (!service || stopFlag.load() || trainer->step() < lastEpoch)
+        return;
+    const double until = unixNow() + MergeOptions{}.formingWait + 2.0 * opt.matchmaking.requestTimeout;
+    const auto stillMerging = [&] {
+        const double now = unixNow();
+        std::lock_guard lock(mutex);
+        std::size_t n = 0;
+        for (const auto &r : tracker.liveRecords(now))
+            n += r.peerId != identity->peerId() && r.role != PeerRole::Monitor && r.epoch == lastEpoch - 1
+                         && !r.paused && !r.syncing && !bans->isBanned(r.peerId, now)
+                     ? 1
+                     : 0;
+        return n;
+    };
+    for (std::size_t n = stillMerging(), told = 0; n > 0 && !stopFlag.load() && unixNow() < until; n = stillMerging()) {
+        if (n != told)
+            log::info("swarm", "the run's last step taken: serving its average while " + std::to_string(n)
+                                   + " peer(s) of its epoch have not reported it");
+        told = n;
+        sleepFor(0.1);
+    }
 }
 
 void SwarmPeer::Impl::reportCatchUp(long from, const char *how)

@@ -222,6 +222,7 @@ void SwarmPeer::Impl::runTrainer()
     if (stepsSinceCheckpoint > 0)
         trySave();
     setMyRecord(0, 0.0); // the final epoch, for the control thread's last publish
+    serveTheLastStep(lastEpoch);
     logSessionSummary(lastEpoch);
 }
 
