@@ -2,8 +2,10 @@
 // PROTOCOL.md "Bounds on what a peer claims"): a hand-made leader (tests/support/
 // MatchmakerFixtures.h FakeLeader) that accepts and never begins, sends a BEGIN that leaves itself
 // out, changes the follower, hands itself the vector, or mistypes its fields. The follower must
-// refuse without throwing and never ask that leader again in the epoch.
+// refuse without throwing, never ask that leader again in the epoch, and strike it (a leader
+// that holds it a third time is banned).
 #include "MatchmakerFixtures.h"
+#include "averaging/BanList.h"
 #include "util/Clock.h"
 
 #include <QTest>
@@ -54,19 +56,21 @@ const std::vector<MistypedReply> mistypedReplies = {
 class TestMatchmakerBounds final : public QObject {
     Q_OBJECT
 
-    // A follower asks `leader` once, refuses its BEGIN with `reason`, and never asks it again in
-    // that epoch.
+    // A follower asks `leader` once, refuses its BEGIN with `reason`, never asks it again in
+    // that epoch, and gives it one strike (it held the follower).
     static void expectRefusedOnce(FakeLeader &leader, const char *reason, bool capShares = false)
     {
         auto options = fastOptions();
         options.capShares = capShares;
-        auto follower = followerOf(leader, options);
+        const auto bans = std::make_shared<BanList>();
+        auto follower = followerOf(leader, options, bans);
         QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
         const auto out = formGroupGuarded(*follower->matchmaker, options);
         QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
         QVERIFY(!out.group);
         QVERIFY2(QString::fromStdString(out.why).contains(QString::fromLatin1(reason)), out.why.c_str());
         QCOMPARE(leader.joins.load(), 1);
+        QCOMPARE(bans->strikes(leader.identity.peerId(), unixNow()), 1);
     }
 
 private Q_SLOTS:
@@ -88,6 +92,28 @@ private Q_SLOTS:
         QVERIFY(!out.group);
         QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("never began")), out.why.c_str());
         QCOMPARE(leader.joins.load(), 1);
+    }
+
+    // Held once, a follower strikes the leader (it may have crashed); held a third time within
+    // the ban window, it bans it (BanList: three strikes in 60 s) and asks it no more.
+    void aLeaderThatHoldsAFollowerThreeTimesIsBanned()
+    {
+        FakeLeader leader([](const FakeLeader &, const JoinRequest &) {
+            return Replies{message("accept", {{"d", unixNow() + 0.2}})};
+        });
+        const auto options = fastOptions();
+        const auto bans = std::make_shared<BanList>();
+        auto follower = followerOf(leader, options, bans);
+        const auto id = leader.identity.peerId();
+        for (int search = 1; search <= 4; ++search) {
+            QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+            const auto out = formGroupGuarded(*follower->matchmaker, options);
+            QVERIFY2(out.finished && out.thrown.empty() && !out.group, out.thrown.c_str());
+            QCOMPARE(leader.joins.load(), std::min(search, 3));
+            QCOMPARE(bans->isBanned(id, unixNow()), search >= 3);
+            if (search < 3)
+                QCOMPARE(bans->strikes(id, unixNow()), search);
+        }
     }
 
     // Two peers held by a leader that accepts them and never begins (a real matchmaker with

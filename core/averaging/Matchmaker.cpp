@@ -45,7 +45,7 @@ void setWhy(std::string *why, const std::string &text)
 } // namespace
 
 Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
-                       std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<const BanList> bans)
+                       std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<BanList> bans)
     : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security)),
       m_bans(std::move(bans)), m_bandwidth(m_self.bandwidth), m_clientMode(m_self.clientMode)
 {
@@ -325,9 +325,13 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     // other it held, for most of their windows: once per search, when less than half a window is
     // left, this peer declares itself again with that much (Matchmaker.h), keeping the order of
     // asking for the first half of it.
-    const auto declareAgainIfHeld = [&](const std::string &reason) {
-        if (declaredAgain || stop.load()
-            || (reason.find("never began") == std::string::npos && reason.find("bad BEGIN") == std::string::npos))
+    const auto declareAgainIfHeld = [&](const std::string &leaderId, const std::string &reason) {
+        if (reason.find("never began") == std::string::npos && reason.find("bad BEGIN") == std::string::npos)
+            return;
+        // A crashed leader holds its followers once; one that holds them again is doing it.
+        if (m_bans)
+            m_bans->strike(leaderId, "held this peer as a leader: " + reason, unixNow());
+        if (declaredAgain || stop.load())
             return;
         const double now = unixNow();
         if (now + m_options.window / 2 <= deadline)
@@ -363,7 +367,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
                     if (auto g = mergeInto(*target, epoch, schema, expectedPeers, stop, &mergeWhy))
                         return g;
                     if (m_service->followers().empty())
-                        declareAgainIfHeld(mergeWhy); // its followers are gone: it was held too
+                        declareAgainIfHeld(target->peerId, mergeWhy); // its followers are gone: held too
                     if (m_service->followers().empty() && unixNow() < deadline)
                         m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
                     continue;
@@ -408,7 +412,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         view.retryAfter[leader->peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
         log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);
-        declareAgainIfHeld(followWhy);
+        declareAgainIfHeld(leader->peerId, followWhy);
         if (reachable && unixNow() < deadline)
             m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
     }

@@ -93,8 +93,10 @@ public:
     // `service` is null in client mode. Both must outlive the matchmaker. `security` null:
     // plaintext (unit tests only). `bans`: leaders it bans are never asked (null: none); give
     // the service the same list, so that banned peers cannot join this peer's groups either.
+    // A leader that held this peer (accepted it, then never began or sent a BEGIN it refused)
+    // gets a strike there each time: one that does so three times within a minute is banned.
     Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
-               std::shared_ptr<const DataPlaneSecurity> security = nullptr, std::shared_ptr<const BanList> bans = nullptr);
+               std::shared_ptr<const DataPlaneSecurity> security = nullptr, std::shared_ptr<BanList> bans = nullptr);
 
     // `expectedPeers()`: peers (this one included) that will average at this epoch, 0 if
     // unknown; asked again while gathering (progress records arrive meanwhile).
@@ -149,7 +151,7 @@ private:
     MatchSelf m_self;
     MatchmakingOptions m_options;
     std::shared_ptr<const DataPlaneSecurity> m_security;
-    std::shared_ptr<const BanList> m_bans;
+    std::shared_ptr<BanList> m_bans;
     std::atomic<bool> m_repair{false};
     mutable std::mutex m_digestMutex;
     std::string m_stateDigest; // guarded by m_digestMutex

@@ -103,7 +103,7 @@ void FakeLeader::serve(const Script &script)
     }
 }
 
-std::unique_ptr<Peer> followerOf(FakeLeader &leader, const MatchmakingOptions &options)
+std::unique_ptr<Peer> followerOf(FakeLeader &leader, const MatchmakingOptions &options, std::shared_ptr<BanList> bans)
 {
     auto p = std::make_unique<Peer>();
     p->dht = std::make_unique<DhtNode>(p->identity);
@@ -111,7 +111,7 @@ std::unique_ptr<Peer> followerOf(FakeLeader &leader, const MatchmakingOptions &o
     p->dht->waitForNodes(1, 5.0);
     leader.dht.waitForNodes(1, 5.0);
     MatchSelf self{p->identity.peerId(), "mm-test", "", -1.0, true, true, p->identity.publicKey()};
-    p->matchmaker = std::make_unique<Matchmaker>(*p->dht, nullptr, self, options);
+    p->matchmaker = std::make_unique<Matchmaker>(*p->dht, nullptr, self, options, nullptr, std::move(bans));
     return p;
 }
 

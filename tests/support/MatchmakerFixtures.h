@@ -74,8 +74,10 @@ struct FakeLeader {
     void serve(const Script &script);
 };
 
-// A client-mode peer (it only asks, never leads) whose DHT node knows the fake leader's.
-[[nodiscard]] std::unique_ptr<Peer> followerOf(FakeLeader &leader, const MatchmakingOptions &options);
+// A client-mode peer (it only asks, never leads) whose DHT node knows the fake leader's; `bans`
+// as Matchmaker takes it (null: none).
+[[nodiscard]] std::unique_ptr<Peer> followerOf(FakeLeader &leader, const MatchmakingOptions &options,
+                                               std::shared_ptr<BanList> bans = nullptr);
 
 struct Outcome {
     bool finished = false; // formGroup returned within its bound (window + 2 request timeouts) + 10 s
