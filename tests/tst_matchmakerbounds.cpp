@@ -94,25 +94,41 @@ private Q_SLOTS:
         QCOMPARE(leader.joins.load(), 1);
     }
 
-    // Held once, a follower strikes the leader (it may have crashed); held a third time within
-    // the ban window, it bans it (BanList: three strikes in 60 s) and asks it no more.
+    // Held once, a follower strikes the leader (it may have crashed); held a third time it bans
+    // it: within a minute by its strikes (BanList), and within 16 epochs however slow the steps
+    // (rows whose strikes expire at once). Holds further apart never ban.
+    void aLeaderThatHoldsAFollowerThreeTimesIsBanned_data()
+    {
+        QTest::addColumn<double>("strikeWindow");
+        QTest::addColumn<QList<qint64>>("epochs");
+        QTest::addColumn<bool>("banned");
+        QTest::newRow("within a minute") << 60.0 << QList<qint64>{3, 3, 3} << true;
+        QTest::newRow("slow steps, within 16 epochs") << 1e-3 << QList<qint64>{3, 10, 18} << true;
+        QTest::newRow("slow steps, 16 epochs apart") << 1e-3 << QList<qint64>{3, 19, 35} << false;
+    }
     void aLeaderThatHoldsAFollowerThreeTimesIsBanned()
     {
+        QFETCH(double, strikeWindow);
+        QFETCH(QList<qint64>, epochs);
+        QFETCH(bool, banned);
         FakeLeader leader([](const FakeLeader &, const JoinRequest &) {
             return Replies{message("accept", {{"d", unixNow() + 0.2}})};
         });
         const auto options = fastOptions();
-        const auto bans = std::make_shared<BanList>();
+        BanOptions banOptions;
+        banOptions.window = strikeWindow;
+        const auto bans = std::make_shared<BanList>(banOptions);
         auto follower = followerOf(leader, options, bans);
         const auto id = leader.identity.peerId();
-        for (int search = 1; search <= 4; ++search) {
-            QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
-            const auto out = formGroupGuarded(*follower->matchmaker, options);
+        for (int hold = 1; hold <= int(epochs.size()); ++hold) {
+            const long epoch = long(epochs[hold - 1]);
+            QVERIFY(leader.declare(epoch, "s", unixNow() + 30.0));
+            const auto out = formGroupGuarded(*follower->matchmaker, options, epoch);
             QVERIFY2(out.finished && out.thrown.empty() && !out.group, out.thrown.c_str());
-            QCOMPARE(leader.joins.load(), std::min(search, 3));
-            QCOMPARE(bans->isBanned(id, unixNow()), search >= 3);
-            if (search < 3)
-                QCOMPARE(bans->strikes(id, unixNow()), search);
+            QCOMPARE(leader.joins.load(), hold);
+            QCOMPARE(bans->isBanned(id, unixNow()), banned && hold == 3);
+            if (strikeWindow > 1.0 && hold < 3)
+                QCOMPARE(bans->strikes(id, unixNow()), hold);
         }
     }
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -57,6 +58,29 @@ void Matchmaker::setStateDigest(std::string digest)
 {
     std::lock_guard lock(m_digestMutex);
     m_stateDigest = std::move(digest);
+}
+
+void Matchmaker::leaderHeld(const std::string &leaderId, long epoch, const std::string &reason)
+{
+    if (!m_bans)
+        return;
+    // A crashed leader holds its followers once; one that holds them again is doing it.
+    const double now = unixNow();
+    m_bans->strike(leaderId, "held this peer as a leader: " + reason, now);
+    std::size_t holds;
+    {
+        std::lock_guard lock(m_holdsMutex);
+        for (auto it = m_holds.begin(); it != m_holds.end();) {
+            std::erase_if(it->second, [&](long e) { return std::abs(e - epoch) >= HoldEpochs; });
+            it = it->second.empty() ? m_holds.erase(it) : std::next(it);
+        }
+        auto &epochs = m_holds[leaderId];
+        epochs.push_back(epoch);
+        holds = epochs.size();
+    }
+    if (holds >= HoldsToBan) // (no second ban while one lasts: BanList::ban)
+        m_bans->ban(leaderId, "held this peer as a leader " + std::to_string(holds) + " times within "
+                                  + std::to_string(HoldEpochs) + " epochs", now);
 }
 
 std::string Matchmaker::stateDigest() const
@@ -314,8 +338,8 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
 
     if (reachable)
         m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
-    Declaration mine{m_self.peerId, epoch, schema, reachable ? m_service->endpoint() : std::string(), deadline,
-                     !reachable};
+    Declaration mine{m_self.peerId, epoch, schema, reachable ? m_service->endpoint() : std::string(),
+                     deadline - m_options.declareEarlyBy, !reachable};
     if (!m_dht.publish(view.key, encodeDeclaration(mine), m_options.window + 2 * m_options.requestTimeout, 1.0))
         log::warning("match", "matchmaking declaration not confirmed by the DHT; looking for a group anyway");
 
@@ -328,9 +352,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     const auto declareAgainIfHeld = [&](const std::string &leaderId, const std::string &reason) {
         if (reason.find("never began") == std::string::npos && reason.find("bad BEGIN") == std::string::npos)
             return;
-        // A crashed leader holds its followers once; one that holds them again is doing it.
-        if (m_bans)
-            m_bans->strike(leaderId, "held this peer as a leader: " + reason, unixNow());
+        leaderHeld(leaderId, epoch, reason);
         if (declaredAgain || stop.load())
             return;
         const double now = unixNow();

@@ -51,10 +51,12 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dedloc {
 
@@ -68,8 +70,11 @@ struct MatchmakingOptions {
     // fairShareCap), as the leader assigns them and as every follower checks its BEGIN.
     bool capShares = false;
     // Tests only (the hostile peer of tests/): as a leader, accepts joins and never begins, so
-    // that its followers wait for a BEGIN that never comes.
+    // that its followers wait for a BEGIN that never comes; `declareEarlyBy` seconds: declares a
+    // deadline that much before its gather's (ordered before the others, it is asked first,
+    // and its accept still names the later deadline).
     bool neverBegin = false;
+    double declareEarlyBy = 0.0;
 };
 
 struct MatchSelf {
@@ -94,7 +99,9 @@ public:
     // plaintext (unit tests only). `bans`: leaders it bans are never asked (null: none); give
     // the service the same list, so that banned peers cannot join this peer's groups either.
     // A leader that held this peer (accepted it, then never began or sent a BEGIN it refused)
-    // gets a strike there each time: one that does so three times within a minute is banned.
+    // gets a strike there each time (three within a minute ban it), and is banned at its
+    // `HoldsToBan`-th hold within `HoldEpochs` epochs however slow the steps (a leader that
+    // crashed holds its followers once).
     Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
                std::shared_ptr<const DataPlaneSecurity> security = nullptr, std::shared_ptr<BanList> bans = nullptr);
 
@@ -145,6 +152,14 @@ private:
                                                         const std::vector<JoinRequest> *followers = nullptr) const;
     [[nodiscard]] bool readyToLead(const std::vector<JoinRequest> &followers,
                                    const std::function<std::size_t()> &expectedPeers, bool due) const;
+
+    // A leader held this peer at `epoch`: strikes it, and bans it at its HoldsToBan-th hold
+    // within HoldEpochs epochs (the constructor's comment). Any thread.
+    void leaderHeld(const std::string &leaderId, long epoch, const std::string &reason);
+    static constexpr int HoldsToBan = 3;
+    static constexpr long HoldEpochs = 16;
+    std::mutex m_holdsMutex;
+    std::map<std::string, std::vector<long>> m_holds; // leader id -> epochs it held this peer at
 
     DhtNode &m_dht;
     PeerService *m_service;

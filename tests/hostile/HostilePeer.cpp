@@ -15,7 +15,8 @@
 //   nan       every PART it sends carries NaN: the bytes of a float NaN over the whole payload,
 //             after encoding (no honest encoder makes one; its own local gradient stays finite)
 //   weight:W  every PART it sends claims W samples, whatever it computed (its records stay true)
-//   neverbegin  as a leader, accepts joins and never sends BEGIN (it holds its followers)
+//   neverbegin  as a leader, accepts joins and never sends BEGIN (it holds its followers); its
+//             declarations name a deadline 3/4 of a window early, so that it is asked first
 //   donor:V   as a state donor, serves every value as V (finite garbage) while its records and
 //             offers name its true state and digest
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
@@ -85,6 +86,7 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
     }
     if (kind == "neverbegin") {
         swarm.matchmaking.neverBegin = true;
+        swarm.matchmaking.declareEarlyBy = 0.75 * swarm.matchmaking.window; // asked first, held a whole window
         return true;
     }
     if (kind == "nan") {

@@ -115,13 +115,13 @@ std::unique_ptr<Peer> followerOf(FakeLeader &leader, const MatchmakingOptions &o
     return p;
 }
 
-Outcome formGroupGuarded(Matchmaker &m, const MatchmakingOptions &o)
+Outcome formGroupGuarded(Matchmaker &m, const MatchmakingOptions &o, long epoch)
 {
     std::atomic<bool> stop{false};
     auto f = std::async(std::launch::async, [&] {
         Outcome out;
         try {
-            out.group = m.formGroup(3, "s", [] { return std::size_t(2); }, stop, &out.why);
+            out.group = m.formGroup(epoch, "s", [] { return std::size_t(2); }, stop, &out.why);
         } catch (const std::exception &e) {
             out.thrown = e.what();
         }

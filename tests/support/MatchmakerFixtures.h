@@ -86,8 +86,8 @@ struct Outcome {
     std::string thrown; // what escaped formGroup, if anything
 };
 
-// formGroup for (3, "s") on a thread, so that neither an exception nor a search that does not end
-// takes the test down: past the bound it is stopped and reported as not finished.
-[[nodiscard]] Outcome formGroupGuarded(Matchmaker &m, const MatchmakingOptions &o);
+// formGroup for (epoch, "s") on a thread, so that neither an exception nor a search that does not
+// end takes the test down: past the bound it is stopped and reported as not finished.
+[[nodiscard]] Outcome formGroupGuarded(Matchmaker &m, const MatchmakingOptions &o, long epoch = 3);
 
 } // namespace dedloc::test
