@@ -251,6 +251,8 @@ std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, 
                                                   double deadline, bool anyOrder,
                                                   const std::vector<JoinRequest> *followers) const
 {
+    if (m_options.neverBegin)
+        return std::nullopt; // tests: a holder only gathers
     const Declaration *best = nullptr;
     const auto isFollower = [&](const std::string &id) {
         return followers && std::any_of(followers->begin(), followers->end(),

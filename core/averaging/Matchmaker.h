@@ -69,7 +69,7 @@ struct MatchmakingOptions {
     // Open runs: no member's shard share above twice an even one (averaging/LoadBalancing.h,
     // fairShareCap), as the leader assigns them and as every follower checks its BEGIN.
     bool capShares = false;
-    // Tests only (the hostile peer of tests/): as a leader, accepts joins and never begins, so
+    // Tests only (the hostile peer of tests/): asks no leader, accepts joins and never begins, so
     // that its followers wait for a BEGIN that never comes; `declareEarlyBy` seconds: declares a
     // deadline that much before its gather's (ordered before the others, it is asked first,
     // and its accept still names the later deadline).

@@ -16,7 +16,8 @@
 //             after encoding (no honest encoder makes one; its own local gradient stays finite)
 //   weight:W  every PART it sends claims W samples, whatever it computed (its records stay true)
 //   neverbegin  as a leader, accepts joins and never sends BEGIN (it holds its followers); its
-//             declarations name a deadline 3/4 of a window early, so that it is asked first
+//             declarations name a deadline 2 s away, so that it is asked first (give it a long
+//             --matchmaking-time: it then declares as soon as it stepped)
 //   donor:V   as a state donor, serves every value as V (finite garbage) while its records and
 //             offers name its true state and digest
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
@@ -86,7 +87,9 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
     }
     if (kind == "neverbegin") {
         swarm.matchmaking.neverBegin = true;
-        swarm.matchmaking.declareEarlyBy = 0.75 * swarm.matchmaking.window; // asked first, held a whole window
+        // Declared 2 s from now whatever its window, it orders before every peer that declares
+        // later; with a long --matchmaking-time it declares right after each step.
+        swarm.matchmaking.declareEarlyBy = std::max(0.0, swarm.matchmaking.window - 2.0);
         return true;
     }
     if (kind == "nan") {
