@@ -39,8 +39,7 @@ class TestHostilePeer : public QObject {
     struct Swarm {
         SwarmPeerProcess &monitor, &p1, &p2, &p3, &hostile;
     };
-    Swarm startSwarm(SwarmHarness &h, int steps, const QString &attack, const QStringList &more = {},
-                     const QStringList &hostileMore = {})
+    Swarm startSwarm(SwarmHarness &h, int steps, const QString &attack, const QStringList &more = {})
     {
         auto &monitor = h.startMonitor();
         const QStringList args = QStringList{QStringLiteral("--steps"), QString::number(steps), QStringLiteral("--min-peers"),
@@ -49,8 +48,7 @@ class TestHostilePeer : public QObject {
         auto &p1 = h.startPeer(QStringLiteral("p1"), args);
         auto &p2 = h.startPeer(QStringLiteral("p2"), args);
         auto &p3 = h.startPeer(QStringLiteral("p3"), args);
-        auto &hostile = h.startPeer(QStringLiteral("hostile"),
-                                    QStringList(args) << hostileMore << QStringLiteral("--attack") << attack, m_hostile);
+        auto &hostile = h.startPeer(QStringLiteral("hostile"), QStringList(args) << QStringLiteral("--attack") << attack, m_hostile);
         m_args = args;
         return {monitor, p1, p2, p3, hostile};
     }
@@ -344,10 +342,8 @@ class TestHostilePeer : public QObject {
         const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "neverbegin";
         std::filesystem::create_directories(d);
         SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
-        // A long matchmaking time: it declares as soon as it stepped, before the others.
         const long steps = 13;
-        auto [monitor, p1, p2, p3, holder] = startSwarm(h, steps, QStringLiteral("neverbegin"), {},
-                                                        {QStringLiteral("--matchmaking-time"), QStringLiteral("12")});
+        auto [monitor, p1, p2, p3, holder] = startSwarm(h, steps, QStringLiteral("neverbegin"));
         const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &holder, &monitor};
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 300), all);
         SWARM_VERIFY(holder.logText().contains(QStringLiteral("without a BEGIN")), all); // it did hold followers

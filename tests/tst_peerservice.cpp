@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <vector>
 
 using namespace dedloc;
 
@@ -167,7 +169,6 @@ private Q_SLOTS:
         QCOMPARE(service.followers().size(), std::size_t(1));
     }
 
-    // State download: the whole vector arrives in parts, bit for bit.
     // A follower that asks again (a new connection after a late accept) is listed as it asks
     // now: its BEGIN must carry the bandwidth it measured since, or it refuses the group.
     void aRetriedJoinReplacesTheFirst()
@@ -184,6 +185,46 @@ private Q_SLOTS:
         const auto followers = leader.followers();
         QCOMPARE(followers.size(), std::size_t{1});
         QCOMPARE(followers[0].bandwidth, 25.0);
+    }
+
+    // BEGIN goes to the followers the group lists as they joined; one that joined after the
+    // leader read its followers (or joined again saying otherwise) gets DISBAND, not a BEGIN it
+    // would refuse and blame the leader for.
+    void aFollowerTheGroupDoesNotListIsDisbanded()
+    {
+        PeerService leader("r");
+        leader.openGather({4, "s", 3, unixNow() + 30.0});
+        const auto b = PeerIdentity::generate(), c = PeerIdentity::generate();
+        auto asC = join("r", "s", c);
+        std::vector<std::unique_ptr<zmq::socket_t>> sockets;
+        for (const auto &request : {join("r"), join("r", "s", b), asC}) {
+            auto &s = *sockets.emplace_back(std::make_unique<zmq::socket_t>(m_context, zmq::socket_type::dealer));
+            s.set(zmq::sockopt::linger, 0);
+            s.connect(leader.endpoint());
+            s.send(zmq::buffer(encodeServiceMessage("join", joinToJson(request))));
+        }
+        const auto receiveType = [](zmq::socket_t &s) {
+            zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+            zmq::poll(&item, 1, std::chrono::milliseconds(2000));
+            if (!(item.revents & ZMQ_POLLIN))
+                return std::string("(nothing)");
+            zmq::message_t m;
+            (void)s.recv(m);
+            return parseServiceMessage({m.data<std::uint8_t>(), m.size()}).at("t").get<std::string>();
+        };
+        for (auto &s : sockets)
+            QCOMPARE(receiveType(*s), std::string("accept"));
+        // The leader read A and C only, and lists C otherwise than C joined (as if C had joined
+        // again meanwhile, asking for a repair).
+        GroupInfo group{"e4-x", 4, {}};
+        for (const auto &r : leader.followers())
+            if (r.peerId != b.peerId())
+                group.members.push_back({r.peerId, r.allReduceEndpoint, r.bandwidth, 1.0, r.publicKey, 0, r.peerId == c.peerId()});
+        QCOMPARE(group.members.size(), std::size_t(2));
+        leader.begin(group);
+        QCOMPARE(receiveType(*sockets[0]), std::string("begin"));
+        QCOMPARE(receiveType(*sockets[1]), std::string("disband"));
+        QCOMPARE(receiveType(*sockets[2]), std::string("disband"));
     }
 
     void stateDownloadsInParts()

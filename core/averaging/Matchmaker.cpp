@@ -48,7 +48,7 @@ void setWhy(std::string *why, const std::string &text)
 Matchmaker::Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
                        std::shared_ptr<const DataPlaneSecurity> security, std::shared_ptr<BanList> bans)
     : m_dht(dht), m_service(service), m_self(std::move(self)), m_options(options), m_security(std::move(security)),
-      m_bans(std::move(bans)), m_bandwidth(m_self.bandwidth), m_clientMode(m_self.clientMode)
+      m_bans(std::move(bans)), m_holds(m_bans), m_bandwidth(m_self.bandwidth), m_clientMode(m_self.clientMode)
 {
     if (m_self.clientMode)
         m_service = nullptr;
@@ -60,27 +60,12 @@ void Matchmaker::setStateDigest(std::string digest)
     m_stateDigest = std::move(digest);
 }
 
-void Matchmaker::leaderHeld(const std::string &leaderId, long epoch, const std::string &reason)
+// Whether `reason` (follow's) says a leader accepted this peer and then held it; `blamed`: only
+// where it broke the protocol (never began by the deadline it named, or a BEGIN refused).
+static bool heldBy(const std::string &reason, bool blamed)
 {
-    if (!m_bans)
-        return;
-    // A crashed leader holds its followers once; one that holds them again is doing it.
-    const double now = unixNow();
-    m_bans->strike(leaderId, "held this peer as a leader: " + reason, now);
-    std::size_t holds;
-    {
-        std::lock_guard lock(m_holdsMutex);
-        for (auto it = m_holds.begin(); it != m_holds.end();) {
-            std::erase_if(it->second, [&](long e) { return std::abs(e - epoch) >= HoldEpochs; });
-            it = it->second.empty() ? m_holds.erase(it) : std::next(it);
-        }
-        auto &epochs = m_holds[leaderId];
-        epochs.push_back(epoch);
-        holds = epochs.size();
-    }
-    if (holds >= HoldsToBan) // (no second ban while one lasts: BanList::ban)
-        m_bans->ban(leaderId, "held this peer as a leader " + std::to_string(holds) + " times within "
-                                  + std::to_string(HoldEpochs) + " epochs", now);
+    const auto has = [&](const char *text) { return reason.find(text) != std::string::npos; };
+    return has("never began") || has("bad BEGIN") || (!blamed && has("did not begin within"));
 }
 
 std::string Matchmaker::stateDigest() const
@@ -151,8 +136,12 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
     }
     if (onAccepted)
         onAccepted();
-    // Wait for BEGIN until the leader's deadline plus the request timeout.
-    const double leaderDeadline = std::min(numberOr(reply->header, "d", leader.expiresAt), unixNow() + m_options.window);
+    // Wait for BEGIN until the leader's deadline plus the request timeout, at most a window: a
+    // leader that gathers longer (another --matchmaking-time) and has not begun by then is left
+    // without blame.
+    const double named = numberOr(reply->header, "d", leader.expiresAt);
+    const bool waitsItsDeadline = named <= unixNow() + m_options.window;
+    const double leaderDeadline = waitsItsDeadline ? named : unixNow() + m_options.window;
     while (!stop.load()) {
         const double left = leaderDeadline + m_options.requestTimeout - unixNow();
         if (left <= 0)
@@ -214,7 +203,13 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
             return std::nullopt;
         }
     }
-    setWhy(why, "leader " + leader.peerId.substr(0, 8) + " never began the group (never asked again this epoch)");
+    if (stop.load())
+        setWhy(why, "stopped");
+    else if (waitsItsDeadline)
+        setWhy(why, "leader " + leader.peerId.substr(0, 8) + " never began the group (never asked again this epoch)");
+    else
+        setWhy(why, "leader " + leader.peerId.substr(0, 8) + " did not begin within this peer's window, gathering "
+                        "longer (never asked again this epoch)");
     return std::nullopt;
 }
 
@@ -253,6 +248,10 @@ std::optional<Declaration> Matchmaker::pickLeader(SearchView &view, long epoch, 
 {
     if (m_options.neverBegin)
         return std::nullopt; // tests: a holder only gathers
+    // A merge target is not asked in the leader's last request timeout: a silent one would make
+    // its BEGIN come after its followers gave up on it.
+    if (followers && now + m_options.requestTimeout >= deadline)
+        return std::nullopt;
     const Declaration *best = nullptr;
     const auto isFollower = [&](const std::string &id) {
         return followers && std::any_of(followers->begin(), followers->end(),
@@ -352,14 +351,13 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     // left, this peer declares itself again with that much (Matchmaker.h), keeping the order of
     // asking for the first half of it.
     const auto declareAgainIfHeld = [&](const std::string &leaderId, const std::string &reason) {
-        if (reason.find("never began") == std::string::npos && reason.find("bad BEGIN") == std::string::npos)
+        if (stop.load() || !heldBy(reason, false))
             return;
-        leaderHeld(leaderId, epoch, reason);
-        if (declaredAgain || stop.load())
-            return;
+        if (heldBy(reason, true))
+            m_holds.held(leaderId, epoch, reason, unixNow());
         const double now = unixNow();
-        if (now + m_options.window / 2 <= deadline)
-            return; // time enough is left
+        if (declaredAgain || now + m_options.window / 2 <= deadline)
+            return; // once per search, and only where less than half a window is left
         declaredAgain = true;
         deadline = now + m_options.window / 2;
         giveUp = deadline + m_options.requestTimeout;

@@ -45,13 +45,13 @@
 // asked), plus half a window and a request timeout after a leader that never began; sooner when
 // `stop` becomes true.
 #include "net/DhtNode.h"
+#include "averaging/LeaderHolds.h"
 #include "averaging/PeerService.h"
 #include "averaging/SwarmMessages.h"
 
 #include <array>
 #include <atomic>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -98,10 +98,8 @@ public:
     // `service` is null in client mode. Both must outlive the matchmaker. `security` null:
     // plaintext (unit tests only). `bans`: leaders it bans are never asked (null: none); give
     // the service the same list, so that banned peers cannot join this peer's groups either.
-    // A leader that held this peer (accepted it, then never began or sent a BEGIN it refused)
-    // gets a strike there each time (three within a minute ban it), and is banned at its
-    // `HoldsToBan`-th hold within `HoldEpochs` epochs however slow the steps (a leader that
-    // crashed holds its followers once).
+    // A leader that held this peer (accepted it, then never began by the deadline it named, or
+    // sent a BEGIN it refused) is struck there, and banned at its third hold (LeaderHolds.h).
     Matchmaker(DhtNode &dht, PeerService *service, MatchSelf self, MatchmakingOptions options,
                std::shared_ptr<const DataPlaneSecurity> security = nullptr, std::shared_ptr<BanList> bans = nullptr);
 
@@ -153,20 +151,13 @@ private:
     [[nodiscard]] bool readyToLead(const std::vector<JoinRequest> &followers,
                                    const std::function<std::size_t()> &expectedPeers, bool due) const;
 
-    // A leader held this peer at `epoch`: strikes it, and bans it at its HoldsToBan-th hold
-    // within HoldEpochs epochs (the constructor's comment). Any thread.
-    void leaderHeld(const std::string &leaderId, long epoch, const std::string &reason);
-    static constexpr int HoldsToBan = 3;
-    static constexpr long HoldEpochs = 16;
-    std::mutex m_holdsMutex;
-    std::map<std::string, std::vector<long>> m_holds; // leader id -> epochs it held this peer at
-
     DhtNode &m_dht;
     PeerService *m_service;
     MatchSelf m_self;
     MatchmakingOptions m_options;
     std::shared_ptr<const DataPlaneSecurity> m_security;
     std::shared_ptr<BanList> m_bans;
+    LeaderHolds m_holds; // after m_bans
     std::atomic<bool> m_repair{false};
     mutable std::mutex m_digestMutex;
     std::string m_stateDigest; // guarded by m_digestMutex

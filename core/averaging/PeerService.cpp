@@ -12,9 +12,11 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <future>
 #include <list>
 #include <map>
@@ -283,13 +285,17 @@ struct PeerService::Impl {
         }
     }
 
-    void sendToFollowers(const std::string &type, const nlohmann::json &fields)
+    // `fields` to every follower, or where `listed` is given and says no for one, `otherwise`.
+    void sendToFollowers(const std::string &type, const nlohmann::json &fields,
+                         const std::function<bool(const JoinRequest &)> &listed = {},
+                         const nlohmann::json &otherwise = {})
     {
         const auto header = encodeServiceMessage(type, fields);
+        const auto disband = listed ? encodeServiceMessage("disband", otherwise) : std::vector<std::uint8_t>();
         for (const auto &f : followers) {
             std::vector<zmq::message_t> frames;
             frames.emplace_back(f.routingId.data(), f.routingId.size());
-            frames.push_back(bytesMessage(header));
+            frames.push_back(bytesMessage(!listed || listed(f.request) ? header : disband));
             outbox.push_back(std::move(frames));
         }
         followers.clear();
@@ -370,8 +376,17 @@ std::vector<JoinRequest> PeerService::followers() const
 
 void PeerService::begin(const GroupInfo &group)
 {
+    // As the follower checks its BEGIN (Matchmaker::follow): listed with what it joined with.
+    const auto listed = [&](const JoinRequest &r) {
+        return std::any_of(group.members.begin(), group.members.end(), [&](const GroupMember &m) {
+            return m.peerId == r.peerId && m.repair == r.repair && (m.weight > 0.0) == r.sender
+                   && m.endpoint == (r.clientMode ? std::string() : r.allReduceEndpoint)
+                   && (m.stateDigest.empty() || m.stateDigest == r.stateDigest);
+        });
+    };
     std::lock_guard lock(d->mutex);
-    d->sendToFollowers("begin", groupToJson(group));
+    d->sendToFollowers("begin", groupToJson(group), listed,
+                       {{"why", "the group began without this peer: it joined as the group began"}});
 }
 
 void PeerService::disband(const std::string &why, const Declaration *askInstead)

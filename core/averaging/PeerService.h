@@ -75,7 +75,10 @@ public:
     // gather (this peer must lead its followers) and returns false.
     bool closeGatherIfEmpty();
     [[nodiscard]] std::vector<JoinRequest> followers() const;
-    // Sends BEGIN to every accepted follower and closes the gather.
+    // Sends BEGIN to every accepted follower that `group` lists as it joined, and closes the
+    // gather; one that joined (or joined again, saying otherwise) after the leader read the
+    // followers gets DISBAND instead: a BEGIN it would refuse would count as a hold against an
+    // honest leader (averaging/LeaderHolds.h).
     void begin(const GroupInfo &group);
     // Sends DISBAND (with the reason and, if given, the leader to ask instead) to every accepted
     // follower and closes the gather.

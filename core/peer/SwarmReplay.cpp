@@ -28,28 +28,31 @@ void SwarmPeer::Impl::keepUpdate(const std::shared_ptr<const AveragedUpdate> &up
 void SwarmPeer::Impl::serveTheLastStep(long lastEpoch)
 {
     // Nobody steps after the run's last step to repair a peer that missed it: the members of
-    // another group of its epoch still fetch this group's average to merge it (GroupMerge.h), and
-    // a peer without a group adopts that merge. This peer serves it (and the step's update, for
-    // replay) while trainers and auxiliaries of that epoch have not reported the step, at most
-    // as long as a merge waits for a group and then fetches from it.
-    if (!service || stopFlag.load() || trainer->step() < lastEpoch)
+    // another group of its epoch still fetch this group's average to merge it (GroupMerge.h), a
+    // peer without a group adopts that merge, and one that fell behind replays the step's update
+    // or downloads the state. This peer serves them while trainers and auxiliaries of that epoch
+    // (syncing ones too: they download from it) have not reported the step, at most as long as a
+    // merge waits for a forming group (GroupSeal: 15 s, or a round's seconds) and then fetches.
+    if (!service || inClientMode() || stopFlag.load() || trainer->step() != lastEpoch)
         return;
-    const double until = unixNow() + MergeOptions{}.formingWait + 2.0 * opt.matchmaking.requestTimeout;
+    const double wait = std::max(MergeOptions{}.formingWait, lastRoundSeconds) + 2.0 * opt.matchmaking.requestTimeout;
+    const double until = unixNow() + wait;
     const auto stillMerging = [&] {
         const double now = unixNow();
         std::lock_guard lock(mutex);
         std::size_t n = 0;
         for (const auto &r : tracker.liveRecords(now))
-            n += r.peerId != identity->peerId() && r.role != PeerRole::Monitor && r.epoch == lastEpoch - 1
-                         && !r.paused && !r.syncing && !bans->isBanned(r.peerId, now)
+            n += r.peerId != identity->peerId() && r.role != PeerRole::Monitor && r.epoch == lastEpoch - 1 && !r.paused
+                         && !bans->isBanned(r.peerId, now)
                      ? 1
                      : 0;
         return n;
     };
     for (std::size_t n = stillMerging(), told = 0; n > 0 && !stopFlag.load() && unixNow() < until; n = stillMerging()) {
         if (n != told)
-            log::info("swarm", "the run's last step taken: serving its average while " + std::to_string(n)
-                                   + " peer(s) of its epoch have not reported it");
+            log::info("swarm", "the run's last step taken: serving it while " + std::to_string(n)
+                                   + " peer(s) of its epoch have not reported it (at most "
+                                   + std::to_string(static_cast<int>(wait)) + " s)");
         told = n;
         sleepFor(0.1);
     }

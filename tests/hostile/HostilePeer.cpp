@@ -15,9 +15,8 @@
 //   nan       every PART it sends carries NaN: the bytes of a float NaN over the whole payload,
 //             after encoding (no honest encoder makes one; its own local gradient stays finite)
 //   weight:W  every PART it sends claims W samples, whatever it computed (its records stay true)
-//   neverbegin  as a leader, accepts joins and never sends BEGIN (it holds its followers); its
-//             declarations name a deadline 2 s away, so that it is asked first (give it a long
-//             --matchmaking-time: it then declares as soon as it stepped)
+//   neverbegin  asks no leader; as a leader, accepts joins and never sends BEGIN (it holds its
+//             followers); its declarations name a deadline 2 s away, so that it is asked first
 //   donor:V   as a state donor, serves every value as V (finite garbage) while its records and
 //             offers name its true state and digest
 // Everything else about it is an honest peer: it matchmakes, reduces its shard with the run's
@@ -87,8 +86,9 @@ bool setAttack(const std::string &kind, dedloc::SwarmOptions &swarm)
     }
     if (kind == "neverbegin") {
         swarm.matchmaking.neverBegin = true;
-        // Declared 2 s from now whatever its window, it orders before every peer that declares
-        // later; with a long --matchmaking-time it declares right after each step.
+        // Declared 2 s from now, it orders before every peer with that window that declares at
+        // most 2 s before it; its accepts name its true deadline (within the followers' window,
+        // so that the hold breaks the deadline it named: a longer one is left without blame).
         swarm.matchmaking.declareEarlyBy = std::max(0.0, swarm.matchmaking.window - 2.0);
         return true;
     }
