@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -49,6 +50,24 @@ const std::vector<MistypedReply> mistypedReplies = {
          return Replies{message("accept", {{"d", unixNow() + 1.0}}), message("disband", {{"why", 7}})};
      },
      false, "disbanded: ?"},
+};
+
+// A follower with its own BanList, and a leader that accepts it (naming a deadline `acceptFor`
+// seconds away) and never begins.
+struct HeldFollower {
+    explicit HeldFollower(double acceptFor)
+        : leader([acceptFor](const FakeLeader &, const JoinRequest &) {
+              return Replies{message("accept", {{"d", unixNow() + acceptFor}})};
+          }),
+          follower(followerOf(leader, options, bans))
+    {
+    }
+    [[nodiscard]] int strikes() const { return bans->strikes(leader.identity.peerId(), unixNow()); }
+
+    FakeLeader leader;
+    MatchmakingOptions options = fastOptions();
+    std::shared_ptr<BanList> bans = std::make_shared<BanList>();
+    std::unique_ptr<Peer> follower;
 };
 
 } // namespace
@@ -98,44 +117,34 @@ private Q_SLOTS:
     // bans it and asks it no more (the rule itself: tst_leaderholds).
     void aLeaderThatHoldsAFollowerThreeTimesIsBanned()
     {
-        FakeLeader leader([](const FakeLeader &, const JoinRequest &) {
-            return Replies{message("accept", {{"d", unixNow() + 0.2}})};
-        });
-        const auto options = fastOptions();
-        const auto bans = std::make_shared<BanList>();
-        auto follower = followerOf(leader, options, bans);
-        const auto id = leader.identity.peerId();
+        HeldFollower f(0.2);
+        const auto id = f.leader.identity.peerId();
         for (int hold = 1; hold <= 4; ++hold) {
-            QVERIFY(leader.declare(hold, "s", unixNow() + 30.0));
-            const auto out = formGroupGuarded(*follower->matchmaker, options, hold);
+            QVERIFY(f.leader.declare(hold, "s", unixNow() + 30.0));
+            const auto out = formGroupGuarded(*f.follower->matchmaker, f.options, hold);
             QVERIFY2(out.finished && out.thrown.empty() && !out.group, out.thrown.c_str());
-            QCOMPARE(leader.joins.load(), std::min(hold, 3));
-            QCOMPARE(bans->isBanned(id, unixNow()), hold >= 3);
+            QCOMPARE(f.leader.joins.load(), std::min(hold, 3));
+            QCOMPARE(f.bans->isBanned(id, unixNow()), hold >= 3);
             if (hold < 3)
-                QCOMPARE(bans->strikes(id, unixNow()), hold);
+                QCOMPARE(f.strikes(), hold);
         }
     }
 
     // A search stopped while it waits for a BEGIN blames nobody: the leader had time left.
     void aStoppedSearchStrikesNobody()
     {
-        FakeLeader leader([](const FakeLeader &, const JoinRequest &) {
-            return Replies{message("accept", {{"d", unixNow() + 1.5}})};
-        });
-        const auto options = fastOptions();
-        const auto bans = std::make_shared<BanList>();
-        auto follower = followerOf(leader, options, bans);
-        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        HeldFollower f(1.5);
+        QVERIFY(f.leader.declare(3, "s", unixNow() + 30.0));
         std::atomic<bool> stop{false};
         std::string why;
         auto search = std::async(std::launch::async, [&] {
-            return follower->matchmaker->formGroup(3, "s", [] { return std::size_t(2); }, stop, &why);
+            return f.follower->matchmaker->formGroup(3, "s", [] { return std::size_t(2); }, stop, &why);
         });
-        QTRY_COMPARE_WITH_TIMEOUT(leader.joins.load(), 1, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(f.leader.joins.load(), 1, 5000);
         stop = true;
         QVERIFY(!search.get());
         QCOMPARE(QString::fromStdString(why), QStringLiteral("stopped"));
-        QCOMPARE(bans->strikes(leader.identity.peerId(), unixNow()), 0);
+        QCOMPARE(f.strikes(), 0);
     }
 
     // A leader that gathers longer than this peer waits (another --matchmaking-time: its accept
@@ -143,20 +152,15 @@ private Q_SLOTS:
     // struck: it has not broken the deadline it named.
     void aLeaderGatheringLongerThanThisPeerWaitsIsNotStruck()
     {
-        FakeLeader leader([](const FakeLeader &, const JoinRequest &) {
-            return Replies{message("accept", {{"d", unixNow() + 30.0}})};
-        });
-        const auto options = fastOptions();
-        const auto bans = std::make_shared<BanList>();
-        auto follower = followerOf(leader, options, bans);
-        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        HeldFollower f(30.0);
+        QVERIFY(f.leader.declare(3, "s", unixNow() + 30.0));
         const auto start = std::chrono::steady_clock::now();
-        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        const auto out = formGroupGuarded(*f.follower->matchmaker, f.options);
         QVERIFY2(out.finished && out.thrown.empty() && !out.group, out.thrown.c_str());
         QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("did not begin within")), out.why.c_str());
-        QVERIFY(seconds(start) < 1.5 * options.window + 3 * options.requestTimeout + 1.0); // one more declaration
-        QCOMPARE(leader.joins.load(), 1);
-        QCOMPARE(bans->strikes(leader.identity.peerId(), unixNow()), 0);
+        QVERIFY(seconds(start) < 1.5 * f.options.window + 3 * f.options.requestTimeout + 1.0); // one more declaration
+        QCOMPARE(f.leader.joins.load(), 1);
+        QCOMPARE(f.strikes(), 0);
     }
 
     // Two peers held by a leader that accepts them and never begins (a real matchmaker with

@@ -49,10 +49,12 @@ void SwarmPeer::Impl::serveTheLastStep(long lastEpoch)
         return n;
     };
     for (std::size_t n = stillMerging(), told = 0; n > 0 && !stopFlag.load() && unixNow() < until; n = stillMerging()) {
-        if (n != told)
-            log::info("swarm", "the run's last step taken: serving it while " + std::to_string(n)
-                                   + " peer(s) of its epoch have not reported it (at most "
+        if (n != told) {
+            const auto waiting = std::to_string(n) + " peer(s) of its epoch have not reported it";
+            log::info("swarm", "the run's last step taken: serving it while " + waiting + " (at most "
                                    + std::to_string(static_cast<int>(wait)) + " s)");
+            setState(PeerState::Training, "the run's last step taken: serving it while " + waiting);
+        }
         told = n;
         sleepFor(0.1);
     }
