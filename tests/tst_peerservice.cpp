@@ -193,11 +193,10 @@ private Q_SLOTS:
     void aFollowerTheGroupDoesNotListIsDisbanded()
     {
         PeerService leader("r");
-        leader.openGather({4, "s", 3, unixNow() + 30.0});
-        const auto b = PeerIdentity::generate(), c = PeerIdentity::generate();
-        auto asC = join("r", "s", c);
+        leader.openGather({4, "s", 4, unixNow() + 30.0});
+        const auto b = PeerIdentity::generate(), c = PeerIdentity::generate(), e = PeerIdentity::generate();
         std::vector<std::unique_ptr<zmq::socket_t>> sockets;
-        for (const auto &request : {join("r"), join("r", "s", b), asC}) {
+        for (const auto &request : {join("r"), join("r", "s", b), join("r", "s", c), join("r", "s", e)}) {
             auto &s = *sockets.emplace_back(std::make_unique<zmq::socket_t>(m_context, zmq::socket_type::dealer));
             s.set(zmq::sockopt::linger, 0);
             s.connect(leader.endpoint());
@@ -214,17 +213,18 @@ private Q_SLOTS:
         };
         for (auto &s : sockets)
             QCOMPARE(receiveType(*s), std::string("accept"));
-        // The leader read A and C only, and lists C otherwise than C joined (as if C had joined
-        // again meanwhile, asking for a repair).
+        // The leader read A, C and E only, and lists C and E otherwise than they joined (as if
+        // they had joined again meanwhile: C asking for a repair, E with another bandwidth).
         GroupInfo group{"e4-x", 4, {}};
         for (const auto &r : leader.followers())
             if (r.peerId != b.peerId())
-                group.members.push_back({r.peerId, r.allReduceEndpoint, r.bandwidth, 1.0, r.publicKey, 0, r.peerId == c.peerId()});
-        QCOMPARE(group.members.size(), std::size_t(2));
+                group.members.push_back({r.peerId, r.allReduceEndpoint, r.peerId == e.peerId() ? 50.0 : r.bandwidth, 1.0,
+                                         r.publicKey, 0, r.peerId == c.peerId()});
+        QCOMPARE(group.members.size(), std::size_t(3));
         leader.begin(group);
         QCOMPARE(receiveType(*sockets[0]), std::string("begin"));
-        QCOMPARE(receiveType(*sockets[1]), std::string("disband"));
-        QCOMPARE(receiveType(*sockets[2]), std::string("disband"));
+        for (std::size_t i = 1; i < sockets.size(); ++i)
+            QCOMPARE(receiveType(*sockets[i]), std::string("disband"));
     }
 
     void stateDownloadsInParts()

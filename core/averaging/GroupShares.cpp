@@ -3,6 +3,7 @@
 #include "averaging/LoadBalancing.h"
 #include "util/Error.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -46,6 +47,17 @@ void checkShares(const std::vector<GroupMember> &members, bool capped)
             throw ProtocolError("BEGIN gives " + members[i].peerId.substr(0, 8) + " a shard share of "
                                 + std::to_string(members[i].share) + " where its bandwidth gives "
                                 + std::to_string(expected[i]) + " of " + std::to_string(ShardShareTotal));
+}
+
+std::string joinedOtherwise(const GroupMember &member, const JoinRequest &joined)
+{
+    if (member.repair != joined.repair || (member.weight > 0.0) != joined.sender
+        || (!member.stateDigest.empty() && member.stateDigest != joined.stateDigest)
+        || member.endpoint != (joined.clientMode ? std::string() : joined.allReduceEndpoint))
+        return "BEGIN lists this peer otherwise than it joined";
+    if (member.bandwidth != (joined.clientMode ? 0.0 : joined.bandwidth) && !std::isnan(joined.bandwidth))
+        return "BEGIN lists this peer's bandwidth otherwise than it joined";
+    return {};
 }
 
 } // namespace dedloc

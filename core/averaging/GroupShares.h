@@ -7,6 +7,7 @@
 // the swarm shares (Mbit/s). Threads: any. Errors: below.
 #include "averaging/SwarmMessages.h"
 
+#include <string>
 #include <vector>
 
 namespace dedloc {
@@ -21,5 +22,12 @@ bool assignShardShares(std::vector<GroupMember> &members, bool capped);
 // ProtocolError naming the member whose share differs, or saying the bandwidths give no shares.
 inline constexpr std::int64_t ShareTolerance = 16;
 void checkShares(const std::vector<GroupMember> &members, bool capped);
+
+// Why a BEGIN's entry `member` does not list the peer as `joined` asked ("" if it does): a leader
+// must not turn it into an auxiliary or a reducer, ask for a repair it did not ask for, change
+// its state digest (dropping it is allowed: that only keeps the state round) or its bandwidth.
+// The follower refuses such a BEGIN (Matchmaker::follow); the leader's service sends DISBAND
+// instead of it to a follower that joined again after the leader read it (PeerService::begin).
+[[nodiscard]] std::string joinedOtherwise(const GroupMember &member, const JoinRequest &joined);
 
 } // namespace dedloc

@@ -181,19 +181,12 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
                 }
             if (!found)
                 throw ProtocolError("BEGIN does not list this peer");
-            // This peer as it joined: a leader must not turn it into an auxiliary or a reducer,
-            // nor ask for a repair it did not ask for (a repairing trainer takes others' state).
-            const auto &me = g.info.members[g.myIndex];
-            // (A leader may drop its digest, which only keeps the state round; never change it.)
-            if (me.repair != request.repair || (me.weight > 0.0) != request.sender
-                || (!me.stateDigest.empty() && me.stateDigest != request.stateDigest)
-                || me.endpoint != (request.clientMode ? std::string() : request.allReduceEndpoint))
-                throw ProtocolError("BEGIN lists this peer otherwise than it joined");
+            // This peer as it joined (a repairing trainer takes others' state; GroupShares.h).
+            if (const auto otherwise = joinedOtherwise(g.info.members[g.myIndex], request); !otherwise.empty())
+                throw ProtocolError(otherwise);
             if (std::none_of(g.info.members.begin(), g.info.members.end(),
                              [&](const GroupMember &m) { return m.peerId == leader.peerId; }))
                 throw ProtocolError("BEGIN does not list the leader");
-            if (me.bandwidth != (request.clientMode ? 0.0 : request.bandwidth) && !std::isnan(request.bandwidth))
-                throw ProtocolError("BEGIN lists this peer's bandwidth otherwise than it joined");
             checkShares(g.info.members, m_options.capShares);
             log::info("match", "joined group " + g.info.groupId + " of " + std::to_string(g.info.members.size())
                                    + " peers led by " + leader.peerId.substr(0, 8));

@@ -1,6 +1,7 @@
 #include "averaging/PeerService.h"
 
 #include "net/DataPlaneSecurity.h"
+#include "averaging/GroupShares.h"
 #include "averaging/Reachability.h"
 #include "averaging/SealRelay.h"
 #include "util/Error.h"
@@ -379,9 +380,7 @@ void PeerService::begin(const GroupInfo &group)
     // As the follower checks its BEGIN (Matchmaker::follow): listed with what it joined with.
     const auto listed = [&](const JoinRequest &r) {
         return std::any_of(group.members.begin(), group.members.end(), [&](const GroupMember &m) {
-            return m.peerId == r.peerId && m.repair == r.repair && (m.weight > 0.0) == r.sender
-                   && m.endpoint == (r.clientMode ? std::string() : r.allReduceEndpoint)
-                   && (m.stateDigest.empty() || m.stateDigest == r.stateDigest);
+            return m.peerId == r.peerId && joinedOtherwise(m, r).empty();
         });
     };
     std::lock_guard lock(d->mutex);
