@@ -64,13 +64,14 @@ void SimSwarm::run(double seconds, const std::function<void()> &everySecond)
 {
     const double end = unixNow() + seconds;
     const double perSecond = m_config.churnPerMinute * static_cast<double>(m_config.peers) / 60.0;
-    double nextChurn = perSecond > 0 ? unixNow() + 1.0 / perSecond : end + 1.0;
+    if (m_nextChurn == 0.0 && perSecond > 0) // the churn's clock runs on across calls
+        m_nextChurn = unixNow() + 1.0 / perSecond;
     double nextSample = unixNow() + 1.0;
     while (unixNow() < end) {
-        if (unixNow() >= nextChurn) {
+        if (perSecond > 0 && unixNow() >= m_nextChurn) {
             leaveOne();
             join();
-            nextChurn += 1.0 / perSecond;
+            m_nextChurn += 1.0 / perSecond;
         }
         if (everySecond && unixNow() >= nextSample) {
             everySecond();
@@ -78,6 +79,23 @@ void SimSwarm::run(double seconds, const std::function<void()> &everySecond)
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+}
+
+bool SimSwarm::runUntilEpoch(long epoch, double share, double minSeconds, double maxSeconds)
+{
+    const auto reached = [&] {
+        std::size_t at = 0;
+        for (const auto &m : m_live)
+            at += m.peer->epoch() >= epoch ? 1 : 0;
+        return static_cast<double>(at) >= share * static_cast<double>(m_live.size());
+    };
+    run(minSeconds);
+    for (double spent = minSeconds; !reached(); spent += 1.0) {
+        if (spent >= maxSeconds)
+            return false;
+        run(1.0);
+    }
+    return true;
 }
 
 void SimSwarm::stop()

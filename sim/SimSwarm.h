@@ -58,6 +58,11 @@ public:
     // Runs for `seconds`, replacing peers at the churn rate; returns at the end. `everySecond`
     // (optional) is called about once a second meanwhile, on this thread (a benchmark's samples).
     void run(double seconds, const std::function<void()> &everySecond = {});
+    // Runs at least `minSeconds`, then on until `share` of the live peers hold parameters at
+    // `epoch` or later (they stepped every epoch before it), at most `maxSeconds` in all; returns
+    // whether they got there. A run measured in epochs, not seconds: a loaded machine's slower
+    // epochs do not cut the run short of them.
+    bool runUntilEpoch(long epoch, double share, double minSeconds, double maxSeconds);
     // Stops every peer; report() reads the steps of all peers, departed ones included.
     void stop();
     [[nodiscard]] SimReport report() const;
@@ -77,6 +82,7 @@ private:
     SimSwarmConfig m_config;
     LowDescriptors m_low{900};     // for the DHT nodes of joiners (LowDescriptors.h)
     double m_stopBegan = 0.0;      // Unix seconds; 0 before stop()
+    double m_nextChurn = 0.0;      // Unix seconds of the next leave and join; 0 before run()
     std::mt19937_64 m_random;
     std::vector<Member> m_live, m_departed;
     std::uint64_t m_nextSeed = 1;
