@@ -54,11 +54,13 @@ const std::vector<MistypedReply> mistypedReplies = {
 
 // A follower with its own BanList, and a leader that accepts it (naming a deadline `acceptFor`
 // seconds away) and never begins.
+// `banOptions`: the follower's BanList's (many strikes to ban: only LeaderHolds' count bans).
 struct HeldFollower {
-    explicit HeldFollower(double acceptFor)
+    explicit HeldFollower(double acceptFor, BanOptions banOptions = {})
         : leader([acceptFor](const FakeLeader &, const JoinRequest &) {
               return Replies{message("accept", {{"d", unixNow() + acceptFor}})};
           }),
+          bans(std::make_shared<BanList>(banOptions)),
           follower(followerOf(leader, options, bans))
     {
     }
@@ -66,9 +68,17 @@ struct HeldFollower {
 
     FakeLeader leader;
     MatchmakingOptions options = fastOptions();
-    std::shared_ptr<BanList> bans = std::make_shared<BanList>();
+    std::shared_ptr<BanList> bans;
     std::unique_ptr<Peer> follower;
 };
+
+// BanOptions under which strikes alone never ban within a test.
+BanOptions strikesNeverBan()
+{
+    BanOptions o;
+    o.strikesToBan = 100;
+    return o;
+}
 
 } // namespace
 
@@ -114,10 +124,11 @@ private Q_SLOTS:
     }
 
     // Held once, a follower strikes the leader (it may have crashed); held at a third epoch, it
-    // bans it and asks it no more (the rule itself: tst_leaderholds).
+    // bans it and asks it no more (the rule itself: tst_leaderholds), strikes aside: the count
+    // of epochs bans it, not three strikes within a minute.
     void aLeaderThatHoldsAFollowerThreeTimesIsBanned()
     {
-        HeldFollower f(0.2);
+        HeldFollower f(0.2, strikesNeverBan());
         const auto id = f.leader.identity.peerId();
         for (int hold = 1; hold <= 4; ++hold) {
             QVERIFY(f.leader.declare(hold, "s", unixNow() + 30.0));
@@ -128,6 +139,73 @@ private Q_SLOTS:
             if (hold < 3)
                 QCOMPARE(f.strikes(), hold);
         }
+    }
+
+    // Held three times at one epoch (three searches for it), a leader is struck each time and
+    // not banned by the count of epochs: a search is asked again at one epoch only after a
+    // failed step, and a crashed leader's epoch is one.
+    void holdsAtOneEpochDoNotBanByTheirCount()
+    {
+        HeldFollower f(0.2, strikesNeverBan());
+        const auto id = f.leader.identity.peerId();
+        for (int hold = 1; hold <= 3; ++hold) {
+            QVERIFY(f.leader.declare(3, "s", unixNow() + 30.0));
+            const auto out = formGroupGuarded(*f.follower->matchmaker, f.options, 3);
+            QVERIFY2(out.finished && out.thrown.empty() && !out.group, out.thrown.c_str());
+            QCOMPARE(f.strikes(), hold);
+        }
+        QVERIFY(!f.bans->isBanned(id, unixNow()));
+    }
+
+    // The accept's deadline counts in seconds on the leader's clock (`d` - `n`): a leader whose
+    // clock is 10 s behind this peer's, and whose BEGIN follows its accept, forms the group
+    // unblamed (read as a time on this peer's clock, its deadline had passed on arrival); one
+    // whose clock is 10 s ahead and never begins is struck (read so, its deadline lay past this
+    // peer's window).
+    void aLeaderIsTimedByItsOwnClock()
+    {
+        const double skews[] = {-10.0, 10.0};
+        for (const double skew : skews) {
+            FakeLeader leader([skew](const FakeLeader &l, const JoinRequest &j) {
+                const double now = unixNow() + skew;
+                Replies replies{message("accept", {{"d", now + 0.3}, {"n", now}})};
+                if (skew < 0) {
+                    const GroupInfo g{"e3-fake", 3, {l.asMember(), {j.peerId, "", 0.0, 1.0, j.publicKey}}};
+                    replies.push_back(message("begin", groupToJson(g)));
+                }
+                return replies;
+            });
+            const auto options = fastOptions();
+            const auto bans = std::make_shared<BanList>(strikesNeverBan());
+            auto follower = followerOf(leader, options, bans);
+            QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+            const auto out = formGroupGuarded(*follower->matchmaker, options);
+            QVERIFY2(out.finished && out.thrown.empty(), out.thrown.c_str());
+            QCOMPARE(out.group.has_value(), skew < 0);
+            QCOMPARE(bans->strikes(leader.identity.peerId(), unixNow()), skew < 0 ? 0 : 1);
+            if (skew > 0)
+                QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("never began")), out.why.c_str());
+        }
+    }
+
+    // A leader that accepts and then disbands without naming a leader to ask instead is not
+    // asked again in the epoch (a holder could send it just before its deadline, again and
+    // again), and not struck (an honest leader that stops does the same).
+    void aLeaderThatDisbandsIsAskedOnceAndNotStruck()
+    {
+        FakeLeader leader([](const FakeLeader &, const JoinRequest &) {
+            return Replies{message("accept", {{"d", unixNow() + 0.3}, {"n", unixNow()}}),
+                           message("disband", {{"why", "the leader gave up"}})};
+        });
+        const auto options = fastOptions();
+        const auto bans = std::make_shared<BanList>();
+        auto follower = followerOf(leader, options, bans);
+        QVERIFY(leader.declare(3, "s", unixNow() + 30.0));
+        const auto out = formGroupGuarded(*follower->matchmaker, options);
+        QVERIFY2(out.finished && out.thrown.empty() && !out.group, out.thrown.c_str());
+        QVERIFY2(QString::fromStdString(out.why).contains(QStringLiteral("disbanded")), out.why.c_str());
+        QCOMPARE(leader.joins.load(), 1);
+        QCOMPARE(bans->strikes(leader.identity.peerId(), unixNow()), 0);
     }
 
     // A search stopped while it waits for a BEGIN blames nobody: the leader had time left.

@@ -60,14 +60,6 @@ void Matchmaker::setStateDigest(std::string digest)
     m_stateDigest = std::move(digest);
 }
 
-// Whether `reason` (follow's) says a leader accepted this peer and then held it; `blamed`: only
-// where it broke the protocol (never began by the deadline it named, or a BEGIN refused).
-static bool heldBy(const std::string &reason, bool blamed)
-{
-    const auto has = [&](const char *text) { return reason.find(text) != std::string::npos; };
-    return has("never began") || has("bad BEGIN") || (!blamed && has("did not begin within"));
-}
-
 std::string Matchmaker::stateDigest() const
 {
     std::lock_guard lock(m_digestMutex);
@@ -107,9 +99,14 @@ std::optional<FormedGroup> Matchmaker::lead(long epoch, const std::vector<JoinRe
 
 std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long epoch, const std::string &schema,
                                               std::size_t expected, const std::atomic<bool> &stop, std::string *why,
-                                              std::optional<Declaration> *askInstead,
+                                              Held *held, std::optional<Declaration> *askInstead,
                                               const std::function<void()> &onAccepted)
 {
+    const auto setHeld = [held](Held h) {
+        if (held)
+            *held = h;
+    };
+    setHeld(Held::No);
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
                         m_bandwidth.load(), m_clientMode.load(), m_self.sender, m_self.publicKey, m_repair.load(),
@@ -138,8 +135,13 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         onAccepted();
     // Wait for BEGIN until the leader's deadline plus the request timeout, at most a window: a
     // leader that gathers longer (another --matchmaking-time) and has not begun by then is left
-    // without blame.
-    const double named = numberOr(reply->header, "d", leader.expiresAt);
+    // without blame. The deadline is read as the seconds it leaves on the leader's clock ("n",
+    // the leader's time at sending), counted from the accept's arrival here: a clock that differs
+    // from this peer's does not make an honest leader late.
+    const double arrived = unixNow();
+    double named = numberOr(reply->header, "d", leader.expiresAt);
+    if (const double sent = numberOr(reply->header, "n", -1.0); sent > 0 && std::isfinite(sent) && std::isfinite(named))
+        named = arrived + std::max(0.0, named - sent);
     const bool waitsItsDeadline = named <= unixNow() + m_options.window;
     const double leaderDeadline = waitsItsDeadline ? named : unixNow() + m_options.window;
     while (!stop.load()) {
@@ -152,6 +154,9 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         const auto t = next->header.at("t").get<std::string>();
         if (t == "disband") {
             setWhy(why, "leader disbanded: " + textOr(next->header, "why", "?"));
+            // A DISBAND naming the leader its group merged into is a merge; any other leaves
+            // this peer little of its window when it comes late.
+            setHeld(next->header.contains("l") ? Held::No : Held::Late);
             if (askInstead && next->header.contains("l")) {
                 try {
                     // Ordered before the leader that names it: gathering now, until no later than
@@ -162,6 +167,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
                     *askInstead = std::move(s);
                 } catch (const std::exception &e) {
                     log::warning("match", std::string("ignored the leader's suggestion: ") + e.what());
+                    setHeld(Held::Late);
                 }
             }
             return std::nullopt;
@@ -193,16 +199,20 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
             return g;
         } catch (const std::exception &e) {
             setWhy(why, std::string("bad BEGIN from the leader (never asked again this epoch): ") + e.what());
+            setHeld(Held::Broke);
             return std::nullopt;
         }
     }
-    if (stop.load())
+    if (stop.load()) {
         setWhy(why, "stopped");
-    else if (waitsItsDeadline)
+    } else if (waitsItsDeadline) {
         setWhy(why, "leader " + leader.peerId.substr(0, 8) + " never began the group (never asked again this epoch)");
-    else
+        setHeld(Held::Broke);
+    } else {
         setWhy(why, "leader " + leader.peerId.substr(0, 8) + " did not begin within this peer's window, gathering "
                         "longer (never asked again this epoch)");
+        setHeld(Held::Late);
+    }
     return std::nullopt;
 }
 
@@ -343,10 +353,10 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     // other it held, for most of their windows: once per search, when less than half a window is
     // left, this peer declares itself again with that much (Matchmaker.h), keeping the order of
     // asking for the first half of it.
-    const auto declareAgainIfHeld = [&](const std::string &leaderId, const std::string &reason) {
-        if (stop.load() || !heldBy(reason, false))
+    const auto declareAgainIfHeld = [&](const std::string &leaderId, const std::string &reason, Held held) {
+        if (stop.load() || held == Held::No)
             return;
-        if (heldBy(reason, true))
+        if (held == Held::Broke)
             m_holds.held(leaderId, epoch, reason, unixNow());
         const double now = unixNow();
         if (declaredAgain || now + m_options.window / 2 <= deadline)
@@ -379,10 +389,11 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
                 if (auto target = pickLeader(view, epoch, schema, now, deadline, false, &followers)) {
                     view.retryAfter[target->peerId] = 1e300;
                     std::string mergeWhy;
-                    if (auto g = mergeInto(*target, epoch, schema, expectedPeers, stop, &mergeWhy))
+                    Held mergeHeld = Held::No;
+                    if (auto g = mergeInto(*target, epoch, schema, expectedPeers, stop, &mergeWhy, &mergeHeld))
                         return g;
-                    if (m_service->followers().empty())
-                        declareAgainIfHeld(target->peerId, mergeWhy); // its followers are gone: held too
+                    if (m_service->followers().empty()) // its followers are gone: held too
+                        declareAgainIfHeld(target->peerId, mergeWhy, mergeHeld);
                     if (m_service->followers().empty() && unixNow() < deadline)
                         m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
                     continue;
@@ -407,8 +418,10 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         log::debug("match", m_self.peerId.substr(0, 8) + " asks " + leader->peerId.substr(0, 8) + " ("
                                 + std::to_string(view.declarations.size()) + " declarations)");
         std::string followWhy;
+        Held held = Held::No;
         std::optional<Declaration> suggestion;
-        if (auto g = follow(*leader, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &followWhy, &suggestion))
+        if (auto g = follow(*leader, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &followWhy, &held,
+                            &suggestion))
             return g;
         const auto known = [&](const std::string &id) {
             return std::any_of(view.declarations.begin(), view.declarations.end(),
@@ -417,17 +430,17 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         // A suggestion is taken once, and only for a leader this peer's view of the DHT lacks.
         if (suggestion && !known(suggestion->peerId) && view.retryAfter.count(suggestion->peerId) == 0)
             view.suggested.push_back(*suggestion);
-        // A leader that accepted and then never began, or began a group it is not in, may be
-        // holding this peer on purpose: it is not asked again for this epoch; nor is one known
-        // only from a suggestion.
+        // A leader that accepted and then never began, began a group it is not in, or disbanded
+        // without naming where its group went, may be holding this peer on purpose: it is not
+        // asked again for this epoch; nor is one known only from a suggestion.
         const bool permanent = followWhy.find("schema") != std::string::npos || followWhy.find("full") != std::string::npos
                                || followWhy.find("banned") != std::string::npos
                                || followWhy.find("unknown run") != std::string::npos
-                               || followWhy.find("never asked again") != std::string::npos || !known(leader->peerId);
+                               || held != Held::No || !known(leader->peerId);
         view.retryAfter[leader->peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
         log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);
-        declareAgainIfHeld(leader->peerId, followWhy);
+        declareAgainIfHeld(leader->peerId, followWhy, held);
         if (reachable && unixNow() < deadline)
             m_service->openGather({epoch, schema, m_options.targetGroupSize - 1, deadline});
     }
@@ -448,7 +461,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
 // silent or already began costs them nothing.
 std::optional<FormedGroup> Matchmaker::mergeInto(const Declaration &target, long epoch, const std::string &schema,
                                                  const std::function<std::size_t()> &expectedPeers,
-                                                 const std::atomic<bool> &stop, std::string *whyNot)
+                                                 const std::atomic<bool> &stop, std::string *whyNot, Held *held)
 {
     std::string why;
     const auto accepted = [&] {
@@ -456,7 +469,7 @@ std::optional<FormedGroup> Matchmaker::mergeInto(const Declaration &target, long
                                + target.peerId.substr(0, 8) + ", ordered before it");
         m_service->disband("merging into the group of " + target.peerId.substr(0, 8), &target);
     };
-    auto g = follow(target, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &why, nullptr, accepted);
+    auto g = follow(target, epoch, schema, expectedPeers ? expectedPeers() : 0, stop, &why, held, nullptr, accepted);
     if (!g)
         log::info("match", m_self.peerId.substr(0, 8) + " did not merge into " + target.peerId.substr(0, 8) + ": " + why);
     if (whyNot)

@@ -128,18 +128,28 @@ public:
     [[nodiscard]] bool clientMode() const { return m_clientMode.load(); }
 
 private:
+    // How a follow() without a group ended, for the search: whether the leader accepted this
+    // peer and then held it (it declares itself again), and whether the leader broke the
+    // protocol doing so (a strike: LeaderHolds.h).
+    enum class Held {
+        No,        // refused, silent, stopped, or a DISBAND naming a leader to ask instead
+        Late,      // a DISBAND without one, or no BEGIN within this peer's window from a leader
+                   // that named a later deadline: no fault shown
+        Broke,     // no BEGIN by the deadline the leader named (plus the request timeout), or a
+                   // BEGIN this peer refused
+    };
     std::optional<FormedGroup> lead(long epoch, const std::vector<JoinRequest> &followers);
     // Joins `leader` and waits for its BEGIN; a DISBAND naming a leader to ask instead sets
-    // *askInstead.
+    // *askInstead. `held` (not null) says how a search without a group ended.
     // `onAccepted` runs once the leader has accepted.
     std::optional<FormedGroup> follow(const Declaration &leader, long epoch, const std::string &schema, std::size_t expected,
-                                      const std::atomic<bool> &stop, std::string *why,
+                                      const std::atomic<bool> &stop, std::string *why, Held *held,
                                       std::optional<Declaration> *askInstead = nullptr,
                                       const std::function<void()> &onAccepted = {});
-    // `whyNot`, when not null, receives why the merge did not happen.
+    // `whyNot`, when not null, receives why the merge did not happen; `held` as follow's.
     std::optional<FormedGroup> mergeInto(const Declaration &target, long epoch, const std::string &schema,
                                          const std::function<std::size_t()> &expectedPeers, const std::atomic<bool> &stop,
-                                         std::string *whyNot = nullptr);
+                                         std::string *whyNot, Held *held);
     struct SearchView;
     void refresh(SearchView &view, double now) const;
     [[nodiscard]] std::optional<Declaration> partLeader(const SearchView &view, long epoch, const std::string &schema,

@@ -127,12 +127,12 @@ struct PeerService::Impl {
                     if (f.request.peerId == r.peerId) {
                         f.routingId = routingId; // a retry on a new connection, with what it says now
                         f.request = r;
-                        return reply(routingId, "accept", {{"d", gather.deadline}});
+                        return reply(routingId, "accept", {{"d", gather.deadline}, {"n", unixNow()}});
                     }
                 if (followers.size() >= gather.capacity)
                     return reply(routingId, "refuse", {{"why", "group is full"}});
                 followers.push_back({r, routingId});
-                return reply(routingId, "accept", {{"d", gather.deadline}});
+                return reply(routingId, "accept", {{"d", gather.deadline}, {"n", unixNow()}});
             }
             if (type == "state?") {
                 if (m.value("run", std::string()) != runId)

@@ -31,11 +31,15 @@ void SwarmPeer::Impl::serveTheLastStep(long lastEpoch)
     // another group of its epoch still fetch this group's average to merge it (GroupMerge.h), a
     // peer without a group adopts that merge, and one that fell behind replays the step's update
     // or downloads the state. This peer serves them while trainers and auxiliaries of that epoch
-    // (syncing ones too: they download from it) have not reported the step, at most as long as a
-    // merge waits for a forming group (GroupSeal: 15 s, or a round's seconds) and then fetches.
+    // (syncing ones too: they download from it) have not reported the step. At most: another
+    // group's round may run longer than this peer's (slower uplinks) and its members fetch only
+    // after it, so twice this peer's round, or as long as a merge waits for a forming group
+    // (GroupSeal: 15 s), plus the silence after which a round gives up on its reducers and the
+    // fetch's request timeouts; a peer that never reports costs that once, at the run's end.
     if (!service || inClientMode() || stopFlag.load() || trainer->step() != lastEpoch)
         return;
-    const double wait = std::max(MergeOptions{}.formingWait, lastRoundSeconds) + 2.0 * opt.matchmaking.requestTimeout;
+    const double wait = std::max(MergeOptions{}.formingWait, 2.0 * lastRoundSeconds) + opt.reducerTimeout
+                        + 2.0 * opt.matchmaking.requestTimeout;
     const double until = unixNow() + wait;
     const auto stillMerging = [&] {
         const double now = unixNow();
