@@ -39,7 +39,9 @@ class TestHostilePeer : public QObject {
     struct Swarm {
         SwarmPeerProcess &monitor, &p1, &p2, &p3, &hostile;
     };
-    Swarm startSwarm(SwarmHarness &h, int steps, const QString &attack, const QStringList &more = {})
+    // `more`: every peer's further arguments; `hostileMore`: the hostile peer's alone.
+    Swarm startSwarm(SwarmHarness &h, int steps, const QString &attack, const QStringList &more = {},
+                     const QStringList &hostileMore = {})
     {
         auto &monitor = h.startMonitor();
         const QStringList args = QStringList{QStringLiteral("--steps"), QString::number(steps), QStringLiteral("--min-peers"),
@@ -48,7 +50,8 @@ class TestHostilePeer : public QObject {
         auto &p1 = h.startPeer(QStringLiteral("p1"), args);
         auto &p2 = h.startPeer(QStringLiteral("p2"), args);
         auto &p3 = h.startPeer(QStringLiteral("p3"), args);
-        auto &hostile = h.startPeer(QStringLiteral("hostile"), QStringList(args) << QStringLiteral("--attack") << attack, m_hostile);
+        auto &hostile = h.startPeer(QStringLiteral("hostile"),
+                                    QStringList(args) << QStringLiteral("--attack") << attack << hostileMore, m_hostile);
         m_args = args;
         return {monitor, p1, p2, p3, hostile};
     }
@@ -264,9 +267,10 @@ class TestHostilePeer : public QObject {
 
     // A trainer that declares 100 000 Mbit/s beside three that measured their link (loopback:
     // about 200) would reduce the whole vector, uncapped, and decide every result; an open run
-    // caps its share at twice an even one (LoadBalancing.h fairShareCap): in a group of four
-    // every honest member reduces a shard, the liar at most three times an honest one's (1/2
-    // against 1/6 each), and the honest trainers hold one model.
+    // caps its share at twice an even one (LoadBalancing.h fairShareCap): in a group of the four
+    // every honest member reduces a shard and the liar at most half the vector, i.e. no more
+    // than the three honest shards together (however their measured links differ: a loaded
+    // machine measures less on some), and the honest trainers hold one model.
     void aBandwidthLiarReducesAtMostTwiceAFairShare()
     {
         const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "bandwidth";
@@ -275,21 +279,29 @@ class TestHostilePeer : public QObject {
         auto [monitor, p1, p2, p3, liar] = startSwarm(h, 6, QStringLiteral("bandwidth:100000"));
         const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &liar, &monitor};
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 240), all);
-        const auto liarSteps = byStep(liar);
+        const std::map<long, nlohmann::json> honest[] = {byStep(p1), byStep(p2), byStep(p3)};
         int compared = 0;
-        for (const auto *p : {&p1, &p2, &p3})
-            for (const auto &[step, e] : byStep(*p)) {
-                if (e.value("group_size", 0L) != 4 || !liarSteps.count(step)
-                    || liarSteps.at(step).value("group_size", 0L) != 4)
-                    continue;
-                const long mine = e.value("shard_elements", -1L), its = liarSteps.at(step).value("shard_elements", -1L);
-                setFailureContext(p->name.toStdString() + " step " + std::to_string(step) + ": shard " + std::to_string(mine)
-                                  + " elements, the liar's " + std::to_string(its));
-                SWARM_VERIFY(mine > 0 && its >= 0 && its <= 3 * mine + 3, all);
-                ++compared;
+        for (const auto &[step, e] : byStep(liar)) {
+            const auto inTheGroup = [&, step = step](const std::map<long, nlohmann::json> &s) {
+                return s.count(step) && s.at(step).value("group_size", 0L) == 4;
+            };
+            if (e.value("group_size", 0L) != 4 || !std::all_of(std::begin(honest), std::end(honest), inTheGroup))
+                continue; // the four, the only peers that average, in one group
+            const long its = e.value("shard_elements", -1L);
+            long theirs = 0;
+            std::string context = "step " + std::to_string(step) + ": the liar's shard " + std::to_string(its) + ", honest";
+            for (const auto &s : honest) {
+                const long mine = s.at(step).value("shard_elements", -1L);
+                context += " " + std::to_string(mine);
+                SWARM_VERIFY(mine > 0, all);
+                theirs += mine;
             }
+            setFailureContext(context);
+            SWARM_VERIFY(its >= 0 && its <= theirs + 4, all); // half the vector, up to rounding
+            ++compared;
+        }
         setFailureContext("");
-        qInfo("%d honest steps in groups of four with the liar compared", compared);
+        qInfo("%d steps in one group of four with the liar compared", compared);
         SWARM_VERIFY(compared >= 3, all);
         SWARM_VERIFY(sameParametersAtEveryStep(p1, p2, p3, 6), all);
     }
@@ -335,21 +347,26 @@ class TestHostilePeer : public QObject {
     // A leader that accepts joins and never begins, and declares early so that it is asked
     // first: its followers give up on it at its deadline plus the request timeout, ask no more of
     // it that epoch and form their group without it; each hold is a strike, so every honest
-    // trainer bans it at its third hold. The honest trainers average every step after the first
-    // together, on the same parameters.
+    // trainer bans it at its third hold. The holder is an auxiliary peer, which matchmakes at
+    // every epoch of the trainers (a trainer holder steps alone after each hold, runs ahead of
+    // the swarm and meets it only now and then: soaked in bench/chaos.sh). The honest trainers
+    // average every step after the first together, on the same parameters.
     void aLeaderThatNeverBeginsCannotHoldTheSwarm()
     {
         const auto d = std::filesystem::path(m_tmp.path().toStdString()) / "neverbegin";
         std::filesystem::create_directories(d);
         SwarmHarness h(m_app, writeSignedTinyRun(d, 64, 1000), d / "peers");
         const long steps = 13;
-        auto [monitor, p1, p2, p3, holder] = startSwarm(h, steps, QStringLiteral("neverbegin"));
+        auto [monitor, p1, p2, p3, holder] =
+            startSwarm(h, steps, QStringLiteral("neverbegin"), {}, {QStringLiteral("--role"), QStringLiteral("auxiliary")});
         const std::initializer_list<SwarmPeerProcess *> all{&p1, &p2, &p3, &holder, &monitor};
         SWARM_VERIFY(SwarmHarness::waitFor([&] { return finished({&p1, &p2, &p3}); }, 300), all);
         SWARM_VERIFY(holder.logText().contains(QStringLiteral("without a BEGIN")), all); // it did hold followers
-        SWARM_VERIFY(SwarmHarness::waitFor([&] { return !peerIdOf(holder).empty(); }, 120), all);
-        const auto holderId = QString::fromStdString(peerIdOf(holder).substr(0, 8));
-        const auto holderLong = QString::fromStdString(peerIdOf(holder).substr(0, 16));
+        // It never averages (no step events): its id from its start line.
+        const auto started = QRegularExpression(QStringLiteral("auxiliary ([0-9a-f]{16}) on DHT port")).match(holder.logText());
+        SWARM_VERIFY(started.hasMatch(), all);
+        const auto holderLong = started.captured(1);
+        const auto holderId = holderLong.left(8);
         int gaveUp = 0;
         for (const auto *p : {&p1, &p2, &p3}) {
             gaveUp += p->logText().contains(QStringLiteral("leader ") + holderId + QStringLiteral(" never began")) ? 1 : 0;
