@@ -60,6 +60,16 @@ void Matchmaker::setStateDigest(std::string digest)
     m_stateDigest = std::move(digest);
 }
 
+// Whether a leader's refusal (follow's reason) holds for the whole epoch: another schema or run,
+// a full group, or this peer banned there.
+static bool refusedForGood(const std::string &why)
+{
+    for (const char *reason : {"schema", "full", "banned", "unknown run"})
+        if (why.find(reason) != std::string::npos)
+            return true;
+    return false;
+}
+
 std::string Matchmaker::stateDigest() const
 {
     std::lock_guard lock(m_digestMutex);
@@ -102,11 +112,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
                                               Held *held, std::optional<Declaration> *askInstead,
                                               const std::function<void()> &onAccepted)
 {
-    const auto setHeld = [held](Held h) {
-        if (held)
-            *held = h;
-    };
-    setHeld(Held::No);
+    *held = Held::No;
     ServiceClient client(leader.serviceEndpoint, m_security, leader.publicKey);
     JoinRequest request{m_self.runId,    epoch,        schema,           m_self.peerId,    m_self.allReduceEndpoint,
                         m_bandwidth.load(), m_clientMode.load(), m_self.sender, m_self.publicKey, m_repair.load(),
@@ -156,7 +162,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
             setWhy(why, "leader disbanded: " + textOr(next->header, "why", "?"));
             // A DISBAND naming the leader its group merged into is a merge; any other leaves
             // this peer little of its window when it comes late.
-            setHeld(next->header.contains("l") ? Held::No : Held::Late);
+            *held = next->header.contains("l") ? Held::No : Held::Late;
             if (askInstead && next->header.contains("l")) {
                 try {
                     // Ordered before the leader that names it: gathering now, until no later than
@@ -167,7 +173,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
                     *askInstead = std::move(s);
                 } catch (const std::exception &e) {
                     log::warning("match", std::string("ignored the leader's suggestion: ") + e.what());
-                    setHeld(Held::Late);
+                    *held = Held::Late;
                 }
             }
             return std::nullopt;
@@ -199,7 +205,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
             return g;
         } catch (const std::exception &e) {
             setWhy(why, std::string("bad BEGIN from the leader (never asked again this epoch): ") + e.what());
-            setHeld(Held::Broke);
+            *held = Held::Broke;
             return std::nullopt;
         }
     }
@@ -207,11 +213,11 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         setWhy(why, "stopped");
     } else if (waitsItsDeadline) {
         setWhy(why, "leader " + leader.peerId.substr(0, 8) + " never began the group (never asked again this epoch)");
-        setHeld(Held::Broke);
+        *held = Held::Broke;
     } else {
         setWhy(why, "leader " + leader.peerId.substr(0, 8) + " did not begin within this peer's window, gathering "
                         "longer (never asked again this epoch)");
-        setHeld(Held::Late);
+        *held = Held::Late;
     }
     return std::nullopt;
 }
@@ -433,10 +439,7 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
         // A leader that accepted and then never began, began a group it is not in, or disbanded
         // without naming where its group went, may be holding this peer on purpose: it is not
         // asked again for this epoch; nor is one known only from a suggestion.
-        const bool permanent = followWhy.find("schema") != std::string::npos || followWhy.find("full") != std::string::npos
-                               || followWhy.find("banned") != std::string::npos
-                               || followWhy.find("unknown run") != std::string::npos
-                               || held != Held::No || !known(leader->peerId);
+        const bool permanent = refusedForGood(followWhy) || held != Held::No || !known(leader->peerId);
         view.retryAfter[leader->peerId] = permanent ? 1e300 : unixNow() + 0.25;
         lastWhy = followWhy;
         log::info("match", m_self.peerId.substr(0, 8) + ": " + followWhy);

@@ -146,7 +146,7 @@ private:
                                       const std::atomic<bool> &stop, std::string *why, Held *held,
                                       std::optional<Declaration> *askInstead = nullptr,
                                       const std::function<void()> &onAccepted = {});
-    // `whyNot`, when not null, receives why the merge did not happen; `held` as follow's.
+    // `whyNot`, when not null, receives why the merge did not happen; `held` (not null) as follow's.
     std::optional<FormedGroup> mergeInto(const Declaration &target, long epoch, const std::string &schema,
                                          const std::function<std::size_t()> &expectedPeers, const std::atomic<bool> &stop,
                                          std::string *whyNot, Held *held);
