@@ -5,6 +5,7 @@
 #include "averaging/GroupMerge.h"
 #include "averaging/ModelAgreement.h"
 #include "averaging/PeerService.h"
+#include "averaging/ProgressExchange.h"
 #include "averaging/ProgressPacing.h"
 #include "averaging/ProgressTracker.h"
 #include "averaging/StateDownload.h"
@@ -56,6 +57,7 @@ struct SimPeer::Impl {
 
     mutable std::mutex mutex; // guards everything below
     ProgressTracker tracker{TrackerOptions{}};
+    std::optional<ProgressExchange> exchange; // made at start (control thread, and under `mutex` to ingest)
     long epoch = 0;
     long samples = 0;
     double lastEpochChange = 0.0;
@@ -84,8 +86,10 @@ std::size_t SimPeer::Impl::expectedPeers(long atEpoch, bool pastIt)
 {
     std::lock_guard lock(mutex);
     const long upTo = pastIt ? atEpoch + 1 : atEpoch;
-    return 1 + tracker.expectedPeers(identity.peerId(), upTo, ExpectedLag + (upTo - atEpoch), 3 * config.progressPeriod + 5,
-                                     unixNow()).size();
+    const long lag = ExpectedLag + (upTo - atEpoch);
+    const double now = unixNow();
+    return 1 + tracker.expectedPeers(identity.peerId(), upTo, lag, 3 * config.progressPeriod + 5, now).size()
+           + tracker.expectedElsewhere(upTo, lag, now);
 }
 
 void SimPeer::Impl::publishOwn()
@@ -101,21 +105,27 @@ void SimPeer::Impl::publishOwn()
             std::tie(r.stateEpoch, r.stateDigest) = service->stateDigest();
     }
     const double ttl = std::max({10.0, 5 * config.progressPeriod, 3 * config.maxProgressPeriod});
-    (void)dht->publish(runKey(config.runId, "progress"), encodeProgress(r), ttl, 2.0);
+    (void)exchange->publish(*dht, r, ttl);
 }
 
 void SimPeer::Impl::readProgress()
 {
-    const auto records = dht->fetch(runKey(config.runId, "progress"), 2.0);
-    std::lock_guard lock(mutex);
-    const double now = unixNow();
-    for (const auto &record : records) {
+    const auto read = exchange->read(*dht);
+    std::vector<ProgressRecord> records;
+    for (const auto &record : read.records) {
         try {
-            tracker.update(parseProgress(record), now);
+            records.push_back(parseProgress(record));
         } catch (const std::exception &) {
             // a malformed record counts as none
         }
     }
+    std::optional<ShardTally> tally;
+    {
+        std::lock_guard lock(mutex);
+        tally = exchange->ingest(records, read.tallies, tracker, unixNow());
+    }
+    if (tally)
+        (void)exchange->publishTally(*dht, *tally, std::max({10.0, 5 * config.progressPeriod, 3 * config.maxProgressPeriod}));
 }
 
 void SimPeer::Impl::controlLoop()
@@ -390,6 +400,7 @@ SimPeer::SimPeer(SimPeerConfig config) : d(std::make_unique<Impl>(std::move(conf
     t.matchmakingTime = c.matchmaking.window;
     t.selfId = d->identity.peerId();
     d->tracker = ProgressTracker(t);
+    d->exchange.emplace(c.runId, d->identity.peerId(), c.shardCapacity);
     d->params.assign(c.elements, 0.0F);
     d->dht = std::make_unique<DhtNode>(d->identity);
     if (!c.bootstrap.empty())

@@ -20,6 +20,7 @@
 // descriptors of ZeroMQ), so that a simulator can hand each node low descriptors
 // (sim/LowDescriptors.h) whenever the peer joins.
 #include "averaging/Matchmaker.h"
+#include "averaging/ProgressShards.h"
 #include "compress/Compression.h"
 #include "net/DhtNode.h"
 
@@ -43,6 +44,7 @@ struct SimPeerConfig {
     std::string bootstrap;          // "127.0.0.1:port" of a DHT node; "" for the first peer
     std::uint64_t seed = 1;         // draws this peer's gradients
     float learningRate = 0.01F;
+    int shardCapacity = DefaultShardCapacity; // live peers before progress records go in shards
 };
 
 // One step a peer applied.

@@ -55,6 +55,25 @@ bool ProgressTracker::update(const ProgressRecord &r, double now)
 
 void ProgressTracker::remove(const std::string &peerId) { m_records.erase(peerId); }
 
+void ProgressTracker::keepOnly(const std::function<bool(const std::string &)> &keep)
+{
+    std::erase_if(m_records, [&](const auto &e) { return e.first != m_options.selfId && !keep(e.first); });
+}
+
+std::size_t ProgressTracker::expectedElsewhere(long epoch, long lag, double now) const
+{
+    std::size_t n = 0;
+    for (const auto &t : m_tallies) {
+        if (t.expiresAt <= now)
+            continue;
+        n += static_cast<std::size_t>(t.helpers);
+        for (const auto &c : t.epochs)
+            if (c.epoch <= epoch && c.epoch >= epoch - lag)
+                n += static_cast<std::size_t>(std::max(0, std::min(c.averaging, c.trainers)));
+    }
+    return n;
+}
+
 namespace {
 
 // The epoch a record vouches for: its own, or the one its monitor follows.
@@ -62,14 +81,16 @@ long supportOf(const ProgressRecord &r) { return std::max(r.epoch, r.followedEpo
 
 } // namespace
 
-void ProgressTracker::EpochSupport::add(long epoch)
+void ProgressTracker::EpochSupport::add(long epoch, int holders)
 {
+    if (holders <= 0)
+        return;
     if (epoch > top) {
         second = top;
         top = epoch;
-        topHolders = 1;
+        topHolders = holders;
     } else if (epoch == top) {
-        ++topHolders;
+        topHolders += holders;
     } else {
         second = std::max(second, epoch);
     }
@@ -107,6 +128,17 @@ ProgressTracker::EpochSupport ProgressTracker::epochSupport(double now, bool vou
         if (id != m_options.selfId && !r.paused && votes)
             e.votes.push_back(supported);
     }
+    // Other shards' records, counted by their summarizers (follow() sees the trainers' own epochs
+    // in this shard's records alone).
+    for (const auto &t : vouched ? m_tallies : std::vector<ShardTally>{}) {
+        if (t.expiresAt <= now)
+            continue;
+        e.live += t.peers;
+        for (const auto &[epoch, n] : t.support)
+            e.add(epoch, n);
+        for (const auto &[epoch, n] : t.votes)
+            e.votes.insert(e.votes.end(), static_cast<std::size_t>(n), epoch);
+    }
     return e;
 }
 
@@ -114,6 +146,12 @@ bool ProgressTracker::EpochSupport::withinOne(const ProgressRecord &c) const
 {
     const long highestOfTheRest = supportOf(c) == top && topHolders == 1 ? second : top;
     return c.epoch <= highestOfTheRest + 1;
+}
+
+bool ProgressTracker::EpochSupport::withinOne(long epoch, int holders) const
+{
+    const long highestOfTheRest = epoch == top && topHolders <= holders ? second : top;
+    return epoch <= highestOfTheRest + 1;
 }
 
 bool ProgressTracker::EpochSupport::corroborates(const ProgressRecord &c, const std::string &selfId) const
@@ -167,6 +205,7 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
         if (r.epoch <= held)
             donorsMax = std::max(donorsMax, donor ? r.epoch : 0L);
     }
+    tallyEpochs(support, held, donorsMax, trainersMax, g, now);
     g.globalEpoch = localEpoch == NotTraining ? trainersMax : donorsMax;
     m_clock.sawGlobal(g.globalEpoch, now);
     const double cap = rateCap(g.globalEpoch, now);
@@ -180,6 +219,14 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
         g.samplesAccumulated += c.extrapolated;
         g.samplesPerSecond += c.rate;
     }
+    for (const auto &t : m_tallies)
+        for (const auto &e : t.epochs)
+            if (t.expiresAt > now && e.epoch == g.globalEpoch) {
+                const auto c = counted(t, e, cap, most, now);
+                reported += c.reported;
+                g.samplesAccumulated += c.extrapolated;
+                g.samplesPerSecond += c.rate;
+            }
     g.reportedSamples = static_cast<long>(reported);
     const double missing = static_cast<double>(m_options.targetBatchSize) - g.samplesAccumulated;
     if (missing <= 0.0)
@@ -187,6 +234,40 @@ GlobalProgress ProgressTracker::global(double now, long localEpoch) const
     else
         g.eta = g.samplesPerSecond > 0.0 ? missing / g.samplesPerSecond : std::numeric_limits<double>::infinity();
     return g;
+}
+
+void ProgressTracker::tallyEpochs(const EpochSupport &support, long held, long &donorsMax, long &trainersMax,
+                                  GlobalProgress &g, double now) const
+{
+    for (const auto &t : m_tallies) {
+        if (t.expiresAt <= now)
+            continue;
+        g.peers += t.peers;
+        g.clientPeers += t.clients;
+        for (const auto &c : t.epochs) {
+            const auto holders = t.support.find(c.epoch);
+            if (c.peers <= 0 || !support.withinOne(c.epoch, holders == t.support.end() ? 0 : holders->second))
+                continue;
+            if (c.trainers > 0)
+                trainersMax = std::max(trainersMax, std::min(c.epoch, held));
+            if (c.donors > 0 && c.epoch <= held)
+                donorsMax = std::max(donorsMax, c.epoch);
+        }
+    }
+}
+
+ProgressTracker::Counted ProgressTracker::counted(const ShardTally &t, const EpochCount &e, double cap,
+                                                  double allowance, double now) const
+{
+    Counted c;
+    if (e.peers <= 0)
+        return c;
+    const double n = e.peers;
+    const double most = std::min(allowance, static_cast<double>(maxSamplesPerEpoch(m_options.targetBatchSize)));
+    c.rate = std::min(e.rate, n * std::min(cap, MaxSamplesPerSecond));
+    c.reported = std::min(e.reported, n * most);
+    c.extrapolated = std::min(e.samples + c.rate * std::clamp(now - t.time, 0.0, 1e6), n * most);
+    return c;
 }
 
 double ProgressTracker::rateCap(long epoch, double now) const

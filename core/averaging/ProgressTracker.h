@@ -62,8 +62,10 @@
 // record more than `allowedClockSkew` in the future is refused). Pure logic, no I/O, no clock of
 // its own: tests inject `now`. Not thread-safe; owned by the swarm's control thread.
 #include "averaging/EpochClock.h"
+#include "averaging/ProgressShards.h"
 #include "averaging/SwarmMessages.h"
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -120,6 +122,20 @@ public:
     // accumulated, or more than MaxSamplesPerSecond.
     bool update(const ProgressRecord &record, double now);
     void remove(const std::string &peerId);
+    // Forgets the records of peers for which `keep` is false, this peer's own excepted (a sharded
+    // swarm's view after its shards change: averaging/ProgressShards.h).
+    void keepOnly(const std::function<bool(const std::string &)> &keep);
+    // The other shards of a sharded swarm, one tally each (chooseTallies), in place of those held.
+    // The global epoch, its samples, its rate and the ETA count them beside the records: a
+    // tally's epochs vote and corroborate as its records would, and at the global epoch its
+    // samples and rate count within the same bounds as its peers' records would (each peer's
+    // rate at most the cap, its samples at most the allowance, both at most what an honest peer
+    // claims). The cap is the median of this shard's records' rates (a uniform sample of the
+    // swarm). follow(), weightBounds(), expectedPeers() and liveRecords() see the records alone.
+    void setShardTallies(std::vector<ShardTally> tallies) { m_tallies = std::move(tallies); }
+    // Peers of the other shards that expectedPeers() would count: the tallies' peers that
+    // average now at an epoch from `epoch` - `lag` to `epoch`, and those that do not train.
+    [[nodiscard]] std::size_t expectedElsewhere(long epoch, long lag, double now) const;
     // Records stored, expired ones not yet forgotten included (update() forgets those).
     [[nodiscard]] std::size_t stored() const { return m_records.size(); }
 
@@ -173,12 +189,14 @@ private:
         int live = 0;
         bool selfLive = false;      // this peer's own record is among them
         std::vector<long> votes;    // the supported epochs of the voters (see the global epoch)
-        void add(long epoch);
+        void add(long epoch, int holders = 1);
         // The highest epoch that at least half of `votes` reach; LONG_MAX when nobody votes.
         [[nodiscard]] long held() const;
         // Whether a live record's epoch is at most one above another supporter's (this peer's
         // own included).
         [[nodiscard]] bool withinOne(const ProgressRecord &r) const;
+        // The same for `holders` supporters of `epoch` counted together (a tally's).
+        [[nodiscard]] bool withinOne(long epoch, int holders) const;
         // withinOne, or no peer other than it and this one is live.
         [[nodiscard]] bool corroborates(const ProgressRecord &r, const std::string &selfId) const;
     };
@@ -190,6 +208,12 @@ private:
         double rate = 0.0, reported = 0.0, extrapolated = 0.0;
     };
     [[nodiscard]] Counted counted(const ProgressRecord &r, double cap, double allowance, double now) const;
+    // The same for a tally's peers at one epoch, each within the bounds of one peer.
+    [[nodiscard]] Counted counted(const ShardTally &t, const EpochCount &c, double cap, double allowance,
+                                  double now) const;
+    // Raises the global epoch's candidates by the tallies' epochs (see global()).
+    void tallyEpochs(const EpochSupport &support, long held, long &donorsMax, long &trainersMax, GlobalProgress &g,
+                     double now) const;
     // The rate cap at `epoch` (see above); infinity while no live record there has a positive rate.
     [[nodiscard]] double rateCap(long epoch, double now) const;
     // The most samples a peer counts at `epoch` given `cap`, with `slack` seconds added to the
@@ -200,6 +224,7 @@ private:
     long m_followed = -1;     // see follow()
     double m_followedAt = 0.0; // when m_followed last advanced (caller's clock)
     std::map<std::string, ProgressRecord> m_records;
+    std::vector<ShardTally> m_tallies;
     double m_lastPrune = -1e300;
     // When each recent epoch began here: bookkeeping of the const views global() and decide(),
     // under the caller's lock.

@@ -159,6 +159,8 @@ std::string encodeProgress(const ProgressRecord &r)
     }
     if (r.followedEpoch > r.epoch)
         j["f"] = r.followedEpoch;
+    if (r.shardCount > 1)
+        j["h"] = r.shardCount;
     return j.dump();
 }
 
@@ -186,6 +188,9 @@ ProgressRecord parseProgress(const SignedRecord &record)
         r.stateEpoch = nonNegative(j, "se");
     }
     r.followedEpoch = j.contains("f") ? nonNegative(j, "f") : 0;
+    r.shardCount = j.contains("h") ? static_cast<int>(nonNegative(j, "h", 1024)) : 1;
+    if (r.shardCount < 1 || (r.shardCount & (r.shardCount - 1)) != 0)
+        throw ProtocolError("shard count " + std::to_string(r.shardCount) + " is not a power of two in 1..1024");
     return r;
 }
 

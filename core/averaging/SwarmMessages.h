@@ -102,6 +102,9 @@ struct ProgressRecord {
     // above `epoch`; absent: 0), which it vouches for although its own state lags
     // (ProgressTracker::follow).
     long followedEpoch = 0;
+    // The shards its publisher's swarm view uses (averaging/ProgressShards.h; payload "h", sent
+    // only when above 1; absent: 1), a power of two up to 1024.
+    int shardCount = 1;
 };
 
 [[nodiscard]] std::string encodeProgress(const ProgressRecord &record);

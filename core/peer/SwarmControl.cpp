@@ -93,8 +93,7 @@ void SwarmPeer::Impl::controlLoop()
             std::tie(mine.stateEpoch, mine.stateDigest) = service->stateDigest();
         else if (heldClaim) // a client-mode trainer's: the state it holds
             std::tie(mine.stateEpoch, mine.stateDigest) = *heldClaim;
-        const bool progressPut =
-            mine.peerId.empty() || dht->publish(runKey(swarmId, "progress"), encodeProgress(mine), ttl, 2.0);
+        const bool progressPut = mine.peerId.empty() || exchange().publish(*dht, mine, ttl);
         const double progressPutSeconds = unixNow() - turnStart;
         if (metricsPayload)
             dht->publish(runKey(swarmId, "metrics"), *metricsPayload, 120.0, 2.0);
@@ -186,8 +185,7 @@ void SwarmPeer::Impl::controlLoop()
     std::future<bool> progress, lastMetrics;
     if (!mine.peerId.empty())
         progress = std::async(std::launch::async, [&] {
-            return dht->publish(runKey(swarmId, "progress"), encodeProgress(mine),
-                                mine.expiresAt - mine.time, FinalPublishTimeout);
+            return exchange().publish(*dht, mine, mine.expiresAt - mine.time, FinalPublishTimeout);
         });
     if (metricsPayload)
         lastMetrics = std::async(std::launch::async, [&] {
@@ -199,9 +197,19 @@ void SwarmPeer::Impl::controlLoop()
         progress.wait();
 }
 
+ProgressExchange &SwarmPeer::Impl::exchange()
+{
+    if (!progressExchange)
+        progressExchange.emplace(swarmId, identity->peerId());
+    return *progressExchange;
+}
+
 void SwarmPeer::Impl::readProgress()
 {
-    const auto records = dht->fetch(runKey(swarmId, "progress"), 2.0);
+    auto read = exchange().read(*dht);
+    const auto &records = read.records;
+    // Closed run: tallies of admitted summarizers only.
+    keepAdmittedRecords(access, read.tallies, identity->peerId());
     const double now = unixNow();
     std::vector<ProgressRecord> admitted;
     for (const auto &record : records) {
@@ -223,18 +231,24 @@ void SwarmPeer::Impl::readProgress()
             log::warning("swarm", "ignored a progress record of " + record.peerId.substr(0, 8) + ": " + e.what());
         }
     }
-    std::lock_guard lock(mutex);
-    std::string seen; // whose records a read returns: logged when that changes
-    for (const auto &r : admitted) {
-        tracker.update(r, now);
-        if (!seen.empty())
-            seen += ' ';
-        seen += r.peerId.substr(0, 8);
+    std::optional<ShardTally> tally;
+    {
+        std::lock_guard lock(mutex);
+        std::string seen; // whose records a read returns: logged when that changes
+        for (const auto &r : admitted) {
+            if (!seen.empty())
+                seen += ' ';
+            seen += r.peerId.substr(0, 8);
+        }
+        tally = exchange().ingest(admitted, read.tallies, tracker, now);
+        if (seen != progressRecordsSeen)
+            log::debug("swarm", "progress records read: " + (seen.empty() ? std::string("none") : seen));
+        progressRecordsSeen = seen;
+        refreshSwarmView(now);
     }
-    if (seen != progressRecordsSeen)
-        log::debug("swarm", "progress records read: " + (seen.empty() ? std::string("none") : seen));
-    progressRecordsSeen = seen;
-    refreshSwarmView(now);
+    // This peer summarizes its shard for the others (a sharded swarm): the tally lives as its record.
+    if (tally)
+        exchange().publishTally(*dht, *tally, progressTtl(nextProgressPeriod()));
 }
 
 double SwarmPeer::Impl::nextProgressPeriod()
@@ -291,7 +305,7 @@ std::size_t SwarmPeer::Impl::expectedPeers(long epoch, bool pastIt)
     for (const auto &id : tracker.expectedPeers(identity->peerId(), upTo, ExpectedLag + (upTo - epoch),
                                                 3 * opt.progressPeriod + 5, now))
         n += bans->isBanned(id, now) ? 0 : 1;
-    return n;
+    return n + tracker.expectedElsewhere(upTo, ExpectedLag + (upTo - epoch), now);
 }
 
 std::string SwarmPeer::Impl::describeRecords()

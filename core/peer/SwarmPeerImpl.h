@@ -17,8 +17,8 @@
 #include "averaging/ButterflyAllReduce.h"
 #include "averaging/OutlierRecord.h"
 #include "averaging/PeerService.h"
+#include "averaging/ProgressExchange.h"
 #include "averaging/ProgressPacing.h"
-#include "averaging/ProgressTracker.h"
 #include "averaging/Reachability.h"
 #include "peer/CollaborativeStep.h"
 #include "peer/DownstreamMonitor.h"
@@ -148,11 +148,12 @@ struct SwarmPeer::Impl {
     std::unique_ptr<DownstreamMonitor> downstream; // monitor with a downstream evaluation
     std::filesystem::path checkpointDir;
     std::string gradientSchema, stateSchema;
-    // The run id and the manifest's training fingerprint ("<run id>@<16 hex digits>",
-    // run/RunManifest.h trainingFingerprint): what the swarm's DHT keys and service messages name,
-    // so that peers on another version of the run's manifest never count, group or download
-    // with this one. Credit, checkpoints and access tokens stay with the run id.
+    // The run id and the manifest's training fingerprint (run/RunManifest.h trainingFingerprint):
+    // what the swarm's DHT keys and service messages name, so that peers on other versions of the
+    // run's manifest never count, group or download together (credit and tokens: the run id).
     std::string swarmId;
+    std::optional<ProgressExchange> progressExchange; // records' DHT keys; exchange() makes it
+    ProgressExchange &exchange();
     std::string fingerprint; // trainingFingerprint(*manifest)
     double emaSamplesPerSecond = 0.0;
     ComputeUtilisation utilisation; // wall time computing, per step and over the last steps
@@ -184,7 +185,6 @@ struct SwarmPeer::Impl {
     bool faultTimeUp = false; // set once by that fault (worker thread)
 
     explicit Impl(SwarmOptions o) : opt(std::move(o)) {}
-
     bool reachable() const { return !opt.clientMode; }
     // Set once a late reachability check found that nobody can connect to this peer: it stays
     // bound and serves what reaches it, but joins groups as a client and advertises no state.

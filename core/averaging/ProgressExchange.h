@@ -1,0 +1,53 @@
+#pragma once
+// One peer's turn of progress records on the DHT, in shards once the swarm outgrows one key
+// (averaging/ProgressShards.h, docs/PROTOCOL.md "Progress shards"): where its record goes, what
+// it reads, and the tally it publishes while it summarizes its shard. The swarm's control thread
+// and the simulator's peers share it.
+// Threads: publish(), read() and publishTally() block on the DHT (each put or fetch at most
+// `timeout` seconds); ingest() is pure and runs under the caller's lock beside its tracker. One
+// control thread uses an exchange; not thread-safe.
+#include "averaging/ProgressShards.h"
+#include "averaging/ProgressTracker.h"
+#include "net/DhtNode.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+class ProgressExchange final {
+public:
+    ProgressExchange(std::string swarmId, std::string selfId, int capacity = DefaultShardCapacity);
+
+    // Publishes `record`, its shardCount set to this peer's, under this peer's kinds (two while
+    // K changes); whether the put under its current shard was confirmed.
+    bool publish(DhtNode &dht, ProgressRecord record, double ttl, double timeout = 2.0);
+
+    struct Read {
+        std::vector<SignedRecord> records; // progress records, of every kind read
+        std::vector<SignedRecord> tallies; // tallies of this peer's K (none while K is 1)
+    };
+    [[nodiscard]] Read read(DhtNode &dht, double timeout = 2.0) const;
+
+    // Takes one turn's admitted records and tallies (parsed and checked by the caller; this
+    // peer's own record may be among them): records of this peer's shard update `tracker`;
+    // the tallies chosen per shard (chooseTallies) go to it, a shard without one tallied from
+    // the records of it read here (while K changes); then K follows the estimated swarm, the
+    // tracker keeping only its new shard's records when it changes. Returns the tally to
+    // publish when this peer summarizes its shard (K > 1), nullopt otherwise. Malformed tallies
+    // count as none.
+    std::optional<ShardTally> ingest(const std::vector<ProgressRecord> &records,
+                                     const std::vector<SignedRecord> &tallies, ProgressTracker &tracker, double now);
+    bool publishTally(DhtNode &dht, const ShardTally &tally, double ttl, double timeout = 2.0);
+
+    [[nodiscard]] int shardCount() const { return m_layout.count(); }
+    [[nodiscard]] int estimatedPeers() const { return m_estimate; }
+
+private:
+    std::string m_swarmId, m_selfId;
+    ShardLayout m_layout;
+    int m_estimate = 0;
+};
+
+} // namespace dedloc

@@ -1,0 +1,132 @@
+#pragma once
+// Progress records in shards: a peer's control traffic bounded as the swarm grows (ours;
+// hivemind's progress tracker reads every peer's record every turn, so each peer's reads grow
+// with the swarm: ~0.4 kB per peer per turn, 0.4 MB a turn at 1 000 peers). docs/PROTOCOL.md
+// "Progress shards".
+//
+// Up to `capacity` live peers (DefaultShardCapacity) nothing changes: one DHT key,
+// dedloc/<swarm>/progress, and every peer reads every record. Beyond, the swarm splits into K
+// shards, K a power of two, about N / K <= capacity peers in each:
+//   - a peer's shard is the first 32 bits of its id (hex) modulo K (shardOf): the shards at 2K
+//     split those at K in two, and a shard's peers are a uniform sample of the swarm;
+//   - its record goes to dedloc/<swarm>/progress/<K>/<shard> (shardKind); it reads its own
+//     shard's records in full (its ProgressTracker holds those) and, for every other shard, a
+//     ShardTally: the shard's live records counted by epoch (tallyShard), published under
+//     dedloc/<swarm>/progress/<K>/tallies (tallyKind) by the shard's summarizers, the
+//     SummarizersPerShard live peers of the shard with the smallest ids (summarizes). Per shard
+//     a reader takes the tally with the median peer count, the lower one of two (chooseTallies):
+//     one lying summarizer among three chooses nothing. A shard without a tally read is tallied
+//     from the records of it that this peer read (while K changes), or else estimated at its
+//     own shard's size (estimatedPeers: the swarm's size only, no votes or samples);
+//   - per turn a peer thus reads about N / K + 3K records instead of N: with K ~ N / capacity,
+//     capacity + 3N / capacity (111 records at N = 1 000 and capacity 64), at most 2 x capacity
+//     while 3K <= capacity (N up to capacity^2 / 3, ~1 365 peers at 64). Beyond, the tallies
+//     grow as 3N / capacity (a second level of tallies would bound them again: not built).
+// K (ShardLayout) grows to the smallest power of two with N <= capacity x K once the estimated
+// swarm N exceeds capacity x K, and halves when N < capacity x K / 4 (hysteresis: a swarm of
+// about `capacity` does not flap). A peer adopts a larger K that a live record carries unless
+// its own estimate would halve that K again, so one peer's change spreads within a turn. For
+// ShardChangeSeconds after a change a peer publishes under its old key besides its new one, and
+// every peer reads its own shard's part of the keys of every K it saw in that time: peers on
+// either side of a change keep seeing each other.
+//
+// Records carry their publisher's K (ProgressRecord::shardCount, payload "h"; absent: 1).
+// Pure logic, no I/O and no clock of its own (callers pass Unix seconds). Not thread-safe.
+#include "averaging/SwarmMessages.h"
+#include "net/DhtNode.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dedloc {
+
+inline constexpr int DefaultShardCapacity = 64;
+inline constexpr int MaxShardCount = 1024;
+inline constexpr int SummarizersPerShard = 3;
+inline constexpr double ShardChangeSeconds = 60.0;
+// The most peers a tally may count; a reader bounds it further to 4 x its capacity.
+inline constexpr int MaxTallyPeers = 4096;
+// The most distinct epochs a tally lists (the highest ones): an honest shard holds two or three.
+inline constexpr std::size_t MaxTallyEpochs = 8;
+
+// The shard of `peerId` among `shardCount` (a power of two): its first 8 hex digits as a number,
+// modulo shardCount; 0 for an id that does not start with 8 hex digits.
+[[nodiscard]] int shardOf(const std::string &peerId, int shardCount);
+// The DHT key kind (runKey's second argument) of a shard's records: "progress" when there is
+// one shard, "progress/<K>/<shard>" otherwise; and of the tallies of K shards.
+[[nodiscard]] std::string shardKind(int shardCount, int shard);
+[[nodiscard]] std::string tallyKind(int shardCount);
+
+// Live records of one shard at one epoch (their own epoch).
+struct EpochCount {
+    long epoch = 0;
+    int peers = 0;           // live records at this epoch
+    int trainers = 0;        // of which trainers
+    int donors = 0;          // of which not in client mode and not auxiliaries (state donors)
+    int averaging = 0;       // of which join groups now: averaging, neither paused nor syncing
+    double reported = 0.0;   // samples as reported
+    double samples = 0.0;    // samples extrapolated to the tally's time, each by its own rate
+    double rate = 0.0;       // samples/s
+};
+
+struct ShardTally {
+    std::string summarizer;  // the signer's peer id (from the signed record)
+    int shardCount = 1, shard = 0;
+    double time = 0.0, expiresAt = 0.0; // Unix seconds, the summarizer's clock (signed record)
+    int peers = 0, clients = 0;         // live records, client-mode ones among them
+    int helpers = 0;                    // live records of peers that do not train and average now
+    // Supported epochs (a record's epoch, or the one its monitor follows) -> live records
+    // (`support`) and voters among them (`votes`: neither paused nor auxiliaries), as
+    // ProgressTracker's global epoch counts them; the MaxTallyEpochs highest epochs.
+    std::map<long, int> support, votes;
+    std::vector<EpochCount> epochs;     // by own epoch, the MaxTallyEpochs highest
+};
+
+// The tally of the live records of `shard` among `records` at `now`.
+[[nodiscard]] ShardTally tallyShard(const std::vector<ProgressRecord> &records, int shardCount, int shard, double now);
+[[nodiscard]] std::string encodeTally(const ShardTally &tally);
+// summarizer, time and expiresAt from the verified signed record. Throws ProtocolError for a
+// malformed tally: K not a power of two up to MaxShardCount, shard out of range, more than
+// MaxTallyPeers peers, counts that do not fit in the peers, too many epochs, negative or
+// non-finite sums.
+[[nodiscard]] ShardTally parseTally(const SignedRecord &record);
+// One tally per shard other than `ownShard`, of `shardCount` shards, live at `now` (the newest
+// per summarizer first): the one with the median peer count, the lower of two. Tallies of another
+// K are left out.
+[[nodiscard]] std::vector<ShardTally> chooseTallies(std::vector<ShardTally> tallies, int shardCount, int ownShard,
+                                                    double now);
+// Whether `self` summarizes its shard: among the SummarizersPerShard smallest ids of the live,
+// unpaused records of its shard in `records` (its own included).
+[[nodiscard]] bool summarizes(const std::string &self, const std::vector<ProgressRecord> &records, int shardCount,
+                              double now);
+
+class ShardLayout final {
+public:
+    explicit ShardLayout(int capacity = DefaultShardCapacity);
+    [[nodiscard]] int count() const { return m_count; }
+    [[nodiscard]] int capacity() const { return m_capacity; }
+    // A live record of a peer that uses `shardCount` shards was read at `now`.
+    void saw(int shardCount, double now);
+    // The swarm's estimated size: live records of this peer's shard, plus the peers of the
+    // tallies of other shards, plus this peer's shard's size for each shard without a tally.
+    [[nodiscard]] int estimatedPeers(int ownShardLive, const std::vector<ShardTally> &chosen) const;
+    // Applies the rules above to the estimate; returns whether K changed.
+    bool update(int estimatedPeers, double now);
+    // The kinds this peer's record goes under: its shard's at K, and its shard's at the K before
+    // for ShardChangeSeconds after a change.
+    [[nodiscard]] std::vector<std::string> publishKinds(const std::string &self, double now) const;
+    // The kinds to read: this peer's shard at K, its part of the keys of every other K seen in
+    // the last ShardChangeSeconds (the shard containing it at a smaller K, its sub-shards at a
+    // larger one, up to 8), and the tallies of K when K > 1.
+    [[nodiscard]] std::vector<std::string> readKinds(const std::string &self, double now) const;
+
+private:
+    int m_capacity;
+    int m_count = 1;
+    int m_previous = 1;
+    double m_changedAt = -1e300;
+    std::map<int, double> m_seen; // K -> when a live record of it was last read
+};
+
+} // namespace dedloc
