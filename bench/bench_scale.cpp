@@ -8,7 +8,7 @@
 // measures; it asserts nothing.
 //
 //   bench_scale [--peers 16,64,128] [--seconds 120] [--group-size 16] [--elements 100000]
-//               [--step-seconds 10] [--churn 0.1] [--speed 20] [--window 5]
+//               [--step-seconds 10] [--churn 0.1] [--speed 20] [--window 5] [--shard-capacity 64]
 //
 // --churn: share of the peers replaced per minute (0.1: 10 %). The target batch of each N is
 // N x speed x step-seconds samples, so that a step takes about as long at every N.
@@ -41,6 +41,7 @@ struct Options {
     double churn = 0.1;
     double speed = 20.0;
     double window = 5.0;
+    int shardCapacity = DefaultShardCapacity;
 };
 
 long residentKiB()
@@ -79,7 +80,7 @@ double median(std::vector<double> v)
 
 constexpr const char *Usage =
     "usage: bench_scale [--peers 16,64,128] [--seconds 120] [--group-size 16] [--elements 100000]\n"
-    "                   [--step-seconds 10] [--churn 0.1] [--speed 20] [--window 5]\n"
+    "                   [--step-seconds 10] [--churn 0.1] [--speed 20] [--window 5] [--shard-capacity 64]\n"
     "  --peers         swarm sizes to run, one after another\n"
     "  --seconds       length of each run\n"
     "  --group-size    averaging group size\n"
@@ -87,7 +88,8 @@ constexpr const char *Usage =
     "  --step-seconds  about how long a global step takes (the target batch is peers x speed x this)\n"
     "  --churn         share of the peers replaced per minute (0.1: 10%)\n"
     "  --speed         median samples/s of a peer (log-normal, sigma 0.5)\n"
-    "  --window        matchmaking window, seconds\n";
+    "  --window        matchmaking window, seconds\n"
+    "  --shard-capacity live peers before progress records go in shards (averaging/ProgressShards.h)\n";
 
 Options parse(int argc, char **argv)
 {
@@ -120,6 +122,8 @@ Options parse(int argc, char **argv)
             o.speed = std::stod(v);
         else if (k == "--window")
             o.window = std::stod(v);
+        else if (k == "--shard-capacity")
+            o.shardCapacity = std::stoi(v);
         else
             throw std::runtime_error("unknown option " + k);
     }
@@ -138,6 +142,7 @@ void runOne(const Options &o, std::size_t n)
     c.peer.targetBatchSize = static_cast<long>(static_cast<double>(n) * o.speed * o.stepSeconds);
     c.peer.matchmaking.window = o.window;
     c.peer.matchmaking.targetGroupSize = o.groupSize;
+    c.peer.shardCapacity = o.shardCapacity;
     c.churnPerMinute = o.churn;
     SimSwarm swarm(c);
     const double started = unixNow();
@@ -155,7 +160,11 @@ void runOne(const Options &o, std::size_t n)
     };
     swarm.run(o.seconds / 2, sampleSockets);
     const double kib = static_cast<double>(residentKiB() - baseKiB);
+    const auto readsAtHalf = swarm.progressReadTotals();
     swarm.run(o.seconds / 2, sampleSockets);
+    // Progress reads of the second half only: the first holds the changes of K (both keys read).
+    const auto readsAtEnd = swarm.progressReadTotals();
+    const double turns = std::max(1.0, static_cast<double>(readsAtEnd.turns - readsAtHalf.turns));
     const double sockets = socketSamples ? socketSum / static_cast<double>(socketSamples) : 0.0;
     swarm.stop();
     const auto r = swarm.report();
@@ -176,12 +185,13 @@ void runOne(const Options &o, std::size_t n)
         }
     }
     std::printf("| %zu | %.0f | %zu | %zu (%zu by >= 90%%) | %.3f | %.3f | %.3f | %zu/%zu | %.2f | %.0f | %.1f / %.1f "
-                "| %.1f | %zu/%zu | %ld |\n",
+                "| %.1f | %zu/%zu | %ld | %d | %.1f | %.0f |\n",
                 n, startSeconds, c.peers <= o.groupSize ? std::size_t{1} : (n + o.groupSize - 1) / o.groupSize, counted,
                 full, stepped ? 1.0 - double(alone) / double(stepped) : 0.0,
                 stepped ? double(merged) / double(stepped) : 0.0, stepped ? double(adopted) / double(stepped) : 0.0,
                 oneModel, counted, median(latency), r.recordBytesPerPeerSecond, sockets / double(n),
-                socketMax / double(n), kib / 1024.0 / double(n), r.joins - n, r.leaves - n, r.stateDownloads);
+                socketMax / double(n), kib / 1024.0 / double(n), r.joins - n, r.leaves - n, r.stateDownloads, r.shardCount,
+                (readsAtEnd.records - readsAtHalf.records) / turns, (readsAtEnd.bytes - readsAtHalf.bytes) / turns);
     std::string detail;
     for (const auto &[epoch, e] : r.epochs) {
         detail += ' '; // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on " " + ...
@@ -214,8 +224,9 @@ int main(int argc, char **argv)
                     "a step of about %.0f s, churn %.0f%% a minute, %.0f s a run\n\n",
                     o.groupSize, o.elements, o.speed, o.stepSeconds, o.churn * 100, o.seconds);
         std::printf("| peers | start s | groups (at least) | epochs | averaged | merged | took the merge | one model | median trigger-to-all s "
-                    "| DHT record B/s per peer | sockets per peer (mean / max) | RSS MiB per peer | joins/leaves (churn) | state downloads |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                    "| DHT record B/s per peer | sockets per peer (mean / max) | RSS MiB per peer | joins/leaves (churn) | state downloads "
+                    "| shards | progress records read a turn (2nd half) | progress bytes read a turn (2nd half) |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (const auto n : o.peers)
             runOne(o, n);
     } catch (const std::exception &e) {

@@ -58,6 +58,7 @@ struct SimPeer::Impl {
     mutable std::mutex mutex; // guards everything below
     ProgressTracker tracker{TrackerOptions{}};
     std::optional<ProgressExchange> exchange; // made at start (control thread, and under `mutex` to ingest)
+    SimPeer::ProgressReads reads;
     long epoch = 0;
     long samples = 0;
     double lastEpochChange = 0.0;
@@ -123,6 +124,13 @@ void SimPeer::Impl::readProgress()
     {
         std::lock_guard lock(mutex);
         tally = exchange->ingest(records, read.tallies, tracker, unixNow());
+        ++reads.turns;
+        for (const auto *list : {&read.records, &read.tallies})
+            for (const auto &r : *list) {
+                reads.records += 1.0;
+                reads.bytes += static_cast<double>(r.value.size());
+            }
+        reads.shardCount = exchange->shardCount();
     }
     if (tally)
         (void)exchange->publishTally(*dht, *tally, std::max({10.0, 5 * config.progressPeriod, 3 * config.maxProgressPeriod}));
@@ -400,7 +408,7 @@ SimPeer::SimPeer(SimPeerConfig config) : d(std::make_unique<Impl>(std::move(conf
     t.matchmakingTime = c.matchmaking.window;
     t.selfId = d->identity.peerId();
     d->tracker = ProgressTracker(t);
-    d->exchange.emplace(c.runId, d->identity.peerId(), c.shardCapacity);
+    d->exchange.emplace(c.runId, d->identity.peerId(), c.shardCapacity, 3 * c.progressPeriod + 5);
     d->params.assign(c.elements, 0.0F);
     d->dht = std::make_unique<DhtNode>(d->identity);
     if (!c.bootstrap.empty())
@@ -466,6 +474,12 @@ long SimPeer::stateDownloads() const
 {
     std::lock_guard lock(d->mutex);
     return d->downloads;
+}
+
+SimPeer::ProgressReads SimPeer::progressReads() const
+{
+    std::lock_guard lock(d->mutex);
+    return d->reads;
 }
 
 } // namespace dedloc::sim

@@ -82,6 +82,14 @@ public:
     [[nodiscard]] std::vector<SimStep> steps() const;
     [[nodiscard]] DhtNode::RecordTraffic dhtTraffic() const;
     [[nodiscard]] long stateDownloads() const;
+    // Its progress reads so far: turns, records and tallies read (every copy), their bytes as
+    // stored, and the shards its swarm view uses now (averaging/ProgressShards.h).
+    struct ProgressReads {
+        long turns = 0;
+        double records = 0.0, bytes = 0.0;
+        int shardCount = 1;
+    };
+    [[nodiscard]] ProgressReads progressReads() const;
 
 private:
     struct Impl;

@@ -47,6 +47,10 @@ struct SimReport {
     std::size_t joins = 0, leaves = 0;
     long stateDownloads = 0;
     double recordBytesPerPeerSecond = 0.0; // DHT record bytes put and got, per peer-second alive
+    // Progress reads (SimPeer::progressReads) over every peer's turns: records and bytes a turn,
+    // and the most shards a peer used when it left.
+    double progressRecordsPerTurn = 0.0, progressBytesPerTurn = 0.0;
+    int shardCount = 1;
 };
 
 class SimSwarm final {
@@ -63,6 +67,11 @@ public:
     // whether they got there. A run measured in epochs, not seconds: a loaded machine's slower
     // epochs do not cut the run short of them.
     bool runUntilEpoch(long epoch, double share, double minSeconds, double maxSeconds);
+    // Every peer's progress reads so far (SimPeer::progressReads), departed ones included, summed:
+    // a benchmark takes the difference between two moments.
+    [[nodiscard]] SimPeer::ProgressReads progressReadTotals() const;
+    // The live peers' own progress reads (their shards now among them).
+    [[nodiscard]] std::vector<SimPeer::ProgressReads> liveProgressReads() const;
     // Stops every peer; report() reads the steps of all peers, departed ones included.
     void stop();
     [[nodiscard]] SimReport report() const;

@@ -131,15 +131,25 @@ private Q_SLOTS:
         QCOMPARE(l.count(), 4);
     }
 
-    // A larger K seen in a live record is adopted unless this peer's own estimate would halve it
-    // again; a K seen more than ShardChangeSeconds ago is not.
-    void aLargerCountSeenIsAdoptedUnlessTheSwarmIsSmall()
+    // A larger K seen in a live record is adopted at once, unless this peer's estimate would
+    // halve it again or this peer halved that K itself in the last 2 x ShardChangeSeconds; a K
+    // seen more than ShardChangeSeconds ago is not.
+    void aLargerCountSeenIsAdoptedUnlessThisPeerJustLeftIt()
     {
         ShardLayout l(64);
         l.saw(4, 0.0);
         QVERIFY(!l.update(50, 1.0)); // 4 x 50 < 64 x 4: a swarm this small would halve 4 again
         QCOMPARE(l.count(), 1);
-        QVERIFY(l.update(70, 2.0));
+        QVERIFY(l.update(70, 1.0));
+        QCOMPARE(l.count(), 4);
+        l.saw(4, 2.0);
+        QVERIFY(l.update(10, 2.0)); // 10 < 256 / 4: halves, although others still use 4
+        QCOMPARE(l.count(), 2);
+        l.saw(4, 3.0);
+        QVERIFY(!l.update(70, 3.0)); // 4 x 70 >= 64 x 4, but this peer just left 4
+        QCOMPARE(l.count(), 2);
+        l.saw(4, 2.0 + 2 * ShardChangeSeconds + 1.0); // the others stayed at 4: follow them again
+        QVERIFY(l.update(70, 2.0 + 2 * ShardChangeSeconds + 1.0));
         QCOMPARE(l.count(), 4);
 
         ShardLayout stale(64);
@@ -422,6 +432,34 @@ private Q_SLOTS:
             QCOMPARE(mine->peers, static_cast<int>(other.liveRecords(101.0).size()));
             break;
         }
+        // A joiner, at one shard, reads the records that shard 0's summarizers also publish in
+        // the one-shard key, then their K's tallies, and takes that K at once; a record claiming
+        // 1 024 shards without tallies to show for them moves it nowhere.
+        std::vector<ProgressRecord> pointers;
+        for (const auto &r : records)
+            if (shardOf(r.peerId, 8) == 0 && pointers.size() < 3) {
+                pointers.push_back(r);
+                pointers.back().shardCount = 8;
+            }
+        QCOMPARE(pointers.size(), std::size_t{3});
+        std::vector<SignedRecord> tallies8;
+        for (int s = 0; s < 8; ++s)
+            tallies8.push_back(signedTally(encodeTally(tallyShard(records, 8, s, 100.0)), "s" + std::to_string(s), 100.0));
+        ProgressTracker joinerView(o);
+        ProgressExchange joiner("run", "ffffffff" + std::string(24, '0'), 8);
+        (void)joiner.ingest(pointers, tallies8, joinerView, 100.5);
+        QCOMPARE(joiner.estimatedPeers(), 40);
+        QCOMPARE(joiner.shardCount(), 8);
+        ProgressTracker liarView(o);
+        ProgressExchange misled("run", "ffffffff" + std::string(24, '0'), 8);
+        auto claim = pointers;
+        for (auto &r : claim)
+            r.shardCount = 1024;
+        (void)misled.ingest(claim, {}, liarView, 100.5);
+        QCOMPARE(misled.shardCount(), 1);
+        QCOMPARE(shardCountOf(encodeProgress(claim[0])), 1024);
+        QCOMPARE(shardCountOf(R"({"e":1,"h":3})"), 1);
+        QCOMPARE(shardCountOf("not json"), 1);
         // A tally counting more than twice the capacity in one shard is refused.
         auto huge = tallyShard(records, 8, (shardOf(ids[0], 8) + 1) % 8, 101.0);
         huge.peers = 17;

@@ -4,12 +4,13 @@
 #include "util/Clock.h"
 #include "util/Log.h"
 
+#include <algorithm>
 #include <set>
 
 namespace dedloc {
 
-ProgressExchange::ProgressExchange(std::string swarmId, std::string selfId, int capacity)
-    : m_swarmId(std::move(swarmId)), m_selfId(std::move(selfId)), m_layout(capacity)
+ProgressExchange::ProgressExchange(std::string swarmId, std::string selfId, int capacity, double fresh)
+    : m_swarmId(std::move(swarmId)), m_selfId(std::move(selfId)), m_layout(capacity), m_fresh(fresh)
 {
 }
 
@@ -17,8 +18,13 @@ bool ProgressExchange::publish(DhtNode &dht, ProgressRecord record, double ttl, 
 {
     record.shardCount = m_layout.count();
     const auto payload = encodeProgress(record);
+    auto kinds = m_layout.publishKinds(m_selfId, unixNow());
+    const auto root = shardKind(1, 0);
+    if (m_summarizes && m_layout.count() > 1 && shardOf(m_selfId, m_layout.count()) == 0
+        && std::find(kinds.begin(), kinds.end(), root) == kinds.end())
+        kinds.push_back(root);
     bool confirmed = false, first = true;
-    for (const auto &kind : m_layout.publishKinds(m_selfId, unixNow())) {
+    for (const auto &kind : kinds) {
         const bool put = dht.publish(runKey(m_swarmId, kind), payload, ttl, timeout);
         confirmed = first ? put : confirmed;
         first = false;
@@ -30,11 +36,21 @@ ProgressExchange::Read ProgressExchange::read(DhtNode &dht, double timeout) cons
 {
     Read r;
     const double now = unixNow();
-    const auto tallies = m_layout.count() > 1 ? tallyKind(m_layout.count()) : std::string();
+    int larger = 0; // the largest K above this peer's that a record read carries
     for (const auto &kind : m_layout.readKinds(m_selfId, now)) {
         auto got = dht.fetch(runKey(m_swarmId, kind), timeout);
-        auto &into = kind == tallies ? r.tallies : r.records;
+        const bool tallies = kind.ends_with("/tallies");
+        if (!tallies)
+            for (const auto &record : got)
+                larger = std::max(larger, shardCountOf(record.payload));
+        auto &into = tallies ? r.tallies : r.records;
         into.insert(into.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
+    }
+    // A joiner (or a peer left behind by a change) that sees a larger K reads its tallies at once:
+    // the swarm's size, by which it takes that K (ShardLayout::estimatedFromTallies).
+    if (larger > m_layout.count() && larger <= MaxShardCount) {
+        auto got = dht.fetch(runKey(m_swarmId, tallyKind(larger)), timeout);
+        r.tallies.insert(r.tallies.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
     }
     return r;
 }
@@ -64,11 +80,14 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
             if (tally.peers > mostPeers)
                 throw ProtocolError("it counts " + std::to_string(tally.peers) + " peers in one shard, more than "
                                     + std::to_string(mostPeers));
+            if (tally.expiresAt > now)
+                m_layout.saw(tally.shardCount, now);
             parsed.push_back(std::move(tally));
         } catch (const std::exception &e) {
             log::debug("swarm", "ignored a tally of " + t.peerId.substr(0, 8) + ": " + e.what());
         }
     }
+    const int elsewhereEstimate = m_layout.estimatedFromTallies(parsed, now);
     auto chosen = k > 1 ? chooseTallies(std::move(parsed), k, own, now) : std::vector<ShardTally>{};
     // Shards whose tally this turn did not bring (K changing): their records read here, if any.
     std::set<int> tallied;
@@ -79,11 +98,11 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
         shards.insert(shardOf(r.peerId, k));
     for (const int s : shards)
         if (!tallied.contains(s)) {
-            auto t = tallyShard(elsewhere, k, s, now);
+            auto t = tallyShard(elsewhere, k, s, now, m_fresh);
             t.expiresAt = now + 5.0;
             chosen.push_back(std::move(t));
         }
-    m_estimate = m_layout.estimatedPeers(static_cast<int>(live.size()), chosen);
+    m_estimate = std::max(m_layout.estimatedPeers(static_cast<int>(live.size()), chosen), elsewhereEstimate);
     tracker.setShardTallies(std::move(chosen));
     if (m_layout.update(m_estimate, now)) {
         const int next = m_layout.count(), mine = shardOf(m_selfId, next);
@@ -92,15 +111,20 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
                                + " peers live): this peer's is shard " + std::to_string(mine));
         tracker.keepOnly([&](const std::string &id) { return shardOf(id, next) == mine; });
         tracker.setShardTallies({});
+        m_summarizes = false;
         return std::nullopt;
     }
-    if (k > 1 && summarizes(m_selfId, live, k, now))
-        return tallyShard(live, k, own, now);
+    m_summarizes = k > 1 && summarizes(m_selfId, live, k, now);
+    if (m_summarizes)
+        return tallyShard(live, k, own, now, m_fresh);
     return std::nullopt;
 }
 
 bool ProgressExchange::publishTally(DhtNode &dht, const ShardTally &tally, double ttl, double timeout)
 {
+    // Just after a growth, under the smaller K's tallies too: every shard there hears of it.
+    if (const int before = m_layout.previousCount(unixNow()); before > 1 && before < tally.shardCount)
+        (void)dht.publish(runKey(m_swarmId, tallyKind(before)), encodeTally(tally), ttl, timeout);
     return dht.publish(runKey(m_swarmId, tallyKind(tally.shardCount)), encodeTally(tally), ttl, timeout);
 }
 

@@ -18,10 +18,13 @@ namespace dedloc {
 
 class ProgressExchange final {
 public:
-    ProgressExchange(std::string swarmId, std::string selfId, int capacity = DefaultShardCapacity);
+    // `fresh`: tallyShard's, the expected peers' maxAge of this swarm's peers.
+    ProgressExchange(std::string swarmId, std::string selfId, int capacity = DefaultShardCapacity,
+                     double fresh = DefaultFreshRecordSeconds);
 
     // Publishes `record`, its shardCount set to this peer's, under this peer's kinds (two while
-    // K changes); whether the put under its current shard was confirmed.
+    // K changes, and the key of one shard while this peer summarizes shard 0 of several, where
+    // joiners look); whether the put under its current shard was confirmed.
     bool publish(DhtNode &dht, ProgressRecord record, double ttl, double timeout = 2.0);
 
     struct Read {
@@ -47,7 +50,9 @@ public:
 private:
     std::string m_swarmId, m_selfId;
     ShardLayout m_layout;
+    double m_fresh;
     int m_estimate = 0;
+    bool m_summarizes = false; // at the last ingest
 };
 
 } // namespace dedloc

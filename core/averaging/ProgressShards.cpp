@@ -92,7 +92,16 @@ std::string shardKind(int shardCount, int shard)
 
 std::string tallyKind(int shardCount) { return "progress/" + std::to_string(shardCount) + "/tallies"; }
 
-ShardTally tallyShard(const std::vector<ProgressRecord> &records, int shardCount, int shard, double now)
+int shardCountOf(const std::string &progressPayload)
+{
+    const auto j = json::parse(progressPayload, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("h") || !j["h"].is_number_integer())
+        return 1;
+    const auto k = j["h"].get<long long>();
+    return powerOfTwo(static_cast<long>(std::clamp<long long>(k, 0, MaxShardCount + 1))) ? static_cast<int>(k) : 1;
+}
+
+ShardTally tallyShard(const std::vector<ProgressRecord> &records, int shardCount, int shard, double now, double fresh)
 {
     ShardTally t;
     t.shardCount = shardCount;
@@ -104,7 +113,7 @@ ShardTally tallyShard(const std::vector<ProgressRecord> &records, int shardCount
             continue;
         ++t.peers;
         t.clients += r.clientMode ? 1 : 0;
-        const bool joins = r.averages && !r.paused && !r.syncing;
+        const bool joins = r.averages && !r.paused && !r.syncing && now - r.time < fresh;
         t.helpers += r.role != PeerRole::Trainer && joins ? 1 : 0;
         ++t.support[supportOf(r)];
         if (!r.paused && r.role != PeerRole::Auxiliary)
@@ -235,6 +244,23 @@ int ShardLayout::estimatedPeers(int ownShardLive, const std::vector<ShardTally> 
     return static_cast<int>(std::min<long>(n, 1L << 30));
 }
 
+int ShardLayout::estimatedFromTallies(const std::vector<ShardTally> &tallies, double now) const
+{
+    // The largest K with live tallies above this peer's, and its shards' median tallies.
+    int k = 0;
+    for (const auto &t : tallies)
+        if (t.expiresAt > now && t.shardCount > m_count)
+            k = std::max(k, t.shardCount);
+    if (k == 0)
+        return 0;
+    const auto chosen = chooseTallies(tallies, k, -1, now);
+    long n = 0;
+    for (const auto &t : chosen)
+        n += std::min(t.peers, 4 * m_capacity);
+    // Shards without a tally read count as the mean of those with one.
+    return chosen.empty() ? 0 : static_cast<int>(n * k / static_cast<long>(chosen.size()));
+}
+
 bool ShardLayout::update(int estimatedPeers, double now)
 {
     const long n = estimatedPeers;
@@ -244,9 +270,16 @@ bool ShardLayout::update(int estimatedPeers, double now)
             next *= 2;
     else if (m_count > 1 && 4 * n < static_cast<long>(m_capacity) * m_count)
         next = m_count / 2;
-    // Another peer's larger K, unless this estimate would halve it again.
+    if (next < m_count) {
+        m_leftCount = m_count;
+        m_leftAt = now;
+    }
+    // Another peer's larger K, unless this peer left it itself a moment ago (the others follow),
+    // or this estimate would halve it again (one record claiming 1 024 shards moves nobody).
+    const bool leftLately = now - m_leftAt <= 2 * ShardChangeSeconds;
     for (const auto &[k, at] : m_seen)
-        if (k > next && now - at <= ShardChangeSeconds && 4 * n >= static_cast<long>(m_capacity) * k)
+        if (k > next && now - at <= ShardChangeSeconds && !(leftLately && k <= m_leftCount)
+            && 4 * n >= static_cast<long>(m_capacity) * k)
             next = k;
     std::erase_if(m_seen, [now](const auto &e) { return now - e.second > ShardChangeSeconds; });
     if (next == m_count)
@@ -255,6 +288,11 @@ bool ShardLayout::update(int estimatedPeers, double now)
     m_count = next;
     m_changedAt = now;
     return true;
+}
+
+int ShardLayout::previousCount(double now) const
+{
+    return m_previous != m_count && now - m_changedAt <= ShardChangeSeconds ? m_previous : 0;
 }
 
 std::vector<std::string> ShardLayout::publishKinds(const std::string &self, double now) const

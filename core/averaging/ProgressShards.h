@@ -24,11 +24,15 @@
 //     grow as 3N / capacity (a second level of tallies would bound them again: not built).
 // K (ShardLayout) grows to the smallest power of two with N <= capacity x K once the estimated
 // swarm N exceeds capacity x K, and halves when N < capacity x K / 4 (hysteresis: a swarm of
-// about `capacity` does not flap). A peer adopts a larger K that a live record carries unless
-// its own estimate would halve that K again, so one peer's change spreads within a turn. For
-// ShardChangeSeconds after a change a peer publishes under its old key besides its new one, and
-// every peer reads its own shard's part of the keys of every K it saw in that time: peers on
-// either side of a change keep seeing each other.
+// about `capacity` does not flap). A peer adopts a larger K that a live record carries, unless it
+// left that K itself in the last 2 x ShardChangeSeconds, so one peer's change spreads within a
+// turn, or its estimate would halve it again (a stranger's record claiming 1 024 shards moves
+// nobody). For ShardChangeSeconds after a change a peer publishes under its old key besides its
+// new one (a summarizer its tally too, so that every shard hears of a growth), and every peer
+// reads its own shard's part of the keys of every K it saw in that time: peers on either side of a
+// change keep seeing each other. A joiner starts at one shard and reads the key of one shard:
+// there the summarizers of shard 0 also publish their records while K > 1 (ProgressExchange);
+// seeing their K, it reads that K's tallies at once and estimates the swarm from them.
 //
 // Records carry their publisher's K (ProgressRecord::shardCount, payload "h"; absent: 1).
 // Pure logic, no I/O and no clock of its own (callers pass Unix seconds). Not thread-safe.
@@ -44,7 +48,7 @@ namespace dedloc {
 inline constexpr int DefaultShardCapacity = 64;
 inline constexpr int MaxShardCount = 1024;
 inline constexpr int SummarizersPerShard = 3;
-inline constexpr double ShardChangeSeconds = 60.0;
+inline constexpr double ShardChangeSeconds = 30.0;
 // The most peers a tally may count; a reader bounds it further to 4 x its capacity.
 inline constexpr int MaxTallyPeers = 4096;
 // The most distinct epochs a tally lists (the highest ones): an honest shard holds two or three.
@@ -57,6 +61,8 @@ inline constexpr std::size_t MaxTallyEpochs = 8;
 // one shard, "progress/<K>/<shard>" otherwise; and of the tallies of K shards.
 [[nodiscard]] std::string shardKind(int shardCount, int shard);
 [[nodiscard]] std::string tallyKind(int shardCount);
+// The shard count a progress record's payload carries ("h"), 1 when absent or malformed.
+[[nodiscard]] int shardCountOf(const std::string &progressPayload);
 
 // Live records of one shard at one epoch (their own epoch).
 struct EpochCount {
@@ -64,7 +70,8 @@ struct EpochCount {
     int peers = 0;           // live records at this epoch
     int trainers = 0;        // of which trainers
     int donors = 0;          // of which not in client mode and not auxiliaries (state donors)
-    int averaging = 0;       // of which join groups now: averaging, neither paused nor syncing
+    int averaging = 0;       // of which join groups now: averaging, neither paused nor syncing,
+                             // made at most `fresh` seconds before the tally (tallyShard)
     double reported = 0.0;   // samples as reported
     double samples = 0.0;    // samples extrapolated to the tally's time, each by its own rate
     double rate = 0.0;       // samples/s
@@ -83,8 +90,12 @@ struct ShardTally {
     std::vector<EpochCount> epochs;     // by own epoch, the MaxTallyEpochs highest
 };
 
-// The tally of the live records of `shard` among `records` at `now`.
-[[nodiscard]] ShardTally tallyShard(const std::vector<ProgressRecord> &records, int shardCount, int shard, double now);
+// The tally of the live records of `shard` among `records` at `now`; `fresh`: the most seconds
+// since a record was made for its peer to count as joining groups (ProgressTracker::expectedPeers'
+// maxAge: a peer that left without a last record stops being waited for as it would in a whole view).
+inline constexpr double DefaultFreshRecordSeconds = 8.0;
+[[nodiscard]] ShardTally tallyShard(const std::vector<ProgressRecord> &records, int shardCount, int shard, double now,
+                                    double fresh = DefaultFreshRecordSeconds);
 [[nodiscard]] std::string encodeTally(const ShardTally &tally);
 // summarizer, time and expiresAt from the verified signed record. Throws ProtocolError for a
 // malformed tally: K not a power of two up to MaxShardCount, shard out of range, more than
@@ -111,7 +122,13 @@ public:
     // The swarm's estimated size: live records of this peer's shard, plus the peers of the
     // tallies of other shards, plus this peer's shard's size for each shard without a tally.
     [[nodiscard]] int estimatedPeers(int ownShardLive, const std::vector<ShardTally> &chosen) const;
-    // Applies the rules above to the estimate; returns whether K changed.
+    // The swarm's size by the live tallies of the largest K above this peer's among `tallies`
+    // (a joiner's first read, or another shard's summarizer that changed K first): their shards'
+    // median tallies, a shard without one counted as their mean; 0 without such tallies.
+    [[nodiscard]] int estimatedFromTallies(const std::vector<ShardTally> &tallies, double now) const;
+    // The K this peer used before its change while both keys are in use; 0 otherwise.
+    [[nodiscard]] int previousCount(double now) const;
+    // Applies the rules above to the estimate at `now`; returns whether K changed.
     bool update(int estimatedPeers, double now);
     // The kinds this peer's record goes under: its shard's at K, and its shard's at the K before
     // for ShardChangeSeconds after a change.
@@ -126,6 +143,8 @@ private:
     int m_count = 1;
     int m_previous = 1;
     double m_changedAt = -1e300;
+    int m_leftCount = 0;           // the K this peer last halved from, and when
+    double m_leftAt = -1e300;
     std::map<int, double> m_seen; // K -> when a live record of it was last read
 };
 

@@ -133,6 +133,7 @@ public:
     // claims). The cap is the median of this shard's records' rates (a uniform sample of the
     // swarm). follow(), weightBounds(), expectedPeers() and liveRecords() see the records alone.
     void setShardTallies(std::vector<ShardTally> tallies) { m_tallies = std::move(tallies); }
+    [[nodiscard]] const std::vector<ShardTally> &shardTallies() const { return m_tallies; }
     // Peers of the other shards that expectedPeers() would count: the tallies' peers that
     // average now at an epoch from `epoch` - `lag` to `epoch`, and those that do not train.
     [[nodiscard]] std::size_t expectedElsewhere(long epoch, long lag, double now) const;

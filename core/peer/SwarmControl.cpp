@@ -200,7 +200,7 @@ void SwarmPeer::Impl::controlLoop()
 ProgressExchange &SwarmPeer::Impl::exchange()
 {
     if (!progressExchange)
-        progressExchange.emplace(swarmId, identity->peerId());
+        progressExchange.emplace(swarmId, identity->peerId(), DefaultShardCapacity, 3 * opt.progressPeriod + 5);
     return *progressExchange;
 }
 
@@ -293,6 +293,12 @@ void SwarmPeer::Impl::refreshSwarmView(double now)
     for (const auto &r : tracker.liveRecords(now))
         if (r.peerId != identity->peerId())
             count(r);
+    // A sharded swarm's other shards, by their tallies: counted, not listed.
+    for (const auto &t : tracker.shardTallies()) {
+        snap.clientModePeers += t.expiresAt > now ? t.clients : 0;
+        for (const auto &e : t.epochs)
+            snap.trainers += t.expiresAt > now ? e.trainers : 0;
+    }
     ++snap.sequence;
 }
 
