@@ -4,14 +4,18 @@
 // merge by peers without a complete round (GroupMerger::adopt), epochs that ended with
 // one model, the time from a step's first trigger to the last peer holding its parameters, DHT
 // record bytes per peer and second, open sockets per peer (the mean and the largest of samples
-// taken every second), resident memory per peer. A benchmark
-// measures; it asserts nothing.
+// taken every second), resident memory per peer, the most progress shards a peer used, and the
+// progress records (and tallies) and their bytes a peer read per turn in the run's second half
+// (averaging/ProgressShards.h). A benchmark measures; it asserts nothing.
 //
 //   bench_scale [--peers 16,64,128] [--seconds 120] [--group-size 16] [--elements 100000]
 //               [--step-seconds 10] [--churn 0.1] [--speed 20] [--window 5] [--shard-capacity 64]
 //
 // --churn: share of the peers replaced per minute (0.1: 10 %). The target batch of each N is
 // N x speed x step-seconds samples, so that a step takes about as long at every N.
+// --shard-capacity: live peers before progress records go in shards (64 as in the product; a
+// value above N keeps one key). With --step-seconds 1000 no step comes within a run: the control
+// plane alone, as large a swarm as the machine's DHT nodes allow.
 #include "SimSwarm.h"
 #include "util/Clock.h"
 #include "util/Log.h"

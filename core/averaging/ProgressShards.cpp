@@ -307,9 +307,11 @@ std::vector<std::string> ShardLayout::readKinds(const std::string &self, double 
 {
     const int own = shardOf(self, m_count);
     std::vector<std::string> kinds{shardKind(m_count, own)};
+    // A smaller K only while this peer leaves it (records there linger for their lifetime: read
+    // for them, they would keep the old key read for good); a larger one while peers use it.
     std::set<int> others;
     for (const auto &[k, at] : m_seen)
-        if (k != m_count && now - at <= ShardChangeSeconds)
+        if (k > m_count && now - at <= ShardChangeSeconds)
             others.insert(k);
     if (m_previous != m_count && now - m_changedAt <= ShardChangeSeconds)
         others.insert(m_previous);

@@ -28,9 +28,9 @@
 // left that K itself in the last 2 x ShardChangeSeconds, so one peer's change spreads within a
 // turn, or its estimate would halve it again (a stranger's record claiming 1 024 shards moves
 // nobody). For ShardChangeSeconds after a change a peer publishes under its old key besides its
-// new one (a summarizer its tally too, so that every shard hears of a growth), and every peer
-// reads its own shard's part of the keys of every K it saw in that time: peers on either side of a
-// change keep seeing each other. A joiner starts at one shard and reads the key of one shard:
+// new one (a summarizer its tally too, so that every shard hears of a growth) and reads its own
+// shard's part of its old key; a peer reads its part of the keys of a larger K seen in that time:
+// peers on either side of a change keep seeing each other. A joiner starts at one shard and reads the key of one shard:
 // there the summarizers of shard 0 also publish their records while K > 1 (ProgressExchange);
 // seeing their K, it reads that K's tallies at once and estimates the swarm from them.
 //
@@ -133,9 +133,9 @@ public:
     // The kinds this peer's record goes under: its shard's at K, and its shard's at the K before
     // for ShardChangeSeconds after a change.
     [[nodiscard]] std::vector<std::string> publishKinds(const std::string &self, double now) const;
-    // The kinds to read: this peer's shard at K, its part of the keys of every other K seen in
-    // the last ShardChangeSeconds (the shard containing it at a smaller K, its sub-shards at a
-    // larger one, up to 8), and the tallies of K when K > 1.
+    // The kinds to read: this peer's shard at K, its part of the keys of the K before its change
+    // for ShardChangeSeconds after it (the shard containing it) and of every larger K seen in the
+    // last ShardChangeSeconds (its sub-shards, up to 8), and the tallies of K when K > 1.
     [[nodiscard]] std::vector<std::string> readKinds(const std::string &self, double now) const;
 
 private:
