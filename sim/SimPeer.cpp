@@ -71,7 +71,7 @@ struct SimPeer::Impl {
     double agreementSince = 0.0;
 
     explicit Impl(SimPeerConfig c) : config(std::move(c)) {}
-    std::size_t expectedPeers(long atEpoch, bool pastIt = false); // as SwarmPeer's (SwarmPeerImpl.h)
+    std::size_t expectedPeers(long atEpoch, bool pastIt = false, bool thisShard = false); // as SwarmPeer's
     void publishOwn();
     void readProgress();
     void controlLoop();
@@ -83,14 +83,14 @@ struct SimPeer::Impl {
     void adoptMerge(long at, std::vector<float> &gradient, SimStep &s, const GroupInfo &round);
 };
 
-std::size_t SimPeer::Impl::expectedPeers(long atEpoch, bool pastIt)
+std::size_t SimPeer::Impl::expectedPeers(long atEpoch, bool pastIt, bool thisShard)
 {
     std::lock_guard lock(mutex);
     const long upTo = pastIt ? atEpoch + 1 : atEpoch;
     const long lag = ExpectedLag + (upTo - atEpoch);
     const double now = unixNow();
     return 1 + tracker.expectedPeers(identity.peerId(), upTo, lag, 3 * config.progressPeriod + 5, now).size()
-           + tracker.expectedElsewhere(upTo, lag, now);
+           + (thisShard ? 0 : tracker.expectedElsewhere(upTo, lag, now));
 }
 
 void SimPeer::Impl::publishOwn()
@@ -227,7 +227,7 @@ void SimPeer::Impl::checkAgreement()
         live = tracker.liveRecords(now);
     }
     const auto others = static_cast<std::size_t>(stateClaimsAt(live, identity.peerId(), at));
-    const bool allHeard = others + 1 >= expectedPeers(at);
+    const bool allHeard = others + 1 >= expectedPeers(at, false, true); // this shard's records, this shard's peers
     if (!allHeard && now - agreementSince < 2.0 * config.progressPeriod + 1.0)
         return;
     const auto own = strayedAlready ? std::string() : service->stateDigest().second;

@@ -9,6 +9,7 @@
 
 #include <QtTest>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <set>
@@ -72,6 +73,14 @@ SignedRecord signedTally(const std::string &payload, const std::string &by = "su
     r.expiresAt = time + 30.0;
     r.payload = payload;
     return r;
+}
+
+// A peer id whose first 8 hex digits are `v`: in shard v mod K.
+std::string idOf(unsigned v)
+{
+    char head[9];
+    std::snprintf(head, sizeof head, "%08x", v);
+    return head + std::string(24, '0');
 }
 
 ShardTally tallyOf(const std::string &by, int shard, int peers, double time = 100.0)
@@ -186,12 +195,15 @@ private Q_SLOTS:
         records[0].paused = true;
         records[1].role = PeerRole::Auxiliary;
         records[2].clientMode = true;
+        for (const std::size_t i : {4, 5, 6, 7, 8, 9}) // monitors, more than a tally names
+            records[i].role = PeerRole::Monitor;
         const int shard = shardOf(ids[3], 2);
         const auto t = tallyShard(records, 2, shard, 101.0);
         int inShard = 0;
         for (const auto &id : ids)
             inShard += shardOf(id, 2) == shard ? 1 : 0;
         QCOMPARE(t.peers, inShard);
+        QVERIFY_THROWS_EXCEPTION(ProtocolError, parseTally(signedTally(encodeTally(t), "s1", std::nan(""))));
         const auto back = parseTally(signedTally(encodeTally(t), "s1", 101.0));
         QCOMPARE(back.summarizer, std::string("s1"));
         QCOMPARE(back.shardCount, 2);
@@ -202,6 +214,11 @@ private Q_SLOTS:
         QVERIFY(back.support == t.support);
         QVERIFY(back.votes == t.votes);
         QCOMPARE(back.epochs.size(), t.epochs.size());
+        QVERIFY(t.monitors.size() <= MaxTallyMonitors);
+        QVERIFY(std::is_sorted(t.monitors.begin(), t.monitors.end()));
+        QVERIFY(back.monitors == t.monitors);
+        for (const auto &id : t.monitors)
+            QCOMPARE(shardOf(id, 2), shard);
         double samples = 0.0;
         for (std::size_t i = 0; i < t.epochs.size(); ++i) {
             QCOMPARE(back.epochs[i].epoch, t.epochs[i].epoch);
@@ -260,17 +277,20 @@ private Q_SLOTS:
         }
     }
 
-    // Per shard the tally of the median peer count (the lower of two); the newest per summarizer;
-    // expired ones, this peer's own shard and other K left out.
+    // Per shard, among its own summarizers' tallies (signers in the shard, the three smallest
+    // ids, the newest of each), the one of the median peer count (the lower of two, ties to the
+    // smaller claim of samples); expired ones, this peer's own shard and other K left out.
     void theMedianTallyOfAShardIsChosen()
     {
-        std::vector<ShardTally> read{tallyOf("a", 1, 10), tallyOf("b", 1, 1000), tallyOf("c", 1, 12),
-                                     tallyOf("d", 2, 20), tallyOf("e", 2, 4000),
-                                     tallyOf("f", 3, 30, 50.0), // expired at 80
-                                     tallyOf("g", 0, 7)};       // this peer's shard
-        auto older = tallyOf("a", 1, 11, 90.0);
-        read.push_back(older);
-        auto otherK = tallyOf("h", 3, 5);
+        // Shard 1 of 4: ids 1, 5, 9, 13 (mod 4); shard 2: 2, 6.
+        std::vector<ShardTally> read{tallyOf(idOf(1), 1, 10), tallyOf(idOf(5), 1, 1000), tallyOf(idOf(9), 1, 12),
+                                     tallyOf(idOf(13), 1, 4000), // not among the three smallest
+                                     tallyOf(idOf(3), 1, 11),    // signer of shard 3
+                                     tallyOf(idOf(2), 2, 20), tallyOf(idOf(6), 2, 4000),
+                                     tallyOf(idOf(7), 3, 30, 50.0), // expired at 80
+                                     tallyOf(idOf(4), 0, 7)};       // this peer's shard
+        read.push_back(tallyOf(idOf(1), 1, 11, 90.0)); // an older one of the same signer
+        auto otherK = tallyOf(idOf(11), 3, 5);
         otherK.shardCount = 8;
         read.push_back(otherK);
         const auto chosen = chooseTallies(read, 4, 0, 100.0);
@@ -279,6 +299,12 @@ private Q_SLOTS:
         QCOMPARE(chosen[0].peers, 12);
         QCOMPARE(chosen[1].shard, 2);
         QCOMPARE(chosen[1].peers, 20);
+        // Equal counts: the smaller claim of samples.
+        auto a = tallyOf(idOf(1), 1, 10), b = tallyOf(idOf(5), 1, 10);
+        a.epochs = {EpochCount{7, 10, 10, 10, 10, 100.0, 100.0, 10.0}};
+        b.epochs = {EpochCount{7, 10, 10, 10, 10, 1e6, 1e6, 10.0}};
+        const auto tie = chooseTallies({b, a}, 4, 0, 100.0);
+        QCOMPARE(tie.at(0).epochs.at(0).samples, 100.0);
     }
 
     void summarizersAreTheSmallestIdsOfTheShard()
@@ -305,7 +331,26 @@ private Q_SLOTS:
     void aShardedViewCountsAsTheWholeSwarm()
     {
         const auto ids = peerIds(256, 5);
-        const auto records = swarm(ids, 7, 100.0);
+        auto records = swarm(ids, 7, 100.0);
+        // Besides the trainers: paused ones (no vote, not expected), auxiliaries that join groups
+        // (expected, no vote), a monitor that does not average, one syncing trainer.
+        for (std::size_t i = 1; i < records.size(); ++i) {
+            auto &r = records[i];
+            if (i % 16 == 0) {
+                r.paused = true;
+                r.samplesAccumulated = 0;
+                r.samplesPerSecond = 0.0;
+            } else if (i % 21 == 0) {
+                r.role = PeerRole::Auxiliary;
+                r.samplesAccumulated = 0;
+                r.samplesPerSecond = 0.0;
+            }
+        }
+        records[50].role = PeerRole::Monitor;
+        records[50].averages = false;
+        records[50].samplesAccumulated = 0;
+        records[50].samplesPerSecond = 0.0;
+        records[51].syncing = true;
         const double now = 101.5;
         auto o = test::trackerOptions(100000);
         o.selfId = ids[0];
@@ -447,7 +492,7 @@ private Q_SLOTS:
         QCOMPARE(pointers.size(), std::size_t{3});
         std::vector<SignedRecord> tallies8;
         for (int s = 0; s < 8; ++s)
-            tallies8.push_back(signedTally(encodeTally(tallyShard(records, 8, s, 100.0)), "s" + std::to_string(s), 100.0));
+            tallies8.push_back(signedTally(encodeTally(tallyShard(records, 8, s, 100.0)), idOf(static_cast<unsigned>(s)), 100.0));
         ProgressTracker joinerView(o);
         ProgressExchange joiner("run", "ffffffff" + std::string(24, '0'), 8);
         (void)joiner.ingest(pointers, tallies8, joinerView, 100.5);
@@ -461,6 +506,17 @@ private Q_SLOTS:
         (void)misled.ingest(claim, {}, liarView, 100.5);
         QCOMPARE(misled.shardCount(), 1);
         QCOMPARE(shardCountOf(encodeProgress(claim[0])), 1024);
+        // Nor with a few forged tallies of that K: half its shards must show one.
+        std::vector<SignedRecord> forged;
+        for (unsigned s = 0; s < 3; ++s) {
+            auto f = tallyShard(records, 1024, static_cast<int>(s), 100.0);
+            f.peers = 8;
+            forged.push_back(signedTally(encodeTally(f), idOf(s), 100.0));
+        }
+        ProgressTracker forgedView(o);
+        ProgressExchange notMisled("run", "ffffffff" + std::string(24, '0'), 8);
+        (void)notMisled.ingest(claim, forged, forgedView, 100.5);
+        QVERIFY(notMisled.shardCount() < 1024);
         QCOMPARE(shardCountOf(R"({"e":1,"h":3})"), 1);
         QCOMPARE(shardCountOf("not json"), 1);
         // A tally counting more than twice the capacity in one shard is refused.

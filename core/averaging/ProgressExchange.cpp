@@ -70,9 +70,9 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
             elsewhere.push_back(r);
     }
     const auto live = tracker.liveRecords(now);
-    // Shards are uniform samples of the swarm, none much larger than this peer's: a tally counting
-    // more than twice this shard (or than twice the capacity) is a lie about the swarm's size.
-    const int mostPeers = 2 * std::max(static_cast<int>(live.size()), m_layout.capacity());
+    // Shards are uniform samples of the swarm, none much larger than this peer's and none beyond
+    // the capacity for long: a tally counting more than both lies about its size.
+    const int mostPeers = std::max(2 * static_cast<int>(live.size()), m_layout.capacity());
     std::vector<ShardTally> parsed;
     for (const auto &t : tallies) {
         try {
@@ -89,10 +89,19 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
     }
     const int elsewhereEstimate = m_layout.estimatedFromTallies(parsed, now);
     auto chosen = k > 1 ? chooseTallies(std::move(parsed), k, own, now) : std::vector<ShardTally>{};
-    // Shards whose tally this turn did not bring (K changing): their records read here, if any.
+    // A shard whose tally this read missed (a fetch answered in part) keeps the last one until it
+    // expires; one never read is tallied from its records read here, if any (K changing).
     std::set<int> tallied;
     for (const auto &t : chosen)
         tallied.insert(t.shard);
+    for (const auto &[shard, t] : m_held)
+        if (!tallied.contains(shard) && t.expiresAt > now && t.shardCount == k) {
+            chosen.push_back(t);
+            tallied.insert(shard);
+        }
+    m_held.clear();
+    for (const auto &t : chosen)
+        m_held[t.shard] = t;
     std::set<int> shards;
     for (const auto &r : elsewhere)
         shards.insert(shardOf(r.peerId, k));
@@ -111,6 +120,7 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
                                + " peers live): this peer's is shard " + std::to_string(mine));
         tracker.keepOnly([&](const std::string &id) { return shardOf(id, next) == mine; });
         tracker.setShardTallies({});
+        m_held.clear();
         m_summarizes = false;
         return std::nullopt;
     }

@@ -10,6 +10,7 @@
 #include "averaging/ProgressTracker.h"
 #include "net/DhtNode.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,8 +36,10 @@ public:
 
     // Takes one turn's admitted records and tallies (parsed and checked by the caller; this
     // peer's own record may be among them): records of this peer's shard update `tracker`;
-    // the tallies chosen per shard (chooseTallies) go to it, a shard without one tallied from
-    // the records of it read here (while K changes); then K follows the estimated swarm, the
+    // the tallies chosen per shard (chooseTallies) go to it, a shard without one keeping its last
+    // until it expires, or else tallied from the records of it read here (while K changes);
+    // tallies counting more peers than twice this shard's and than the capacity are refused;
+    // then K follows the estimated swarm, the
     // tracker keeping only its new shard's records when it changes. Returns the tally to
     // publish when this peer summarizes its shard (K > 1), nullopt otherwise. Malformed tallies
     // count as none.
@@ -53,6 +56,7 @@ private:
     double m_fresh;
     int m_estimate = 0;
     bool m_summarizes = false; // at the last ingest
+    std::map<int, ShardTally> m_held; // the tally taken for each other shard, kept until it expires
 };
 
 } // namespace dedloc

@@ -113,6 +113,8 @@ ShardTally tallyShard(const std::vector<ProgressRecord> &records, int shardCount
             continue;
         ++t.peers;
         t.clients += r.clientMode ? 1 : 0;
+        if (r.role == PeerRole::Monitor)
+            t.monitors.push_back(r.peerId);
         const bool joins = r.averages && !r.paused && !r.syncing && now - r.time < fresh;
         t.helpers += r.role != PeerRole::Trainer && joins ? 1 : 0;
         ++t.support[supportOf(r)];
@@ -123,13 +125,15 @@ ShardTally tallyShard(const std::vector<ProgressRecord> &records, int shardCount
         ++e.peers;
         e.trainers += r.role == PeerRole::Trainer ? 1 : 0;
         e.donors += !r.clientMode && r.role != PeerRole::Auxiliary ? 1 : 0;
-        e.averaging += joins ? 1 : 0;
+        e.averaging += joins && r.role == PeerRole::Trainer ? 1 : 0;
         e.reported += static_cast<double>(r.samplesAccumulated);
         e.samples += static_cast<double>(r.samplesAccumulated) + r.samplesPerSecond * std::max(0.0, now - r.time);
         e.rate += r.samplesPerSecond;
     }
     keepHighest(t.support);
     keepHighest(t.votes);
+    std::sort(t.monitors.begin(), t.monitors.end());
+    t.monitors.resize(std::min(t.monitors.size(), MaxTallyMonitors));
     for (auto it = byEpoch.rbegin(); it != byEpoch.rend() && t.epochs.size() < MaxTallyEpochs; ++it)
         t.epochs.push_back(it->second);
     return t;
@@ -146,9 +150,11 @@ std::string encodeTally(const ShardTally &t)
     json epochs = json::array();
     for (const auto &e : t.epochs)
         epochs.push_back({e.epoch, e.peers, e.trainers, e.donors, e.averaging, e.reported, e.samples, e.rate});
-    return json{{"K", t.shardCount}, {"s", t.shard},          {"p", t.peers},         {"c", t.clients},
-                {"x", t.helpers},    {"su", pairs(t.support)}, {"v", pairs(t.votes)}, {"ep", epochs}}
-        .dump();
+    json j{{"K", t.shardCount}, {"s", t.shard},          {"p", t.peers},         {"c", t.clients},
+           {"x", t.helpers},    {"su", pairs(t.support)}, {"v", pairs(t.votes)}, {"ep", epochs}};
+    if (!t.monitors.empty())
+        j["m"] = t.monitors;
+    return j.dump();
 }
 
 ShardTally parseTally(const SignedRecord &record)
@@ -160,6 +166,8 @@ ShardTally parseTally(const SignedRecord &record)
     t.summarizer = record.peerId;
     t.time = record.time;
     t.expiresAt = record.expiresAt;
+    if (!std::isfinite(t.time) || !std::isfinite(t.expiresAt))
+        throw ProtocolError("tally made or expiring at a time that is not finite");
     const long k = integer(member(j, "K"), MaxShardCount, "K");
     if (!powerOfTwo(k) || k < 2)
         throw ProtocolError("tally of " + std::to_string(k) + " shards: not a power of two in 2..1024");
@@ -182,7 +190,7 @@ ShardTally parseTally(const SignedRecord &record)
         e.peers = static_cast<int>(integer(a[1], t.peers, "ep peers"));
         e.trainers = static_cast<int>(integer(a[2], e.peers, "ep trainers"));
         e.donors = static_cast<int>(integer(a[3], e.peers, "ep donors"));
-        e.averaging = static_cast<int>(integer(a[4], e.peers, "ep averaging"));
+        e.averaging = static_cast<int>(integer(a[4], e.trainers, "ep averaging"));
         e.reported = amount(a[5], "ep reported");
         e.samples = amount(a[6], "ep samples");
         e.rate = amount(a[7], "ep rate");
@@ -191,6 +199,16 @@ ShardTally parseTally(const SignedRecord &record)
     }
     if (peers > t.peers)
         throw ProtocolError("tally epochs count more records than the tally's peers");
+    if (j.contains("m")) {
+        const auto &m = j["m"];
+        if (!m.is_array() || m.size() > MaxTallyMonitors)
+            throw ProtocolError("tally field m is not a list of at most 4 monitor ids");
+        for (const auto &id : m) {
+            if (!id.is_string() || id.get<std::string>().empty() || id.get<std::string>().size() > 64)
+                throw ProtocolError("tally field m holds something else than a peer id");
+            t.monitors.push_back(id.get<std::string>());
+        }
+    }
     return t;
 }
 
@@ -201,11 +219,23 @@ std::vector<ShardTally> chooseTallies(std::vector<ShardTally> tallies, int shard
     std::map<int, std::vector<ShardTally>> byShard;
     std::set<std::string> seen;
     for (auto &t : tallies)
-        if (t.shardCount == shardCount && t.shard != ownShard && t.expiresAt > now && seen.insert(t.summarizer).second)
+        if (t.shardCount == shardCount && t.shard != ownShard && t.expiresAt > now
+            && shardOf(t.summarizer, shardCount) == t.shard && seen.insert(t.summarizer).second)
             byShard[t.shard].push_back(std::move(t));
     std::vector<ShardTally> out;
     for (auto &[shard, list] : byShard) {
-        std::sort(list.begin(), list.end(), [](const ShardTally &a, const ShardTally &b) { return a.peers < b.peers; });
+        // The shard's own summarizers: its SummarizersPerShard smallest ids among the signers.
+        std::sort(list.begin(), list.end(),
+                  [](const ShardTally &a, const ShardTally &b) { return a.summarizer < b.summarizer; });
+        list.resize(std::min<std::size_t>(list.size(), SummarizersPerShard));
+        // The median peer count, ties to the smaller claim of samples.
+        auto claim = [](const ShardTally &t) {
+            double samples = 0.0;
+            for (const auto &e : t.epochs)
+                samples += e.samples;
+            return std::pair(t.peers, samples);
+        };
+        std::sort(list.begin(), list.end(), [&](const ShardTally &a, const ShardTally &b) { return claim(a) < claim(b); });
         out.push_back(std::move(list[(list.size() - 1) / 2]));
     }
     return out;
@@ -254,11 +284,14 @@ int ShardLayout::estimatedFromTallies(const std::vector<ShardTally> &tallies, do
     if (k == 0)
         return 0;
     const auto chosen = chooseTallies(tallies, k, -1, now);
+    // Tallies of half the shards at least: a few forged ones cannot claim a swarm of thousands.
+    if (chosen.empty() || 2 * static_cast<long>(chosen.size()) < k)
+        return 0;
     long n = 0;
     for (const auto &t : chosen)
-        n += std::min(t.peers, 4 * m_capacity);
+        n += std::min(t.peers, 2 * m_capacity);
     // Shards without a tally read count as the mean of those with one.
-    return chosen.empty() ? 0 : static_cast<int>(n * k / static_cast<long>(chosen.size()));
+    return static_cast<int>(n * k / static_cast<long>(chosen.size()));
 }
 
 bool ShardLayout::update(int estimatedPeers, double now)

@@ -14,14 +14,14 @@
 //     ShardTally: the shard's live records counted by epoch (tallyShard), published under
 //     dedloc/<swarm>/progress/<K>/tallies (tallyKind) by the shard's summarizers, the
 //     SummarizersPerShard live peers of the shard with the smallest ids (summarizes). Per shard
-//     a reader takes the tally with the median peer count, the lower one of two (chooseTallies):
-//     one lying summarizer among three chooses nothing. A shard without a tally read is tallied
-//     from the records of it that this peer read (while K changes), or else estimated at its
-//     own shard's size (estimatedPeers: the swarm's size only, no votes or samples);
-//   - per turn a peer thus reads about N / K + 3K records instead of N: with K ~ N / capacity,
-//     capacity + 3N / capacity (111 records at N = 1 000 and capacity 64), at most 2 x capacity
-//     while 3K <= capacity (N up to capacity^2 / 3, ~1 365 peers at 64). Beyond, the tallies
-//     grow as 3N / capacity (a second level of tallies would bound them again: not built).
+//     a reader takes, among its summarizers' tallies, the one with the median peer count
+//     (chooseTallies): one lying summarizer among three chooses nothing. A shard without a tally
+//     read keeps its last one, or is tallied from the records of it that this peer read (while K
+//     changes), or else estimated at its own shard's size (estimatedPeers: size only);
+//   - per turn a peer thus reads about N / K + 3K records instead of N: with K the power of two
+//     above N / capacity, at most capacity + 3K (112 records at N = 1 000 and capacity 64), at
+//     most 2 x capacity up to N = 1 024 at 64. Beyond, the tallies grow as 3N / capacity (a
+//     second level of tallies would bound them again: not built).
 // K (ShardLayout) grows to the smallest power of two with N <= capacity x K once the estimated
 // swarm N exceeds capacity x K, and halves when N < capacity x K / 4 (hysteresis: a swarm of
 // about `capacity` does not flap). A peer adopts a larger K that a live record carries, unless it
@@ -53,6 +53,7 @@ inline constexpr double ShardChangeSeconds = 30.0;
 inline constexpr int MaxTallyPeers = 4096;
 // The most distinct epochs a tally lists (the highest ones): an honest shard holds two or three.
 inline constexpr std::size_t MaxTallyEpochs = 8;
+inline constexpr std::size_t MaxTallyMonitors = 4;
 
 // The shard of `peerId` among `shardCount` (a power of two): its first 8 hex digits as a number,
 // modulo shardCount; 0 for an id that does not start with 8 hex digits.
@@ -70,8 +71,8 @@ struct EpochCount {
     int peers = 0;           // live records at this epoch
     int trainers = 0;        // of which trainers
     int donors = 0;          // of which not in client mode and not auxiliaries (state donors)
-    int averaging = 0;       // of which join groups now: averaging, neither paused nor syncing,
-                             // made at most `fresh` seconds before the tally (tallyShard)
+    int averaging = 0;       // of which trainers that join groups now: averaging, neither paused
+                             // nor syncing, made at most `fresh` seconds before the tally
     double reported = 0.0;   // samples as reported
     double samples = 0.0;    // samples extrapolated to the tally's time, each by its own rate
     double rate = 0.0;       // samples/s
@@ -88,6 +89,9 @@ struct ShardTally {
     // ProgressTracker's global epoch counts them; the MaxTallyEpochs highest epochs.
     std::map<long, int> support, votes;
     std::vector<EpochCount> epochs;     // by own epoch, the MaxTallyEpochs highest
+    // The ids of the shard's monitors (the smallest MaxTallyMonitors): a trainer of another shard
+    // takes the credit they publish of it (a monitor's signature is all that vouches for it).
+    std::vector<std::string> monitors;
 };
 
 // The tally of the live records of `shard` among `records` at `now`; `fresh`: the most seconds
@@ -102,9 +106,10 @@ inline constexpr double DefaultFreshRecordSeconds = 8.0;
 // MaxTallyPeers peers, counts that do not fit in the peers, too many epochs, negative or
 // non-finite sums.
 [[nodiscard]] ShardTally parseTally(const SignedRecord &record);
-// One tally per shard other than `ownShard`, of `shardCount` shards, live at `now` (the newest
-// per summarizer first): the one with the median peer count, the lower of two. Tallies of another
-// K are left out.
+// One tally per shard other than `ownShard`, of `shardCount` shards, live at `now`: among the
+// newest tally of each signer that belongs to the shard, those of its SummarizersPerShard smallest
+// ids, and of them the one with the median peer count (the lower of two; ties to the smaller
+// claim of samples). Tallies of another K are left out.
 [[nodiscard]] std::vector<ShardTally> chooseTallies(std::vector<ShardTally> tallies, int shardCount, int ownShard,
                                                     double now);
 // Whether `self` summarizes its shard: among the SummarizersPerShard smallest ids of the live,
@@ -124,7 +129,8 @@ public:
     [[nodiscard]] int estimatedPeers(int ownShardLive, const std::vector<ShardTally> &chosen) const;
     // The swarm's size by the live tallies of the largest K above this peer's among `tallies`
     // (a joiner's first read, or another shard's summarizer that changed K first): their shards'
-    // median tallies, a shard without one counted as their mean; 0 without such tallies.
+    // chosen tallies, a shard without one counted as their mean; 0 unless half of that K's shards
+    // at least have a tally (a few forged tallies move nobody to a thousand shards).
     [[nodiscard]] int estimatedFromTallies(const std::vector<ShardTally> &tallies, double now) const;
     // The K this peer used before its change while both keys are in use; 0 otherwise.
     [[nodiscard]] int previousCount(double now) const;

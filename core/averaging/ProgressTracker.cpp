@@ -69,7 +69,7 @@ std::size_t ProgressTracker::expectedElsewhere(long epoch, long lag, double now)
         n += static_cast<std::size_t>(t.helpers);
         for (const auto &c : t.epochs)
             if (c.epoch <= epoch && c.epoch >= epoch - lag)
-                n += static_cast<std::size_t>(std::max(0, std::min(c.averaging, c.trainers)));
+                n += static_cast<std::size_t>(c.averaging);
     }
     return n;
 }

@@ -208,9 +208,10 @@ void SwarmPeer::Impl::readProgress()
 {
     auto read = exchange().read(*dht);
     const auto &records = read.records;
-    // Closed run: tallies of admitted summarizers only.
+    // Closed run: tallies of admitted summarizers only; none of a banned peer.
     keepAdmittedRecords(access, read.tallies, identity->peerId());
     const double now = unixNow();
+    std::erase_if(read.tallies, [&](const SignedRecord &t) { return bans->isBanned(t.peerId, now); });
     std::vector<ProgressRecord> admitted;
     for (const auto &record : records) {
         if (record.peerId == identity->peerId())
@@ -302,7 +303,7 @@ void SwarmPeer::Impl::refreshSwarmView(double now)
     ++snap.sequence;
 }
 
-std::size_t SwarmPeer::Impl::expectedPeers(long epoch, bool pastIt)
+std::size_t SwarmPeer::Impl::expectedPeers(long epoch, bool pastIt, bool thisShard)
 {
     const double now = unixNow();
     std::lock_guard lock(mutex);
@@ -311,7 +312,7 @@ std::size_t SwarmPeer::Impl::expectedPeers(long epoch, bool pastIt)
     for (const auto &id : tracker.expectedPeers(identity->peerId(), upTo, ExpectedLag + (upTo - epoch),
                                                 3 * opt.progressPeriod + 5, now))
         n += bans->isBanned(id, now) ? 0 : 1;
-    return n + tracker.expectedElsewhere(upTo, ExpectedLag + (upTo - epoch), now);
+    return n + (thisShard ? 0 : tracker.expectedElsewhere(upTo, ExpectedLag + (upTo - epoch), now));
 }
 
 std::string SwarmPeer::Impl::describeRecords()

@@ -37,6 +37,9 @@ void SwarmPeer::Impl::readCredit()
         for (const auto &p : snap.peers)
             if (p.role == PeerRole::Monitor)
                 monitors.insert(p.peerId);
+        // A sharded swarm's monitors in other shards, as their shards' tallies name them.
+        for (const auto &t : tracker.shardTallies())
+            monitors.insert(t.monitors.begin(), t.monitors.end());
     }
     if (monitors.empty())
         return;

@@ -305,7 +305,7 @@ struct SwarmPeer::Impl {
     // `pastIt`: also the trainers whose records already show the next epoch. They took this
     // epoch's step, in a group whose records an epoch's merge waits for (GroupMerge.h): without
     // them, the members of the last group to end would count only themselves and merge alone.
-    std::size_t expectedPeers(long epoch, bool pastIt = false);
+    std::size_t expectedPeers(long epoch, bool pastIt = false, bool thisShard = false);
     // The live records of the other peers, one line (debug logs).
     std::string describeRecords();
     std::string progressRecordsSeen; // control thread: whose records the last read returned

@@ -149,7 +149,8 @@ void SwarmPeer::Impl::checkModelAgreement()
         live = tracker.liveRecords(now);
     }
     const auto others = static_cast<std::size_t>(stateClaimsAt(live, identity->peerId(), epoch));
-    const bool allHeard = others + 1 >= expectedPeers(epoch);
+    // The records read are this peer's shard's in a sharded swarm: so are the peers expected.
+    const bool allHeard = others + 1 >= expectedPeers(epoch, false, true);
     if (!allHeard && now - agreementEpochSince < 2.0 * opt.progressPeriod + 1.0)
         return; // the others' records of this epoch may still be on their way
     const auto [stateEpoch, digest] = service->stateDigest();
