@@ -1,8 +1,8 @@
-// Progress records in shards (core/averaging/ProgressShards.h, ProgressExchange.h): shard
-// assignment, the layout's changes, tallies and their checks, and a tracker that reads one shard
-// and the others' tallies counting as one that reads every record.
+// Progress records in shards (core/averaging/ProgressShards.h): shard assignment, the layout's
+// changes, tallies and their checks, and a tracker that reads one shard and the others' tallies
+// counting as one that reads every record.
 #include "ProgressRecords.h"
-#include "averaging/ProgressExchange.h"
+#include "ShardedSwarm.h"
 #include "averaging/ProgressShards.h"
 #include "averaging/ProgressTracker.h"
 #include "net/WireMessage.h"
@@ -15,33 +15,9 @@
 #include <set>
 
 using namespace dedloc;
+using namespace dedloc::test;
 
 namespace {
-
-// `n` peer ids as PeerIdentity makes them (32 hex digits), drawn from `seed`.
-std::vector<std::string> peerIds(int n, unsigned seed)
-{
-    std::mt19937_64 draw(seed);
-    std::vector<std::string> ids;
-    for (int i = 0; i < n; ++i) {
-        char id[33];
-        std::snprintf(id, sizeof id, "%016llx%016llx", static_cast<unsigned long long>(draw()),
-                      static_cast<unsigned long long>(draw()));
-        ids.emplace_back(id);
-    }
-    return ids;
-}
-
-// A swarm of `ids.size()` trainers made at `time`: most at `epoch`, one in eight at `epoch` - 1,
-// rates of 10-30 samples/s and 0-99 samples each.
-std::vector<ProgressRecord> swarm(const std::vector<std::string> &ids, long epoch, double time)
-{
-    std::vector<ProgressRecord> out;
-    for (std::size_t i = 0; i < ids.size(); ++i)
-        out.push_back(test::progressRecord(ids[i], i % 8 == 7 ? epoch - 1 : epoch, static_cast<long>(i * 37 % 100),
-                                           10.0 + static_cast<double>(i * 13 % 21), time));
-    return out;
-}
 
 // A tracker of `self` (at `epoch`) that holds the records of its shard among `records` and the
 // tallies of the others, as a peer of a swarm in `k` shards does.
@@ -63,24 +39,6 @@ ProgressTracker shardedView(const std::string &self, const std::vector<ProgressR
             t.update(r, now);
     t.setShardTallies(tallies);
     return t;
-}
-
-SignedRecord signedTally(const std::string &payload, const std::string &by = "summarizer", double time = 100.0)
-{
-    SignedRecord r;
-    r.peerId = by;
-    r.time = time;
-    r.expiresAt = time + 30.0;
-    r.payload = payload;
-    return r;
-}
-
-// A peer id whose first 8 hex digits are `v`: in shard v mod K.
-std::string idOf(unsigned v)
-{
-    char head[9];
-    std::snprintf(head, sizeof head, "%08x", v);
-    return head + std::string(24, '0');
 }
 
 ShardTally tallyOf(const std::string &by, int shard, int peers, double time = 100.0)
@@ -443,91 +401,6 @@ private Q_SLOTS:
                  qPrintable(QString::number(g.samplesAccumulated - honestAt11.samplesAccumulated)));
         QVERIFY(g.samplesAccumulated < 100000.0);
         QVERIFY(g.samplesPerSecond - honestAt11.samplesPerSecond <= 128.0 * 8.0 * 22.0);
-    }
-
-    // A peer whose estimate passes capacity x K splits at once, keeps only its new shard's
-    // records, and still counts the whole swarm from the records of the other shards it read
-    // (nobody has published tallies yet); when it summarizes its shard, it hands back the tally.
-    void anExchangeSplitsAndStillCountsTheWholeSwarm()
-    {
-        const auto ids = peerIds(40, 21);
-        const auto records = swarm(ids, 4, 100.0);
-        auto o = test::trackerOptions(100000);
-        o.selfId = ids[0];
-        ProgressTracker t(o);
-        ProgressExchange exchange("run", ids[0], 8);
-        QCOMPARE(exchange.shardCount(), 1);
-        QVERIFY(!exchange.ingest(records, {}, t, 100.5));
-        QCOMPARE(exchange.estimatedPeers(), 40);
-        QCOMPARE(exchange.shardCount(), 8); // 32 < 40 <= 64
-        for (const auto &r : t.liveRecords(100.5))
-            QCOMPARE(shardOf(r.peerId, 8), shardOf(ids[0], 8));
-        const auto tally = exchange.ingest(records, {}, t, 101.0);
-        QCOMPARE(t.global(101.0, 4).peers, 40);
-        QCOMPARE(exchange.shardCount(), 8);
-        QCOMPARE(tally.has_value(), summarizes(ids[0], records, 8, 101.0));
-        // A summarizer of the shard hands back its tally.
-        for (const auto &id : ids) {
-            if (!summarizes(id, records, 8, 101.0))
-                continue;
-            o.selfId = id;
-            ProgressTracker other(o);
-            ProgressExchange e("run", id, 8);
-            (void)e.ingest(records, {}, other, 100.5);
-            const auto mine = e.ingest(records, {}, other, 101.0);
-            QVERIFY(mine.has_value());
-            QCOMPARE(mine->shard, shardOf(id, 8));
-            QCOMPARE(mine->peers, static_cast<int>(other.liveRecords(101.0).size()));
-            break;
-        }
-        // A joiner, at one shard, reads the records that shard 0's summarizers also publish in
-        // the one-shard key, then their K's tallies, and takes that K at once; a record claiming
-        // 1 024 shards without tallies to show for them moves it nowhere.
-        std::vector<ProgressRecord> pointers;
-        for (const auto &r : records)
-            if (shardOf(r.peerId, 8) == 0 && pointers.size() < 3) {
-                pointers.push_back(r);
-                pointers.back().shardCount = 8;
-            }
-        QCOMPARE(pointers.size(), std::size_t{3});
-        std::vector<SignedRecord> tallies8;
-        for (int s = 0; s < 8; ++s)
-            tallies8.push_back(signedTally(encodeTally(tallyShard(records, 8, s, 100.0)), idOf(static_cast<unsigned>(s)), 100.0));
-        ProgressTracker joinerView(o);
-        ProgressExchange joiner("run", "ffffffff" + std::string(24, '0'), 8);
-        (void)joiner.ingest(pointers, tallies8, joinerView, 100.5);
-        QCOMPARE(joiner.estimatedPeers(), 40);
-        QCOMPARE(joiner.shardCount(), 8);
-        ProgressTracker liarView(o);
-        ProgressExchange misled("run", "ffffffff" + std::string(24, '0'), 8);
-        auto claim = pointers;
-        for (auto &r : claim)
-            r.shardCount = 1024;
-        (void)misled.ingest(claim, {}, liarView, 100.5);
-        QCOMPARE(misled.shardCount(), 1);
-        QCOMPARE(shardCountOf(encodeProgress(claim[0])), 1024);
-        // Nor with a few forged tallies of that K: half its shards must show one.
-        std::vector<SignedRecord> forged;
-        for (unsigned s = 0; s < 3; ++s) {
-            auto f = tallyShard(records, 1024, static_cast<int>(s), 100.0);
-            f.peers = 8;
-            forged.push_back(signedTally(encodeTally(f), idOf(s), 100.0));
-        }
-        ProgressTracker forgedView(o);
-        ProgressExchange notMisled("run", "ffffffff" + std::string(24, '0'), 8);
-        (void)notMisled.ingest(claim, forged, forgedView, 100.5);
-        QVERIFY(notMisled.shardCount() < 1024);
-        QCOMPARE(shardCountOf(R"({"e":1,"h":3})"), 1);
-        QCOMPARE(shardCountOf("not json"), 1);
-        // A tally counting more than twice the capacity in one shard is refused.
-        auto huge = tallyShard(records, 8, (shardOf(ids[0], 8) + 1) % 8, 101.0);
-        huge.peers = 17;
-        huge.epochs.clear();
-        huge.support.clear();
-        huge.votes.clear();
-        auto signedHuge = signedTally(encodeTally(huge), "liar", 101.0);
-        (void)exchange.ingest(records, {signedHuge}, t, 101.5);
-        QCOMPARE(t.global(101.5, 4).peers, 40);
     }
 };
 
