@@ -9,6 +9,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -161,7 +162,7 @@ private Q_SLOTS:
         for (const auto &id : ids)
             inShard += shardOf(id, 2) == shard ? 1 : 0;
         QCOMPARE(t.peers, inShard);
-        QVERIFY_THROWS_EXCEPTION(ProtocolError, parseTally(signedTally(encodeTally(t), "s1", std::nan(""))));
+        QVERIFY_THROWS_EXCEPTION(ProtocolError, (void)parseTally(signedTally(encodeTally(t), "s1", std::nan(""))));
         const auto back = parseTally(signedTally(encodeTally(t), "s1", 101.0));
         QCOMPARE(back.summarizer, std::string("s1"));
         QCOMPARE(back.shardCount, 2);
@@ -172,7 +173,11 @@ private Q_SLOTS:
         QVERIFY(back.support == t.support);
         QVERIFY(back.votes == t.votes);
         QCOMPARE(back.epochs.size(), t.epochs.size());
-        QVERIFY(t.monitors.size() <= MaxTallyMonitors);
+        std::size_t monitors = 0;
+        for (const auto &r : records)
+            monitors += r.role == PeerRole::Monitor && shardOf(r.peerId, 2) == shard ? 1 : 0;
+        QVERIFY(monitors > 0);
+        QCOMPARE(t.monitors.size(), std::min(monitors, MaxTallyMonitors));
         QVERIFY(std::is_sorted(t.monitors.begin(), t.monitors.end()));
         QVERIFY(back.monitors == t.monitors);
         for (const auto &id : t.monitors)
@@ -219,12 +224,16 @@ private Q_SLOTS:
         QTest::newRow("trainers beyond the epoch's peers")
             << with(R"("K":4,"s":1,"p":2,"c":0,"x":0,"su":[],"v":[])", R"("ep":[[3,1,2,0,0,1,1,1]])");
         QTest::newRow("missing field") << QString(R"({"K":4,"s":1,"p":2})");
+        QTest::newRow("a monitor of another shard")
+            << with(R"("K":4,"s":1,"p":2,"c":0,"x":0,"su":[],"v":[],"m":["00000002000000000000000000000000"])", epochs);
+        QTest::newRow("valid with its monitor")
+            << with(R"("K":4,"s":1,"p":2,"c":0,"x":0,"su":[],"v":[],"m":["00000005000000000000000000000000"])", epochs);
         QTest::newRow("not an object") << QString("[1,2]");
     }
     void malformedTalliesAreRefused()
     {
         QFETCH(QString, payload);
-        const bool valid = QString(QTest::currentDataTag()) == "valid";
+        const bool valid = QString(QTest::currentDataTag()).startsWith("valid");
         try {
             const auto t = parseTally(signedTally(payload.toStdString()));
             QVERIFY2(valid, "a malformed tally was taken");
@@ -242,12 +251,12 @@ private Q_SLOTS:
     {
         // Shard 1 of 4: ids 1, 5, 9, 13 (mod 4); shard 2: 2, 6.
         std::vector<ShardTally> read{tallyOf(idOf(1), 1, 10), tallyOf(idOf(5), 1, 1000), tallyOf(idOf(9), 1, 12),
-                                     tallyOf(idOf(13), 1, 4000), // not among the three smallest
+                                     tallyOf(idOf(13), 1, 1),    // not among the three smallest
                                      tallyOf(idOf(3), 1, 11),    // signer of shard 3
                                      tallyOf(idOf(2), 2, 20), tallyOf(idOf(6), 2, 4000),
                                      tallyOf(idOf(7), 3, 30, 50.0), // expired at 80
                                      tallyOf(idOf(4), 0, 7)};       // this peer's shard
-        read.push_back(tallyOf(idOf(1), 1, 11, 90.0)); // an older one of the same signer
+        read.push_back(tallyOf(idOf(1), 1, 100, 90.0)); // an older one of the same signer
         auto otherK = tallyOf(idOf(11), 3, 5);
         otherK.shardCount = 8;
         read.push_back(otherK);

@@ -36,20 +36,21 @@ ProgressExchange::Read ProgressExchange::read(DhtNode &dht, double timeout) cons
 {
     Read r;
     const double now = unixNow();
-    int larger = 0; // the largest K above this peer's that a record read carries
+    std::set<int> larger; // the K above this peer's that records read carry (at most 10)
     for (const auto &kind : m_layout.readKinds(m_selfId, now)) {
         auto got = dht.fetch(runKey(m_swarmId, kind), timeout);
         const bool tallies = kind.ends_with("/tallies");
         if (!tallies)
             for (const auto &record : got)
-                larger = std::max(larger, shardCountOf(record.payload));
+                if (const int k = shardCountOf(record.payload); k > m_layout.count())
+                    larger.insert(k);
         auto &into = tallies ? r.tallies : r.records;
         into.insert(into.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
     }
     // A joiner (or a peer left behind by a change) that sees a larger K reads its tallies at once:
     // the swarm's size, by which it takes that K (ShardLayout::estimatedFromTallies).
-    if (larger > m_layout.count() && larger <= MaxShardCount) {
-        auto got = dht.fetch(runKey(m_swarmId, tallyKind(larger)), timeout);
+    for (const int k : larger) {
+        auto got = dht.fetch(runKey(m_swarmId, tallyKind(k)), timeout);
         r.tallies.insert(r.tallies.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
     }
     return r;
@@ -57,7 +58,7 @@ ProgressExchange::Read ProgressExchange::read(DhtNode &dht, double timeout) cons
 
 std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRecord> &records,
                                                    const std::vector<SignedRecord> &tallies, ProgressTracker &tracker,
-                                                   double now)
+                                                   double now, const std::function<bool(const std::string &)> &refused)
 {
     const int k = m_layout.count(), own = shardOf(m_selfId, k);
     std::vector<ProgressRecord> elsewhere;
@@ -70,11 +71,13 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
             elsewhere.push_back(r);
     }
     const auto live = tracker.liveRecords(now);
-    // Shards are uniform samples of the swarm, none much larger than this peer's and none beyond
-    // the capacity for long: a tally counting more than both lies about its size.
-    const int mostPeers = std::max(2 * static_cast<int>(live.size()), m_layout.capacity());
+    // Shards are uniform samples of the swarm, none much larger than this peer's (a joiner's is
+    // still empty) or than the capacity: a tally counting more than twice both lies about its size.
+    const int mostPeers = 2 * std::max(static_cast<int>(live.size()), m_layout.capacity());
     std::vector<ShardTally> parsed;
     for (const auto &t : tallies) {
+        if (refused && refused(t.peerId))
+            continue;
         try {
             auto tally = parseTally(t);
             if (tally.peers > mostPeers)
@@ -95,7 +98,7 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
     for (const auto &t : chosen)
         tallied.insert(t.shard);
     for (const auto &[shard, t] : m_held)
-        if (!tallied.contains(shard) && t.expiresAt > now && t.shardCount == k) {
+        if (!tallied.contains(shard) && t.expiresAt > now && t.shardCount == k && !(refused && refused(t.summarizer))) {
             chosen.push_back(t);
             tallied.insert(shard);
         }

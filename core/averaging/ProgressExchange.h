@@ -10,6 +10,7 @@
 #include "averaging/ProgressTracker.h"
 #include "net/DhtNode.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,13 +39,15 @@ public:
     // peer's own record may be among them): records of this peer's shard update `tracker`;
     // the tallies chosen per shard (chooseTallies) go to it, a shard without one keeping its last
     // until it expires, or else tallied from the records of it read here (while K changes);
-    // tallies counting more peers than twice this shard's and than the capacity are refused;
+    // tallies counting more peers than twice this shard's and twice the capacity are refused;
     // then K follows the estimated swarm, the
     // tracker keeping only its new shard's records when it changes. Returns the tally to
     // publish when this peer summarizes its shard (K > 1), nullopt otherwise. Malformed tallies
     // count as none.
+    // `refused`: signers whose tallies count no more, held ones included (banned peers).
     std::optional<ShardTally> ingest(const std::vector<ProgressRecord> &records,
-                                     const std::vector<SignedRecord> &tallies, ProgressTracker &tracker, double now);
+                                     const std::vector<SignedRecord> &tallies, ProgressTracker &tracker, double now,
+                                     const std::function<bool(const std::string &)> &refused = {});
     bool publishTally(DhtNode &dht, const ShardTally &tally, double ttl, double timeout = 2.0);
 
     [[nodiscard]] int shardCount() const { return m_layout.count(); }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 namespace dedloc {
@@ -206,6 +207,8 @@ ShardTally parseTally(const SignedRecord &record)
         for (const auto &id : m) {
             if (!id.is_string() || id.get<std::string>().empty() || id.get<std::string>().size() > 64)
                 throw ProtocolError("tally field m holds something else than a peer id");
+            if (shardOf(id.get<std::string>(), t.shardCount) != t.shard)
+                throw ProtocolError("tally names a monitor of another shard");
             t.monitors.push_back(id.get<std::string>());
         }
     }
@@ -276,22 +279,23 @@ int ShardLayout::estimatedPeers(int ownShardLive, const std::vector<ShardTally> 
 
 int ShardLayout::estimatedFromTallies(const std::vector<ShardTally> &tallies, double now) const
 {
-    // The largest K with live tallies above this peer's, and its shards' median tallies.
-    int k = 0;
+    // The K above this peer's with live tallies, largest first; the first with tallies of half
+    // its shards at least (a few forged ones claim no swarm of thousands, nor hide a true K).
+    std::set<int, std::greater<>> larger;
     for (const auto &t : tallies)
         if (t.expiresAt > now && t.shardCount > m_count)
-            k = std::max(k, t.shardCount);
-    if (k == 0)
-        return 0;
-    const auto chosen = chooseTallies(tallies, k, -1, now);
-    // Tallies of half the shards at least: a few forged ones cannot claim a swarm of thousands.
-    if (chosen.empty() || 2 * static_cast<long>(chosen.size()) < k)
-        return 0;
-    long n = 0;
-    for (const auto &t : chosen)
-        n += std::min(t.peers, 2 * m_capacity);
-    // Shards without a tally read count as the mean of those with one.
-    return static_cast<int>(n * k / static_cast<long>(chosen.size()));
+            larger.insert(t.shardCount);
+    for (const int k : larger) {
+        const auto chosen = chooseTallies(tallies, k, -1, now);
+        if (chosen.empty() || 2 * static_cast<long>(chosen.size()) < k)
+            continue;
+        long n = 0;
+        for (const auto &t : chosen)
+            n += std::min(t.peers, 2 * m_capacity);
+        // Shards without a tally read count as the mean of those with one.
+        return static_cast<int>(n * k / static_cast<long>(chosen.size()));
+    }
+    return 0;
 }
 
 bool ShardLayout::update(int estimatedPeers, double now)

@@ -127,10 +127,11 @@ public:
     // The swarm's estimated size: live records of this peer's shard, plus the peers of the
     // tallies of other shards, plus this peer's shard's size for each shard without a tally.
     [[nodiscard]] int estimatedPeers(int ownShardLive, const std::vector<ShardTally> &chosen) const;
-    // The swarm's size by the live tallies of the largest K above this peer's among `tallies`
-    // (a joiner's first read, or another shard's summarizer that changed K first): their shards'
-    // chosen tallies, a shard without one counted as their mean; 0 unless half of that K's shards
-    // at least have a tally (a few forged tallies move nobody to a thousand shards).
+    // The swarm's size by the live tallies of a K above this peer's among `tallies` (a joiner's
+    // first read, or another shard's summarizer that changed K first): of the largest such K with
+    // tallies of half its shards at least (a few forged tallies move nobody to a thousand shards,
+    // nor hide the true K), its shards' chosen tallies, a shard without one counted as their
+    // mean; 0 without such a K.
     [[nodiscard]] int estimatedFromTallies(const std::vector<ShardTally> &tallies, double now) const;
     // The K this peer used before its change while both keys are in use; 0 otherwise.
     [[nodiscard]] int previousCount(double now) const;

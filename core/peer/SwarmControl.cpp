@@ -208,10 +208,9 @@ void SwarmPeer::Impl::readProgress()
 {
     auto read = exchange().read(*dht);
     const auto &records = read.records;
-    // Closed run: tallies of admitted summarizers only; none of a banned peer.
+    // Closed run: tallies of admitted summarizers only.
     keepAdmittedRecords(access, read.tallies, identity->peerId());
     const double now = unixNow();
-    std::erase_if(read.tallies, [&](const SignedRecord &t) { return bans->isBanned(t.peerId, now); });
     std::vector<ProgressRecord> admitted;
     for (const auto &record : records) {
         if (record.peerId == identity->peerId())
@@ -241,7 +240,9 @@ void SwarmPeer::Impl::readProgress()
                 seen += ' ';
             seen += r.peerId.substr(0, 8);
         }
-        tally = exchange().ingest(admitted, read.tallies, tracker, now);
+        // None of a banned peer's tallies, held ones included.
+        tally = exchange().ingest(admitted, read.tallies, tracker, now,
+                                  [&](const std::string &id) { return bans->isBanned(id, now); });
         if (seen != progressRecordsSeen)
             log::debug("swarm", "progress records read: " + (seen.empty() ? std::string("none") : seen));
         progressRecordsSeen = seen;
