@@ -13,9 +13,8 @@
 //   from the same parameters). A departing peer's
 //   last step, cut short by its leaving, is not counted (SimEpoch::leaving).
 //   32 peers whose progress records go in shards (capacity 8: four shards or more, each peer
-//   reading its own shard's records and the others' tallies), with the same churn: the same
-//   guarantee, so the swarm counts, triggers and merges as one although no peer reads every
-//   record, and joiners find the shards.
+//   reading its own shard's records and the others' tallies): the same guarantee, so the swarm
+//   counts, triggers and merges as one although no peer reads every record.
 #include "SimSwarm.h"
 
 #include <QTest>
@@ -111,12 +110,11 @@ private Q_SLOTS:
     {
         auto c = swarmOf(32, 8, 13);
         c.peer.shardCapacity = 8;
-        c.churnPerMinute = 0.1; // joiners find the shards from the key of one shard
         SimSwarm swarm(c);
         swarm.start();
         swarm.runUntilEpoch(4, 0.9, 45.0, 150.0);
-        // Every peer that has read three times or more (a joiner's first read finds the shards)
-        // reads in shards of at most 8 peers' worth: four shards or more.
+        // Every peer that has read three times or more reads in shards of at most 8 peers' worth:
+        // four shards or more.
         for (const auto &reads : swarm.liveProgressReads())
             if (reads.turns >= 3)
                 QVERIFY2(reads.shardCount >= 4, qPrintable(QStringLiteral("a peer in %1 shard(s) after %2 reads")
