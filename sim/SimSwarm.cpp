@@ -142,18 +142,14 @@ SimReport SimSwarm::report() const
     std::map<long, std::set<std::string>> digests;
     std::map<long, std::map<std::string, std::size_t>> starts;
     std::map<long, std::pair<double, double>> times; // first decision, last application
-    double peerSeconds = 0.0, bytes = 0.0, turns = 0.0, progressRecords = 0.0, progressBytes = 0.0;
+    double peerSeconds = 0.0, bytes = 0.0;
     for (const auto *list : {&m_live, &m_departed})
         for (const auto &m : *list) {
             const double left = m.leftAt > 0 ? m.leftAt : unixNow();
             peerSeconds += left - m.joinedAt;
             const auto t = m.peer->dhtTraffic();
             bytes += static_cast<double>(t.put + t.got);
-            const auto reads = m.peer->progressReads();
-            turns += static_cast<double>(reads.turns);
-            progressRecords += reads.records;
-            progressBytes += reads.bytes;
-            r.shardCount = std::max(r.shardCount, reads.shardCount);
+            r.shardCount = std::max(r.shardCount, m.peer->progressReads().shardCount);
             r.stateDownloads += m.peer->stateDownloads();
             for (const auto &s : m.peer->steps()) {
                 auto &e = r.epochs[s.epoch];
@@ -181,8 +177,6 @@ SimReport SimSwarm::report() const
         e.triggerToAll = times[epoch].second - times[epoch].first;
     }
     r.recordBytesPerPeerSecond = peerSeconds > 0 ? bytes / peerSeconds : 0.0;
-    r.progressRecordsPerTurn = turns > 0 ? progressRecords / turns : 0.0;
-    r.progressBytesPerTurn = turns > 0 ? progressBytes / turns : 0.0;
     describeStrays(r);
     return r;
 }

@@ -47,10 +47,7 @@ struct SimReport {
     std::size_t joins = 0, leaves = 0;
     long stateDownloads = 0;
     double recordBytesPerPeerSecond = 0.0; // DHT record bytes put and got, per peer-second alive
-    // Progress reads (SimPeer::progressReads) over every peer's turns: records and bytes a turn,
-    // and the most shards a peer used when it left.
-    double progressRecordsPerTurn = 0.0, progressBytesPerTurn = 0.0;
-    int shardCount = 1;
+    int shardCount = 1; // the most progress shards a peer used when it left (SimPeer::progressReads)
 };
 
 class SimSwarm final {

@@ -11,6 +11,18 @@
 using namespace dedloc;
 using namespace dedloc::test;
 
+namespace {
+
+// The tracker options of peer `self` (a target far beyond the swarm's samples: no step).
+TrackerOptions options(const std::string &self)
+{
+    auto o = trackerOptions(100000);
+    o.selfId = self;
+    return o;
+}
+
+} // namespace
+
 class TestProgressExchange final : public QObject {
     Q_OBJECT
 
@@ -22,8 +34,7 @@ private Q_SLOTS:
     {
         const auto ids = peerIds(40, 21);
         const auto records = swarm(ids, 4, 100.0);
-        auto o = test::trackerOptions(100000);
-        o.selfId = ids[0];
+        auto o = options(ids[0]);
         ProgressTracker t(o);
         ProgressExchange exchange("run", ids[0], 8);
         QCOMPARE(exchange.shardCount(), 1);
@@ -106,8 +117,7 @@ private Q_SLOTS:
     {
         const auto ids = peerIds(40, 21);
         const auto records = swarm(ids, 4, 100.0);
-        auto o = test::trackerOptions(100000);
-        o.selfId = ids[0];
+        auto o = options(ids[0]);
         ProgressTracker t(o);
         ProgressExchange exchange("run", ids[0], 8);
         (void)exchange.ingest(records, {}, t, 100.5);
