@@ -226,6 +226,69 @@ private Q_SLOTS:
         QCOMPARE(even.global(1.0, 10).globalEpoch, 11L);
     }
 
+    // A monitor that saw one honest trainer and a stranger one epoch ahead followed the stranger
+    // (a tie goes to the higher epoch) and, vouching for that epoch, tipped the vote of every
+    // honest trainer that appeared after: three honest trainers, two colluders and the monitor
+    // made a tie again, and the honest trainers waited at step 0 for a donor of the colluders'
+    // epoch. An epoch won on a tie gives way once more trainers vote and hold a lower one; one
+    // won by more than half of the votes, or as the lone trainer's, does not (joiners at 0 come
+    // beside a lone trainer, or beside two trainers that both stepped).
+    void aMonitorsEpochWonOnATieGivesWayToMoreTrainers()
+    {
+        auto opts = options(1000);
+        opts.selfId = "monitor";
+        ProgressTracker m(opts);
+        m.update(rec("monitor", 0, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
+        m.update(rec("h1", 0, 10, 1.0, 0.0), 0.0);
+        m.update(rec("A", 1, 10, 1.0, 0.0), 0.0);
+        QCOMPARE(m.follow(0.0), 1L);
+        m.update(rec("h2", 0, 10, 1.0, 1.0), 1.0);
+        QCOMPARE(m.follow(1.0), 0L);
+        m.update(rec("h3", 0, 10, 1.0, 2.0), 2.0);
+        m.update(rec("B", 2, 10, 1.0, 2.0), 2.0);
+        QCOMPARE(m.follow(2.0), 0L);
+        // The honest trainers' view, the monitor's record vouching for what it follows.
+        auto t = honestSwarm("h1", 0, 0);
+        for (const char *id : {"h2", "h3"})
+            t.update(rec(id, 0, 10, 1.0, 2.0), 2.0);
+        t.update(rec("A", 1, 10, 1.0, 2.0), 2.0);
+        t.update(rec("B", 2, 10, 1.0, 2.0), 2.0);
+        auto monitor = rec("monitor", 0, 0, 0.0, 2.0, false, PeerRole::Monitor);
+        monitor.followedEpoch = m.followedEpoch();
+        t.update(monitor, 2.0);
+        QCOMPARE(t.global(2.0, 0).globalEpoch, 0L);
+        monitor = rec("monitor", 0, 0, 0.0, 2.5, false, PeerRole::Monitor);
+        monitor.followedEpoch = 1; // as it was before the fall back
+        t.update(monitor, 2.5);
+        QCOMPARE(t.global(2.5, 0).globalEpoch, 1L);
+
+        // The honest trainers step: 1 is held by more than half, and followed for good.
+        for (const char *id : {"h1", "h2", "h3"})
+            m.update(rec(id, 1, 0, 1.0, 3.0), 3.0);
+        QCOMPARE(m.follow(3.0), 1L);
+
+        // A lone trainer's epoch is not undone by joiners at 0.
+        ProgressTracker lone(opts);
+        lone.update(rec("a", 0, 0, 1.0, 0.0), 0.0);
+        QCOMPARE(lone.follow(0.0), 0L);
+        lone.update(rec("a", 2, 0, 1.0, 2.0), 2.0);
+        QCOMPARE(lone.follow(2.0), 2L);
+        lone.update(rec("j1", 0, 0, 0.0, 3.0), 3.0);
+        lone.update(rec("j2", 0, 0, 0.0, 3.0), 3.0);
+        QCOMPARE(lone.follow(3.0), 2L);
+
+        // A tie confirmed (both trainers stepped) stays when a trainer leaves and joiners come.
+        ProgressTracker pair(opts);
+        pair.update(rec("a", 4, 0, 1.0, 0.0), 0.0);
+        pair.update(rec("b", 3, 0, 1.0, 0.0), 0.0);
+        QCOMPARE(pair.follow(0.0), 4L);
+        pair.update(rec("b", 4, 0, 1.0, 1.0), 1.0);
+        QCOMPARE(pair.follow(1.0), 4L);
+        for (const char *id : {"j1", "j2", "j3"})
+            pair.update(rec(id, 0, 0, 0.0, 2.0), 2.0);
+        QCOMPARE(pair.follow(2.0), 4L);
+    }
+
     // A syncing peer still votes. Two colluders, one and two epochs ahead, send the honest peers
     // after their epoch for a moment (here: two honest trainers still downloading an older state);
     // had syncing peers lost their vote, the pair would hold the vote against the one trainer

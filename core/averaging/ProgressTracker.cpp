@@ -171,14 +171,32 @@ long ProgressTracker::follow(double now)
         trainers += r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer ? 1 : 0;
     // Steps this tracker may have missed between two reads: one a second since the last advance.
     const long budget = m_followed < 0 ? 0 : 1 + static_cast<long>(std::clamp(now - m_followedAt, 0.0, 1e6));
-    long followed = m_followed;
-    for (const auto &[id, r] : m_records)
-        if (r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer
-            && ((support.withinOne(r) && r.epoch <= held) || (trainers == 1 && r.epoch <= m_followed + budget)))
-            followed = std::max(followed, r.epoch);
-    if (followed > m_followed) {
+    long followed = -1;
+    bool byVote = false; // the highest was held by the vote, not taken as the lone trainer's
+    for (const auto &[id, r] : m_records) {
+        if (r.expiresAt <= now || id == m_options.selfId || r.role != PeerRole::Trainer)
+            continue;
+        const bool voted = support.withinOne(r) && r.epoch <= held;
+        if ((voted || (trainers == 1 && r.epoch <= m_followed + budget)) && r.epoch >= followed) {
+            byVote = voted || (r.epoch == followed && byVote);
+            followed = r.epoch;
+        }
+    }
+    // A tie (exactly half of the votes reach the epoch) makes the choice provisional: a stranger
+    // beside the first honest trainer wins it, and this monitor, vouching for it, then tips every
+    // later vote. Once more trainers vote than did then, and they hold a lower epoch, it gives way.
+    const auto voters = support.votes.size();
+    const auto tied = [&](long epoch) {
+        const auto reach = std::count_if(support.votes.begin(), support.votes.end(), [&](long v) { return v >= epoch; });
+        return voters > 0 && 2 * static_cast<std::size_t>(reach) == voters;
+    };
+    const bool fallBack = m_provisionalVoters > 0 && held < m_followed && voters > m_provisionalVoters && followed >= 0;
+    if (followed > m_followed || fallBack) {
         m_followed = followed;
         m_followedAt = now;
+        m_provisionalVoters = byVote && tied(followed) ? voters : 0;
+    } else if (m_provisionalVoters > 0 && held >= m_followed && !tied(m_followed)) {
+        m_provisionalVoters = 0; // confirmed by more than half of the votes
     }
     return m_followed;
 }
