@@ -111,6 +111,43 @@ private Q_SLOTS:
         QCOMPARE(t.global(101.5, 4).peers, 40);
     }
 
+    // A peer that grows K (4 to 8 here) reads its new shard, its old shard's key and the tallies:
+    // the others, still at 4, publish their tallies there alone for a moment. Meanwhile the swarm
+    // counts whole: at the change (the other shards as tallied at 4, the half of its old shard it
+    // lets go as a tally of its own), then from the tallies at 4 of the shards not moved, and
+    // once a shard moved, from its tallies at 8 alone (not twice).
+    void aGrowingPeerCountsTheShardsNotMovedYet()
+    {
+        const auto ids = peerIds(40, 21);
+        const auto records = swarm(ids, 4, 100.0);
+        auto o = options(ids[0]);
+        ProgressTracker t(o);
+        ProgressExchange exchange("run", ids[0], 8);
+        (void)exchange.ingest({records.begin(), records.begin() + 24}, {}, t, 100.5);
+        QCOMPARE(exchange.shardCount(), 4); // 16 < 24 <= 32
+        const int own4 = shardOf(ids[0], 4);
+        std::vector<ProgressRecord> mine4;
+        for (const auto &r : records)
+            if (shardOf(r.peerId, 4) == own4)
+                mine4.push_back(r);
+        std::vector<SignedRecord> tallies4;
+        for (unsigned s = 0; s < 4; ++s)
+            if (static_cast<int>(s) != own4)
+                tallies4.push_back(signedTally(encodeTally(tallyShard(records, 4, static_cast<int>(s), 100.0)), idOf(s), 100.0));
+        (void)exchange.ingest(mine4, tallies4, t, 101.0);
+        QCOMPARE(exchange.shardCount(), 8); // 40 > 32
+        QCOMPARE(t.global(101.0, 4).peers, 40);
+        (void)exchange.ingest(mine4, tallies4, t, 102.0);
+        QCOMPARE(t.global(102.0, 4).peers, 40);
+        // The peers of one other shard at 4 moved: its two parts at 8 publish tallies.
+        const unsigned moved = static_cast<unsigned>((own4 + 1) % 4);
+        auto tallies = tallies4;
+        for (unsigned s = moved; s < 8; s += 4)
+            tallies.push_back(signedTally(encodeTally(tallyShard(records, 8, static_cast<int>(s), 101.5)), idOf(s), 101.5));
+        (void)exchange.ingest(mine4, tallies, t, 103.0);
+        QCOMPARE(t.global(103.0, 4).peers, 40);
+    }
+
     // A shard's tally stays counted through a read that missed it (a fetch answered in part),
     // until it expires; not when its signer is refused (banned) meanwhile.
     void aTallyMissedByAReadIsKeptUntilItExpires()

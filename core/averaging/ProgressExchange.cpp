@@ -91,7 +91,7 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
         }
     }
     const int elsewhereEstimate = m_layout.estimatedFromTallies(parsed, now);
-    auto chosen = k > 1 ? chooseTallies(std::move(parsed), k, own, now) : std::vector<ShardTally>{};
+    auto chosen = k > 1 ? chooseTallies(parsed, k, own, now) : std::vector<ShardTally>{};
     // A shard whose tally this read missed (a fetch answered in part) keeps the last one until it
     // expires; one never read is tallied from its records read here, if any (K changing).
     std::set<int> tallied;
@@ -115,22 +115,51 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
             chosen.push_back(std::move(t));
         }
     m_estimate = std::max(m_layout.estimatedPeers(static_cast<int>(live.size()), chosen), elsewhereEstimate);
-    tracker.setShardTallies(std::move(chosen));
+    for (auto &t : notMovedYet(parsed, tallied, now))
+        chosen.push_back(std::move(t));
     if (m_layout.update(m_estimate, now)) {
         const int next = m_layout.count(), mine = shardOf(m_selfId, next);
         log::info("swarm", "progress records in " + std::to_string(next) + " shard" + (next > 1 ? "s" : "")
                                + " (was " + std::to_string(k) + "; about " + std::to_string(m_estimate)
                                + " peers live): this peer's is shard " + std::to_string(mine));
+        // Until the next read the others count as this one counted them: the other shards by
+        // their tallies at the K before, the records let go as their new shard's tally.
+        for (int s = own % next; next > k && s < next; s += k)
+            if (s != mine) {
+                auto t = tallyShard(live, next, s, now, m_fresh);
+                t.expiresAt = now + 5.0;
+                chosen.push_back(std::move(t));
+            }
         tracker.keepOnly([&](const std::string &id) { return shardOf(id, next) == mine; });
-        tracker.setShardTallies({});
+        tracker.setShardTallies(std::move(chosen));
         m_held.clear();
         m_summarizes = false;
         return std::nullopt;
     }
+    tracker.setShardTallies(std::move(chosen));
     m_summarizes = k > 1 && summarizes(m_selfId, live, k, now);
     if (m_summarizes)
         return tallyShard(live, k, own, now, m_fresh);
     return std::nullopt;
+}
+
+std::vector<ShardTally> ProgressExchange::notMovedYet(const std::vector<ShardTally> &parsed, const std::set<int> &tallied,
+                                                    double now) const
+{
+    const int before = m_layout.previousCount(now), k = m_layout.count();
+    std::vector<ShardTally> out;
+    if (before <= 1 || before >= k)
+        return out;
+    // A shard of the K before, other than this peer's (whose records it reads), none of whose
+    // parts at K has a tally: its peers have not moved, and their last tally there counts them.
+    for (auto &t : chooseTallies(parsed, before, shardOf(m_selfId, before), now)) {
+        bool moved = false;
+        for (int s = t.shard; s < k; s += before)
+            moved = moved || tallied.contains(s);
+        if (!moved)
+            out.push_back(std::move(t));
+    }
+    return out;
 }
 
 bool ProgressExchange::publishTally(DhtNode &dht, const ShardTally &tally, double ttl, double timeout)

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,10 @@ public:
     // the tallies chosen per shard (chooseTallies) go to it, a shard without one keeping its last
     // until it expires, or else tallied from the records of it read here (while K changes);
     // tallies counting more peers than twice this shard's and twice the capacity are refused;
-    // then K follows the estimated swarm, the
-    // tracker keeping only its new shard's records when it changes. Returns the tally to
+    // for ShardChangeSeconds after this peer grew K, a shard of the K before none of whose parts
+    // has a tally yet counts by its tally there; then K follows the estimated swarm, the
+    // tracker keeping only its new shard's records when it changes (the records let go count
+    // as their shard's tally, the other shards as before, until the next ingest). Returns the tally to
     // publish when this peer summarizes its shard (K > 1), nullopt otherwise. Malformed tallies
     // count as none.
     // `refused`: signers whose tallies count no more, held ones included (banned peers).
@@ -59,6 +62,11 @@ private:
     double m_fresh;
     int m_estimate = 0;
     bool m_summarizes = false; // at the last ingest
+
+    // While this peer grows K: the tallies at the K before of the shards none of whose parts at K
+    // has a tally among `tallied` (their peers have not moved yet).
+    [[nodiscard]] std::vector<ShardTally> notMovedYet(const std::vector<ShardTally> &parsed,
+                                                      const std::set<int> &tallied, double now) const;
     std::map<int, ShardTally> m_held; // the tally taken for each other shard, kept until it expires
 };
 

@@ -363,6 +363,9 @@ std::vector<std::string> ShardLayout::readKinds(const std::string &self, double 
     }
     if (m_count > 1)
         kinds.push_back(tallyKind(m_count));
+    // While this peer grows K, the shards whose peers have not moved yet are counted at the K before.
+    if (m_previous > 1 && m_previous < m_count && now - m_changedAt <= ShardChangeSeconds)
+        kinds.push_back(tallyKind(m_previous));
     return kinds;
 }
 

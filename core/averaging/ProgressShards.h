@@ -142,7 +142,8 @@ public:
     [[nodiscard]] std::vector<std::string> publishKinds(const std::string &self, double now) const;
     // The kinds to read: this peer's shard at K, its part of the keys of the K before its change
     // for ShardChangeSeconds after it (the shard containing it) and of every larger K seen in the
-    // last ShardChangeSeconds (its sub-shards, up to 8), and the tallies of K when K > 1.
+    // last ShardChangeSeconds (its sub-shards, up to 8), the tallies of K when K > 1, and those
+    // of the K before for ShardChangeSeconds after a growth (shards whose peers have not moved).
     [[nodiscard]] std::vector<std::string> readKinds(const std::string &self, double now) const;
 
 private:
