@@ -13,7 +13,8 @@
 //   from the same parameters). A departing peer's
 //   last step, cut short by its leaving, is not counted (SimEpoch::leaving).
 //   32 peers whose progress records go in shards (capacity 8: four shards or more, each peer
-//   reading its own shard's records and the others' tallies): the same guarantee, so the swarm
+//   reading its own shard's records and the others' tallies), 10% of them replaced a minute
+//   (joiners find the shards through shard 0's summarizers): the same guarantee, so the swarm
 //   counts, triggers and merges as one although no peer reads every record.
 #include "SimSwarm.h"
 
@@ -110,9 +111,10 @@ private Q_SLOTS:
     {
         auto c = swarmOf(32, 8, 13);
         c.peer.shardCapacity = 8;
+        c.churnPerMinute = 0.1; // joiners find the shards through shard 0's summarizers
         SimSwarm swarm(c);
         swarm.start();
-        swarm.runUntilEpoch(4, 0.9, 45.0, 150.0);
+        swarm.runUntilEpoch(4, 0.9, 60.0, 180.0);
         // Every peer that has read three times or more reads in shards of at most 8 peers' worth:
         // four shards or more.
         for (const auto &reads : swarm.liveProgressReads())
@@ -121,7 +123,9 @@ private Q_SLOTS:
                                                                .arg(reads.shardCount)
                                                                .arg(reads.turns)));
         swarm.stop();
-        checkOneModelAfterEveryStep(swarm.report(), c.peers);
+        const auto r = swarm.report();
+        QVERIFY2(r.leaves >= 2 && r.joins == r.leaves, qPrintable(QStringLiteral("%1 left, %2 joined").arg(r.leaves).arg(r.joins)));
+        checkOneModelAfterEveryStep(r, c.peers);
     }
 
 private:
