@@ -146,6 +146,25 @@ private Q_SLOTS:
             tallies.push_back(signedTally(encodeTally(tallyShard(records, 8, static_cast<int>(s), 101.5)), idOf(s), 101.5));
         (void)exchange.ingest(mine4, tallies, t, 103.0);
         QCOMPARE(t.global(103.0, 4).peers, 40);
+
+        // From 2 shards to 8 at once: a shard at 2 holds four times a shard's peers at 8, and its
+        // tally is not refused as a lie about its size.
+        ProgressTracker t2(o);
+        ProgressExchange leap("run", ids[0], 8);
+        (void)leap.ingest({records.begin(), records.begin() + 12}, {}, t2, 100.5);
+        QCOMPARE(leap.shardCount(), 2);
+        const int own2 = shardOf(ids[0], 2);
+        std::vector<ProgressRecord> mine2;
+        for (const auto &r : records)
+            if (shardOf(r.peerId, 2) == own2)
+                mine2.push_back(r);
+        const unsigned other2 = static_cast<unsigned>(1 - own2);
+        const std::vector<SignedRecord> tallies2{
+            signedTally(encodeTally(tallyShard(records, 2, static_cast<int>(other2), 100.0)), idOf(other2), 100.0)};
+        (void)leap.ingest(mine2, tallies2, t2, 101.0);
+        QCOMPARE(leap.shardCount(), 8);
+        (void)leap.ingest(mine2, tallies2, t2, 102.0);
+        QCOMPARE(t2.global(102.0, 4).peers, 40);
     }
 
     // A shard's tally stays counted through a read that missed it (a fetch answered in part),

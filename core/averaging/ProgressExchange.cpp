@@ -71,25 +71,7 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
             elsewhere.push_back(r);
     }
     const auto live = tracker.liveRecords(now);
-    // Shards are uniform samples of the swarm, none much larger than this peer's (a joiner's is
-    // still empty) or than the capacity: a tally counting more than twice both lies about its size.
-    const int mostPeers = 2 * std::max(static_cast<int>(live.size()), m_layout.capacity());
-    std::vector<ShardTally> parsed;
-    for (const auto &t : tallies) {
-        if (refused && refused(t.peerId))
-            continue;
-        try {
-            auto tally = parseTally(t);
-            if (tally.peers > mostPeers)
-                throw ProtocolError("it counts " + std::to_string(tally.peers) + " peers in one shard, more than "
-                                    + std::to_string(mostPeers));
-            if (tally.expiresAt > now)
-                m_layout.saw(tally.shardCount, now);
-            parsed.push_back(std::move(tally));
-        } catch (const std::exception &e) {
-            log::debug("swarm", "ignored a tally of " + t.peerId.substr(0, 8) + ": " + e.what());
-        }
-    }
+    const auto parsed = parseTallies(tallies, static_cast<int>(live.size()), now, refused);
     const int elsewhereEstimate = m_layout.estimatedFromTallies(parsed, now);
     auto chosen = k > 1 ? chooseTallies(parsed, k, own, now) : std::vector<ShardTally>{};
     // A shard whose tally this read missed (a fetch answered in part) keeps the last one until it
@@ -113,27 +95,13 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
             auto t = tallyShard(elsewhere, k, s, now, m_fresh);
             t.expiresAt = now + 5.0;
             chosen.push_back(std::move(t));
+            tallied.insert(s);
         }
     m_estimate = std::max(m_layout.estimatedPeers(static_cast<int>(live.size()), chosen), elsewhereEstimate);
     for (auto &t : notMovedYet(parsed, tallied, now))
         chosen.push_back(std::move(t));
     if (m_layout.update(m_estimate, now)) {
-        const int next = m_layout.count(), mine = shardOf(m_selfId, next);
-        log::info("swarm", "progress records in " + std::to_string(next) + " shard" + (next > 1 ? "s" : "")
-                               + " (was " + std::to_string(k) + "; about " + std::to_string(m_estimate)
-                               + " peers live): this peer's is shard " + std::to_string(mine));
-        // Until the next read the others count as this one counted them: the other shards by
-        // their tallies at the K before, the records let go as their new shard's tally.
-        for (int s = own % next; next > k && s < next; s += k)
-            if (s != mine) {
-                auto t = tallyShard(live, next, s, now, m_fresh);
-                t.expiresAt = now + 5.0;
-                chosen.push_back(std::move(t));
-            }
-        tracker.keepOnly([&](const std::string &id) { return shardOf(id, next) == mine; });
-        tracker.setShardTallies(std::move(chosen));
-        m_held.clear();
-        m_summarizes = false;
+        changed(k, live, std::move(chosen), tracker, now);
         return std::nullopt;
     }
     tracker.setShardTallies(std::move(chosen));
@@ -141,6 +109,54 @@ std::optional<ShardTally> ProgressExchange::ingest(const std::vector<ProgressRec
     if (m_summarizes)
         return tallyShard(live, k, own, now, m_fresh);
     return std::nullopt;
+}
+
+std::vector<ShardTally> ProgressExchange::parseTallies(const std::vector<SignedRecord> &tallies, int ownShardLive,
+                                                     double now, const std::function<bool(const std::string &)> &refused)
+{
+    // Shards are uniform samples of the swarm, none much larger than this peer's (a joiner's is
+    // still empty) or than the capacity: a tally counting more than twice both lies about its
+    // size. A shard of a smaller K (read while this peer grows K) holds K / its K times as many.
+    const int mostPeers = 2 * std::max(ownShardLive, m_layout.capacity());
+    std::vector<ShardTally> parsed;
+    for (const auto &t : tallies) {
+        if (refused && refused(t.peerId))
+            continue;
+        try {
+            auto tally = parseTally(t);
+            const int most = mostPeers * std::max(1, m_layout.count() / tally.shardCount);
+            if (tally.peers > most)
+                throw ProtocolError("it counts " + std::to_string(tally.peers) + " peers in one shard of "
+                                    + std::to_string(tally.shardCount) + ", more than " + std::to_string(most));
+            if (tally.expiresAt > now)
+                m_layout.saw(tally.shardCount, now);
+            parsed.push_back(std::move(tally));
+        } catch (const std::exception &e) {
+            log::debug("swarm", "ignored a tally of " + t.peerId.substr(0, 8) + ": " + e.what());
+        }
+    }
+    return parsed;
+}
+
+void ProgressExchange::changed(int before, const std::vector<ProgressRecord> &live, std::vector<ShardTally> others,
+                               ProgressTracker &tracker, double now)
+{
+    const int next = m_layout.count(), mine = shardOf(m_selfId, next), own = shardOf(m_selfId, before);
+    log::info("swarm", "progress records in " + std::to_string(next) + " shard" + (next > 1 ? "s" : "") + " (was "
+                           + std::to_string(before) + "; about " + std::to_string(m_estimate)
+                           + " peers live): this peer's is shard " + std::to_string(mine));
+    // Until the next read the others count as this peer counted them: the other shards by their
+    // tallies at the K before, the records it lets go (a growth) as their new shard's tally.
+    for (int s = own; next > before && s < next; s += before)
+        if (s != mine) {
+            auto t = tallyShard(live, next, s, now, m_fresh);
+            t.expiresAt = now + 5.0;
+            others.push_back(std::move(t));
+        }
+    tracker.keepOnly([&](const std::string &id) { return shardOf(id, next) == mine; });
+    tracker.setShardTallies(std::move(others));
+    m_held.clear();
+    m_summarizes = false;
 }
 
 std::vector<ShardTally> ProgressExchange::notMovedYet(const std::vector<ShardTally> &parsed, const std::set<int> &tallied,

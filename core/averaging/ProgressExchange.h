@@ -57,16 +57,24 @@ public:
     [[nodiscard]] int estimatedPeers() const { return m_estimate; }
 
 private:
+    // The tallies that parse and count no more peers than a shard of theirs can hold (twice this
+    // peer's shard and twice the capacity, times K / their K for a smaller K); not `refused`'s.
+    std::vector<ShardTally> parseTallies(const std::vector<SignedRecord> &tallies, int ownShardLive, double now,
+                                         const std::function<bool(const std::string &)> &refused);
+    // After K changed from `before`: the tracker keeps its new shard's records, and counts the
+    // others by `others` and, after a growth, the records of `live` it lets go as their tallies.
+    void changed(int before, const std::vector<ProgressRecord> &live, std::vector<ShardTally> others,
+                 ProgressTracker &tracker, double now);
+    // While this peer grows K: the tallies at the K before of the shards none of whose parts at K
+    // has a tally among `tallied` (their peers have not moved yet).
+    [[nodiscard]] std::vector<ShardTally> notMovedYet(const std::vector<ShardTally> &parsed,
+                                                      const std::set<int> &tallied, double now) const;
+
     std::string m_swarmId, m_selfId;
     ShardLayout m_layout;
     double m_fresh;
     int m_estimate = 0;
     bool m_summarizes = false; // at the last ingest
-
-    // While this peer grows K: the tallies at the K before of the shards none of whose parts at K
-    // has a tally among `tallied` (their peers have not moved yet).
-    [[nodiscard]] std::vector<ShardTally> notMovedYet(const std::vector<ShardTally> &parsed,
-                                                      const std::set<int> &tallied, double now) const;
     std::map<int, ShardTally> m_held; // the tally taken for each other shard, kept until it expires
 };
 

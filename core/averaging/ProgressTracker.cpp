@@ -172,31 +172,32 @@ long ProgressTracker::follow(double now)
     // Steps this tracker may have missed between two reads: one a second since the last advance.
     const long budget = m_followed < 0 ? 0 : 1 + static_cast<long>(std::clamp(now - m_followedAt, 0.0, 1e6));
     long followed = -1;
-    bool byVote = false; // the highest was held by the vote, not taken as the lone trainer's
-    for (const auto &[id, r] : m_records) {
-        if (r.expiresAt <= now || id == m_options.selfId || r.role != PeerRole::Trainer)
-            continue;
-        const bool voted = support.withinOne(r) && r.epoch <= held;
-        if ((voted || (trainers == 1 && r.epoch <= m_followed + budget)) && r.epoch >= followed) {
-            byVote = voted || (r.epoch == followed && byVote);
-            followed = r.epoch;
-        }
-    }
-    // A tie (exactly half of the votes reach the epoch) makes the choice provisional: a stranger
-    // beside the first honest trainer wins it, and this monitor, vouching for it, then tips every
-    // later vote. Once more trainers vote than did then, and they hold a lower epoch, it gives way.
+    for (const auto &[id, r] : m_records)
+        if (r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer
+            && ((support.withinOne(r) && r.epoch <= held) || (trainers == 1 && r.epoch <= m_followed + budget)))
+            followed = std::max(followed, r.epoch);
     const auto voters = support.votes.size();
-    const auto tied = [&](long epoch) {
-        const auto reach = std::count_if(support.votes.begin(), support.votes.end(), [&](long v) { return v >= epoch; });
-        return voters > 0 && 2 * static_cast<std::size_t>(reach) == voters;
-    };
-    const bool fallBack = m_provisionalVoters > 0 && held < m_followed && voters > m_provisionalVoters && followed >= 0;
-    if (followed > m_followed || fallBack) {
+    if (followed > m_followed) {
         m_followed = followed;
         m_followedAt = now;
-        m_provisionalVoters = byVote && tied(followed) ? voters : 0;
-    } else if (m_provisionalVoters > 0 && held >= m_followed && !tied(m_followed)) {
-        m_provisionalVoters = 0; // confirmed by more than half of the votes
+        m_followedVoters = voters;
+        return m_followed;
+    }
+    // More trainers vote than when this epoch was taken (or last confirmed by more than half): if
+    // more of them stand one epoch below it than at it or above, it was taken on too few records
+    // (a stranger one epoch ahead beside the first honest trainer) and gives way by one epoch.
+    // Joiners at epoch 0 and trainers that leave undo nothing.
+    if (m_followed < 0 || voters <= m_followedVoters || trainers < 2)
+        return m_followed;
+    const auto count = [&](auto pred) { return std::count_if(support.votes.begin(), support.votes.end(), pred); };
+    const auto reach = count([&](long v) { return v >= m_followed; });
+    const auto below = count([&](long v) { return v == m_followed - 1; });
+    if (below > reach) {
+        --m_followed;
+        m_followedAt = now;
+        m_followedVoters = voters;
+    } else if (2 * static_cast<std::size_t>(reach) > voters) {
+        m_followedVoters = voters;
     }
     return m_followed;
 }
