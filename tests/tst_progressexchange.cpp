@@ -126,14 +126,8 @@ private Q_SLOTS:
         (void)exchange.ingest({records.begin(), records.begin() + 24}, {}, t, 100.5);
         QCOMPARE(exchange.shardCount(), 4); // 16 < 24 <= 32
         const int own4 = shardOf(ids[0], 4);
-        std::vector<ProgressRecord> mine4;
-        for (const auto &r : records)
-            if (shardOf(r.peerId, 4) == own4)
-                mine4.push_back(r);
-        std::vector<SignedRecord> tallies4;
-        for (unsigned s = 0; s < 4; ++s)
-            if (static_cast<int>(s) != own4)
-                tallies4.push_back(signedTally(encodeTally(tallyShard(records, 4, static_cast<int>(s), 100.0)), idOf(s), 100.0));
+        const auto mine4 = inShard(records, 4, own4);
+        const auto tallies4 = talliesOfOthers(records, 4, own4, 100.0);
         (void)exchange.ingest(mine4, tallies4, t, 101.0);
         QCOMPARE(exchange.shardCount(), 8); // 40 > 32
         QCOMPARE(t.global(101.0, 4).peers, 40);
@@ -154,13 +148,8 @@ private Q_SLOTS:
         (void)leap.ingest({records.begin(), records.begin() + 12}, {}, t2, 100.5);
         QCOMPARE(leap.shardCount(), 2);
         const int own2 = shardOf(ids[0], 2);
-        std::vector<ProgressRecord> mine2;
-        for (const auto &r : records)
-            if (shardOf(r.peerId, 2) == own2)
-                mine2.push_back(r);
-        const unsigned other2 = static_cast<unsigned>(1 - own2);
-        const std::vector<SignedRecord> tallies2{
-            signedTally(encodeTally(tallyShard(records, 2, static_cast<int>(other2), 100.0)), idOf(other2), 100.0)};
+        const auto mine2 = inShard(records, 2, own2);
+        const auto tallies2 = talliesOfOthers(records, 2, own2, 100.0);
         (void)leap.ingest(mine2, tallies2, t2, 101.0);
         QCOMPARE(leap.shardCount(), 8);
         (void)leap.ingest(mine2, tallies2, t2, 102.0);
@@ -179,14 +168,8 @@ private Q_SLOTS:
         (void)exchange.ingest(records, {}, t, 100.5);
         QCOMPARE(exchange.shardCount(), 8);
         const int own = shardOf(ids[0], 8);
-        std::vector<ProgressRecord> mine;
-        for (const auto &r : records)
-            if (shardOf(r.peerId, 8) == own)
-                mine.push_back(r);
-        std::vector<SignedRecord> tallies; // live until 130
-        for (unsigned s = 0; s < 8; ++s)
-            if (static_cast<int>(s) != own)
-                tallies.push_back(signedTally(encodeTally(tallyShard(records, 8, static_cast<int>(s), 100.0)), idOf(s), 100.0));
+        const auto mine = inShard(records, 8, own);
+        const auto tallies = talliesOfOthers(records, 8, own, 100.0); // live until 130
         (void)exchange.ingest(mine, tallies, t, 101.0);
         QCOMPARE(t.global(101.0, 4).peers, 40);
         (void)exchange.ingest(mine, {}, t, 102.0);

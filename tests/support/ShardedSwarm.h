@@ -55,4 +55,26 @@ inline std::string idOf(unsigned v)
     return head + std::string(24, '0');
 }
 
+// The records of `records` in shard `shard` of `shardCount`.
+inline std::vector<ProgressRecord> inShard(const std::vector<ProgressRecord> &records, int shardCount, int shard)
+{
+    std::vector<ProgressRecord> out;
+    for (const auto &r : records)
+        if (shardOf(r.peerId, shardCount) == shard)
+            out.push_back(r);
+    return out;
+}
+
+// A tally made at `time` of every shard of `shardCount` but `own`, each signed by a summarizer of it.
+inline std::vector<SignedRecord> talliesOfOthers(const std::vector<ProgressRecord> &records, int shardCount, int own,
+                                                 double time)
+{
+    std::vector<SignedRecord> out;
+    for (int s = 0; s < shardCount; ++s)
+        if (s != own)
+            out.push_back(signedTally(encodeTally(tallyShard(records, shardCount, s, time)),
+                                      idOf(static_cast<unsigned>(s)), time));
+    return out;
+}
+
 } // namespace dedloc::test
