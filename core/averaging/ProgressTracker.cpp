@@ -176,28 +176,22 @@ long ProgressTracker::follow(double now)
         if (r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer
             && ((support.withinOne(r) && r.epoch <= held) || (trainers == 1 && r.epoch <= m_followed + budget)))
             followed = std::max(followed, r.epoch);
-    const auto voters = support.votes.size();
     if (followed > m_followed) {
         m_followed = followed;
         m_followedAt = now;
-        m_followedVoters = voters;
         return m_followed;
     }
-    // More trainers vote than when this epoch was taken (or last confirmed by more than half): if
-    // more of them stand one epoch below it than at it or above, it was taken on too few records
-    // (a stranger one epoch ahead beside the first honest trainer) and gives way by one epoch.
-    // Joiners at epoch 0 and trainers that leave undo nothing.
-    if (m_followed < 0 || voters <= m_followedVoters || trainers < 2)
-        return m_followed;
+    // Taken on too few records (a stranger one epoch ahead beside the first honest trainer wins
+    // the tie): when no live record holds a state at this epoch or above, and more of the votes
+    // stand one epoch below it than at it or above, it gives way by one epoch.
     const auto count = [&](auto pred) { return std::count_if(support.votes.begin(), support.votes.end(), pred); };
-    const auto reach = count([&](long v) { return v >= m_followed; });
-    const auto below = count([&](long v) { return v == m_followed - 1; });
-    if (below > reach) {
+    const bool served = std::any_of(m_records.begin(), m_records.end(), [&](const auto &e) {
+        return e.second.expiresAt > now && e.second.stateEpoch >= m_followed && !e.second.stateDigest.empty();
+    });
+    if (m_followed > 0 && !served
+        && count([&](long v) { return v == m_followed - 1; }) > count([&](long v) { return v >= m_followed; })) {
         --m_followed;
         m_followedAt = now;
-        m_followedVoters = voters;
-    } else if (2 * static_cast<std::size_t>(reach) > voters) {
-        m_followedVoters = voters;
     }
     return m_followed;
 }

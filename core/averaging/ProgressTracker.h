@@ -173,11 +173,11 @@ public:
     // reads), so that a swarm down to one trainer is still followed. A stranger beside honest
     // trainers gets at most one epoch ahead of them, as in global(); a stranger that is the only
     // trainer is followed, as the lone-claimant exception believes it. It gives way by one epoch
-    // in one case: more trainers vote than when it was taken (or last held by more than half of
-    // the votes), and more of them stand one epoch below it than at it or above (a stranger one
-    // epoch ahead beside the first honest trainer took it, and this monitor, vouching for it,
-    // would tip every later vote). Otherwise it never decreases: joiners at epoch 0 and trainers
-    // that leave undo nothing.
+    // in one case: no live record holds a state at it or above (ProgressRecord::stateEpoch) and
+    // more of the votes stand one epoch below it than at it or above (a stranger one epoch ahead
+    // beside the first honest trainer won a tie, and this monitor, vouching for it, would tip
+    // every later vote). Otherwise it never decreases: joiners below the trainers that hold the
+    // state, and trainers that leave, undo nothing.
     // -1 before any. A monitor publishes it (ProgressRecord::followedEpoch), because its own epoch
     // (that of its last state) lags: without it, a lagging monitor outvoted the one trainer left
     // in a swarm, and a joiner took epoch 0 for the swarm's and trained apart. Call it after
@@ -229,7 +229,6 @@ private:
     TrackerOptions m_options;
     long m_followed = -1;     // see follow()
     double m_followedAt = 0.0; // when m_followed last advanced (caller's clock)
-    std::size_t m_followedVoters = 0; // the votes when m_followed was taken, or last held by more than half
     std::map<std::string, ProgressRecord> m_records;
     std::vector<ShardTally> m_tallies;
     double m_lastPrune = -1e300;
