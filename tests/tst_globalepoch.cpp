@@ -27,6 +27,14 @@ ProgressRecord holding(const std::string &id, long epoch, double time, long stat
     return r;
 }
 
+// A stranger's record claiming `epoch` and, without a digest, a state there: no claim at all.
+ProgressRecord claiming(const std::string &id, long epoch, double time)
+{
+    auto r = rec(id, epoch, 10, 1.0, time);
+    r.stateEpoch = epoch;
+    return r;
+}
+
 // A tracker of peer `self` at `epoch` beside honest trainers "h1".."h<n>" at the same epoch, all
 // made at t = 0.
 ProgressTracker honestSwarm(const std::string &self, long epoch, int n)
@@ -249,7 +257,7 @@ private Q_SLOTS:
         ProgressTracker m(opts);
         m.update(rec("monitor", 0, 0, 0.0, 0.0, false, PeerRole::Monitor), 0.0);
         m.update(holding("h1", 0, 0.0), 0.0);
-        m.update(holding("A", 1, 0.0, 0), 0.0); // claims 1, holds 0
+        m.update(claiming("A", 1, 0.0), 0.0);
         QCOMPARE(m.follow(0.0), 1L);
         m.update(holding("h2", 0, 1.0), 1.0);
         QCOMPARE(m.follow(1.0), 0L);
@@ -293,6 +301,23 @@ private Q_SLOTS:
         left.update(holding("h2", 0, 61.0), 61.0); // B's record expired at 60
         QCOMPARE(left.follow(61.0), 0L);
 
+        // Strangers climbing by turns while an honest trainer is paused (two against two) get the
+        // followed epoch one above the honest state, no further; when it resumes, it gives way.
+        ProgressTracker climb(opts);
+        for (const char *id : {"h1", "h2"})
+            climb.update(holding(id, 0, 0.0), 0.0);
+        auto paused = holding("h3", 0, 0.0);
+        paused.paused = true;
+        climb.update(paused, 0.0);
+        double now = 1.0;
+        for (long a = 1; a <= 5; ++a, now += 1.0) {
+            climb.update(holding("A", a, now, 0), now);
+            climb.update(holding("B", a + 1, now, 0), now);
+            QCOMPARE(climb.follow(now), 1L);
+        }
+        climb.update(holding("h3", 0, now), now);
+        QCOMPARE(climb.follow(now), 0L);
+
         // Not moved: joiners at 0 beside a lone trainer that stepped to 1 ...
         ProgressTracker lone(opts);
         lone.update(holding("a", 0, 0.0), 0.0);
@@ -310,6 +335,14 @@ private Q_SLOTS:
         for (const char *id : {"r1", "r2"})
             pair.update(holding(id, 5, 1.0), 1.0);
         QCOMPARE(pair.follow(1.0), 6L);
+        // ... or joiners two epochs below an epoch nobody holds: only the epoch below counts.
+        ProgressTracker two(opts);
+        two.update(holding("x", 1, 0.0), 0.0);
+        two.update(holding("S", 2, 0.0, 1), 0.0);
+        QCOMPARE(two.follow(0.0), 2L);
+        for (const char *id : {"j1", "j2", "j3"})
+            two.update(holding(id, 0, 1.0), 1.0);
+        QCOMPARE(two.follow(1.0), 2L);
     }
 
     // A syncing peer still votes. Two colluders, one and two epochs ahead, send the honest peers

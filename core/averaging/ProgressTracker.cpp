@@ -171,9 +171,16 @@ long ProgressTracker::follow(double now)
         trainers += r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer ? 1 : 0;
     // Steps this tracker may have missed between two reads: one a second since the last advance.
     const long budget = m_followed < 0 ? 0 : 1 + static_cast<long>(std::clamp(now - m_followedAt, 0.0, 1e6));
+    // At most one epoch above a state that another peer claims to hold (none claimed: no bound),
+    // so that strangers cannot climb it while they hold the vote.
+    long claimed = -1;
+    for (const auto &[id, r] : m_records)
+        if (r.expiresAt > now && id != m_options.selfId && !r.stateDigest.empty())
+            claimed = std::max(claimed, r.stateEpoch);
+    const long most = claimed < 0 ? std::numeric_limits<long>::max() : claimed + 1;
     long followed = -1;
     for (const auto &[id, r] : m_records)
-        if (r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer
+        if (r.expiresAt > now && id != m_options.selfId && r.role == PeerRole::Trainer && r.epoch <= most
             && ((support.withinOne(r) && r.epoch <= held) || (trainers == 1 && r.epoch <= m_followed + budget)))
             followed = std::max(followed, r.epoch);
     if (followed > m_followed) {
@@ -182,13 +189,10 @@ long ProgressTracker::follow(double now)
         return m_followed;
     }
     // Taken on too few records (a stranger one epoch ahead beside the first honest trainer wins
-    // the tie): when no live record holds a state at this epoch or above, and more of the votes
+    // the tie): when no other peer claims a state at this epoch or above, and more of the votes
     // stand one epoch below it than at it or above, it gives way by one epoch.
     const auto count = [&](auto pred) { return std::count_if(support.votes.begin(), support.votes.end(), pred); };
-    const bool served = std::any_of(m_records.begin(), m_records.end(), [&](const auto &e) {
-        return e.second.expiresAt > now && e.second.stateEpoch >= m_followed && !e.second.stateDigest.empty();
-    });
-    if (m_followed > 0 && !served
+    if (m_followed > 0 && claimed < m_followed
         && count([&](long v) { return v == m_followed - 1; }) > count([&](long v) { return v >= m_followed; })) {
         --m_followed;
         m_followedAt = now;

@@ -172,12 +172,14 @@ public:
     // previous followed epoch plus one a second since it last advanced (steps between two
     // reads), so that a swarm down to one trainer is still followed. A stranger beside honest
     // trainers gets at most one epoch ahead of them, as in global(); a stranger that is the only
-    // trainer is followed, as the lone-claimant exception believes it. It gives way by one epoch
-    // in one case: no live record holds a state at it or above (ProgressRecord::stateEpoch) and
-    // more of the votes stand one epoch below it than at it or above (a stranger one epoch ahead
-    // beside the first honest trainer won a tie, and this monitor, vouching for it, would tip
-    // every later vote). Otherwise it never decreases: joiners below the trainers that hold the
-    // state, and trainers that leave, undo nothing.
+    // trainer is followed, as the lone-claimant exception believes it. Never more than one
+    // above the highest state another live record claims to hold (ProgressRecord::stateEpoch;
+    // no bound while none claims one), so strangers holding the vote cannot climb it. It gives
+    // way by one epoch in one case: no other peer claims a state at it or above, and more of the
+    // votes stand one epoch below it than at it or above (a stranger one epoch ahead beside the
+    // first honest trainer won a tie, and this monitor, vouching for it, would tip every later
+    // vote). Otherwise it never decreases: joiners below trainers that hold the state, and
+    // trainers that leave, undo nothing.
     // -1 before any. A monitor publishes it (ProgressRecord::followedEpoch), because its own epoch
     // (that of its last state) lags: without it, a lagging monitor outvoted the one trainer left
     // in a swarm, and a joiner took epoch 0 for the swarm's and trained apart. Call it after
