@@ -11,8 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <random>
+#include <map>
 #include <set>
 
 using namespace dedloc;
@@ -35,9 +34,8 @@ ProgressTracker shardedView(const std::string &self, const std::vector<ProgressR
             tally.expiresAt = now + 30.0;
             tallies.push_back(tally);
         }
-    for (const auto &r : records)
-        if (shardOf(r.peerId, k) == shardOf(self, k))
-            t.update(r, now);
+    for (const auto &r : inShard(records, k, shardOf(self, k)))
+        t.update(r, now);
     t.setShardTallies(tallies);
     return t;
 }
@@ -363,9 +361,8 @@ private Q_SLOTS:
         auto records = swarm(ids, 7, 10.0);
         for (auto &r : records)
             r.epoch = 7;
-        for (const auto &r : records)
-            if (shardOf(r.peerId, 4) == shardOf(ids[0], 4))
-                t.update(r, 10.0);
+        for (const auto &r : inShard(records, 4, shardOf(ids[0], 4)))
+            t.update(r, 10.0);
         std::vector<ShardTally> honest;
         for (int s = 0; s < 4; ++s)
             if (s != shardOf(ids[0], 4)) {
