@@ -1,7 +1,9 @@
 // The staggered schedule of the butterfly all-reduce (core/averaging/PartSender.h): each member
-// feeds one peer at a time, and a peer that takes nothing never holds up the rest of the round.
+// feeds one peer at a time, and a peer that takes nothing never holds up the rest of the round;
+// and the parts it feeds them, of the codec's size.
 // Members are threads of this process on 127.0.0.1, as in tst_allreduce.
 #include "AllReduceSwarm.h"
+#include "averaging/AveragedUpdate.h"
 #include "averaging/PartReducer.h"
 #include "averaging/RoundLayout.h"
 #include "compress/Compression.h"
@@ -55,6 +57,46 @@ class TestAllReduceSchedule final : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // Without a part size set, a round cuts its shards in parts of the codec's size: 16 Ki
+    // elements, 64 Ki in the one-byte codecs (whose per-part header then weighs a quarter as
+    // much). Seen in what member 0 applies: each RESULT and each part of its own shard reduced.
+    void partsFollowTheCodecsDefaultSize_data()
+    {
+        QTest::addColumn<int>("codec");
+        QTest::addColumn<int>("partElements"); // 0: the codec's default
+        QTest::addColumn<int>("expected");
+        QTest::newRow("fp16") << int(Compression::Fp16) << 0 << 16 * 1024;
+        QTest::newRow("none") << int(Compression::None) << 0 << 16 * 1024;
+        QTest::newRow("uniform 8-bit") << int(Compression::Uniform8Bit) << 0 << 64 * 1024;
+        QTest::newRow("blockwise 8-bit") << int(Compression::Blockwise8Bit) << 0 << 64 * 1024;
+        QTest::newRow("uniform 8-bit, set") << int(Compression::Uniform8Bit) << 4096 << 4096;
+    }
+
+    void partsFollowTheCodecsDefaultSize()
+    {
+        QFETCH(int, codec);
+        QFETCH(int, partElements);
+        QFETCH(int, expected);
+        Swarm s({true, true}, {1.0, 1.0}, 300000); // shards of 150 000 elements
+        std::vector<std::vector<EncodedPiece>> captured(2);
+        std::vector<AllReduceOptions> o(2);
+        for (std::size_t i = 0; i < 2; ++i) {
+            o[i].codec = static_cast<Compression>(codec);
+            o[i].partElements = static_cast<std::size_t>(partElements);
+            o[i].capture = &captured[i];
+        }
+        s.run(o, {0, 1});
+        QVERIFY(s.reports[0].complete && s.reports[1].complete);
+        std::uint64_t largest = 0, elements = 0;
+        for (const auto &piece : captured[0]) {
+            largest = std::max(largest, piece.count);
+            elements += piece.count;
+        }
+        QCOMPARE(elements, std::uint64_t{300000});
+        QCOMPARE(largest, static_cast<std::uint64_t>(expected));
+        QCOMPARE(captured[0].size(), 2 * ((150000 + static_cast<std::size_t>(expected) - 1) / expected));
+    }
+
     // Who staggers, and with what kernel buffer: slow measured uplinks only; 50 ms of the uplink,
     // at least 64 KB, at most 4 MiB.
     void slowUplinksStaggerWithBuffersOfTheirRate()

@@ -4,8 +4,10 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace dedloc;
@@ -143,6 +145,68 @@ private Q_SLOTS:
         QCOMPARE(encodedBytes(Compression::Uniform8Bit, v.size()), v.size() + 8 + 1024);
     }
 
+    // The layout byte by byte, against the definition: the header's mean and scale are the
+    // values' mean and 6 sample sigmas / 256; each code is the nearest bin, clipped to 0..255;
+    // each codebook entry is the mean of the values given its code. Outliers on both sides and
+    // an odd length (the encoder's loops go four at a time) included.
+    void uniform8BitLayoutMatchesItsDefinition()
+    {
+        auto v = gaussian(100003, -0.25, 0.01, 11);
+        v[5] = 1.0F;   // clipped high
+        v[77] = -1.0F; // clipped low
+        const auto bytes = encode(Compression::Uniform8Bit, v);
+        double mean = 0.0, var = 0.0;
+        for (float x : v)
+            mean += x;
+        mean /= static_cast<double>(v.size());
+        for (float x : v)
+            var += (x - mean) * (x - mean);
+        const double scale = 6.0 * std::sqrt(var / static_cast<double>(v.size() - 1)) / 256.0;
+        float headerMean, headerScale, codebook[256];
+        std::memcpy(&headerMean, bytes.data(), 4);
+        std::memcpy(&headerScale, bytes.data() + 4, 4);
+        std::memcpy(codebook, bytes.data() + 8, sizeof codebook);
+        QCOMPARE(headerMean, static_cast<float>(mean));
+        QCOMPARE(headerScale, static_cast<float>(scale));
+        const std::uint8_t *codes = bytes.data() + 8 + 1024;
+        QCOMPARE(codes[5], std::uint8_t{255});
+        QCOMPARE(codes[77], std::uint8_t{0});
+        std::vector<double> sum(256, 0.0);
+        std::vector<int> count(256, 0);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const double bin = (v[i] - mean) / scale + 128.0;
+            const double nearest = std::clamp(std::round(bin), 0.0, 255.0);
+            // A value within a millionth of a bin of an edge may go either way.
+            if (std::abs(bin - std::round(bin)) < 0.5 - 1e-6 || bin < -0.5 || bin > 255.5)
+                QCOMPARE(codes[i], static_cast<std::uint8_t>(nearest));
+            sum[codes[i]] += v[i];
+            ++count[codes[i]];
+        }
+        for (std::size_t b = 0; b < 256; ++b)
+            if (count[b])
+                QVERIFY2(std::abs(codebook[b] - sum[b] / count[b]) <= 1e-6 * std::abs(sum[b] / count[b]),
+                         qPrintable(QStringLiteral("bin %1: %2 against %3").arg(b).arg(codebook[b]).arg(sum[b] / count[b])));
+    }
+
+    // Codes are std::lround(x * 127 / absmax), ties away from zero, exactly.
+    void blockwise8BitCodesRoundToNearest()
+    {
+        auto v = gaussian(BlockwiseBlockElements + 7, 0.0, 1.0, 12);
+        v[0] = 127.0F;                 // absmax: the scale is 1
+        v[1] = 2.5F, v[2] = -2.5F;     // ties go away from zero
+        v[3] = 0.49999997F, v[4] = -0.49999997F;
+        for (std::size_t i = 5; i < BlockwiseBlockElements; ++i)
+            v[i] = std::clamp(v[i] * 40.0F, -127.0F, 127.0F);
+        const auto bytes = encode(Compression::Blockwise8Bit, v);
+        const auto *codes = reinterpret_cast<const std::int8_t *>(bytes.data() + 8);
+        QCOMPARE(codes[1], std::int8_t{3});
+        QCOMPARE(codes[2], std::int8_t{-3});
+        QCOMPARE(codes[3], std::int8_t{0});
+        QCOMPARE(codes[4], std::int8_t{0});
+        for (std::size_t i = 0; i < BlockwiseBlockElements; ++i)
+            QCOMPARE(codes[i], static_cast<std::int8_t>(std::lround(v[i] * (127.0F / 127.0F))));
+    }
+
     void blockwise8BitErrorIsBoundedPerBlock()
     {
         // First block tiny, second large: each block keeps its own scale.
@@ -185,6 +249,18 @@ private Q_SLOTS:
     {
         QVERIFY_THROWS_EXCEPTION(Error, (void)encode(Compression::Fp16, std::vector<float>{1.0F, NAN}));
         QVERIFY_THROWS_EXCEPTION(Error, (void)encode(Compression::Uniform8Bit, std::vector<float>{INFINITY}));
+        // Found anywhere in a long vector, and named.
+        for (float bad : {NAN, -INFINITY}) {
+            std::vector<float> long_(10000, 0.5F);
+            long_[7777] = bad;
+            std::vector<std::uint8_t> bytes(encodedBytes(Compression::Fp16, long_.size()));
+            try {
+                encodeInto(Compression::Fp16, long_, bytes);
+                QFAIL("a non-finite value was encoded");
+            } catch (const Error &e) {
+                QVERIFY2(std::string(e.what()).find("element 7777") != std::string::npos, e.what());
+            }
+        }
         std::vector<float> out(10);
         const std::vector<std::uint8_t> truncated(19);
         QVERIFY_THROWS_EXCEPTION(Error, decode(Compression::Fp16, truncated, out));

@@ -350,6 +350,12 @@ double RoundRunner::measuredUpload()
 
 } // namespace
 
+std::size_t defaultPartElements(Compression codec)
+{
+    const bool oneByte = codec == Compression::Uniform8Bit || codec == Compression::Blockwise8Bit;
+    return oneByte ? 64 * 1024 : 16 * 1024;
+}
+
 struct AllReduceEndpoint::Impl {
     zmq::context_t context{1};
     std::shared_ptr<const DataPlaneSecurity> security;

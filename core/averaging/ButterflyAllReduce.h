@@ -91,11 +91,18 @@ inline constexpr double StaggerBelowRoundTrip = 0.010;
     return uploadMbit > 0.0 && uploadMbit <= StaggerUpToMbit && !(roundTripSeconds >= StaggerBelowRoundTrip);
 }
 
+// Elements per PART (and RESULT) of a round in `codec`: 16 Ki (64 KiB of fp32, 32 KiB of fp16),
+// small so that the staggered schedule (averaging/PartSender.h) moves the uplink from one peer to
+// the next within a few ms; 64 Ki for the one-byte codecs (uniform8bit, blockwise8bit), whose
+// parts of 16 Ki elements were 16 KiB: uniform8bit's header (mean, scale, 256-entry codebook,
+// 1 032 bytes) took 6.3% of each, 1.6% at 64 Ki. Every member of a group uses its run's codec,
+// so they agree on the parts (the service protocol version says which sizes a peer uses).
+[[nodiscard]] std::size_t defaultPartElements(Compression codec);
+
 struct AllReduceOptions {
     Compression codec = Compression::None;
-    // Elements per message: 64 KiB of fp32, 32 KiB of fp16. Small, so that the staggered schedule
-    // (averaging/PartSender.h) moves the uplink from one peer to the next within a few ms.
-    std::size_t partElements = 16 * 1024;
+    // Elements per message; 0: defaultPartElements(codec).
+    std::size_t partElements = 0;
     // The staggered schedule (averaging/PartSender.h) for this member's sending; false: every
     // peer at once, as hivemind does. Each member chooses for its own uplink (staggerUplink()).
     bool staggered = false;

@@ -48,8 +48,6 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     const std::size_t n = members.size();
     if (n == 0 || me >= n)
         throw Error("all-reduce: member index " + std::to_string(me) + " outside a group of " + std::to_string(n));
-    if (options.partElements == 0)
-        throw Error("all-reduce: part size must be positive");
     RoundContext round;
     round.groupId = groupId;
     round.members = members;
@@ -61,7 +59,8 @@ RoundContext layOutRound(const std::string &groupId, const std::vector<GroupMemb
     for (std::size_t j = 1; j < n; ++j)
         round.shardOffsets[j] = round.shardOffsets[j - 1] + round.shard(j - 1);
     round.codec = options.codec;
-    round.partElements = (options.partElements + alignment - 1) / alignment * alignment;
+    const std::size_t partElements = options.partElements ? options.partElements : defaultPartElements(options.codec);
+    round.partElements = (partElements + alignment - 1) / alignment * alignment;
     round.myWeight = options.myWeight >= 0.0 ? options.myWeight : members[me].weight;
     round.maxWeight = options.maxWeight;
     round.weightBounds.assign(n, options.otherSendersWeightBound);
