@@ -5,6 +5,7 @@
 #include "AllReduceSwarm.h"
 #include "averaging/AveragedUpdate.h"
 #include "averaging/PartReducer.h"
+#include "averaging/PartSender.h"
 #include "averaging/RoundLayout.h"
 #include "compress/Compression.h"
 #include "net/WireMessage.h"
@@ -118,6 +119,31 @@ private Q_SLOTS:
         QCOMPARE(allreduce::sendBufferBytes(40.0, 0.1), 500'000);  // 5 MB/s * 100 ms
         QCOMPARE(allreduce::sendBufferBytes(40.0, -1.0), 250'000); // not measured: as 0
         QCOMPARE(allreduce::sendBufferBytes(40.0, std::nan("")), 250'000);
+    }
+
+    // Which reducers a sender wakes up for: staggered, only the one in turn (member 1 feeds 2
+    // first, then 3, then 0), although every DEALER has room before anything is sent; the others
+    // are fed as turns pass. All at once, every reducer with parts left. (A sender that counted
+    // the reducers not in turn as room had its loop poll without waiting, spinning a core.)
+    void aStaggeredSenderIsFedOnlyByTheReducerInTurn()
+    {
+        Swarm s({true, true, true, true}, {1.0, 1.0, 1.0, 1.0}, 8000);
+        zmq::context_t context;
+        for (const bool staggered : {true, false}) {
+            AllReduceOptions o;
+            o.partElements = 1000;
+            o.staggered = staggered;
+            o.uploadMbit = 10.0;
+            auto round = allreduce::layOutRound("group-1", s.members, 1, s.values[1], o);
+            round.start = std::chrono::steady_clock::now();
+            allreduce::PartSender sender(round, context, 0);
+            for (std::size_t j : {2, 3, 0})
+                QVERIFY(sender.dealer(j) && (sender.dealer(j)->get(zmq::sockopt::events) & ZMQ_POLLOUT));
+            QVERIFY(!sender.feeds(1)); // itself
+            QCOMPARE(sender.feeds(2), true);
+            QCOMPARE(sender.feeds(3), !staggered);
+            QCOMPARE(sender.feeds(0), !staggered);
+        }
     }
 
     // Member 2 delivers its PARTs to members 0 and 1 and is gone when the round starts: nothing

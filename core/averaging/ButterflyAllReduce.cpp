@@ -248,10 +248,10 @@ void RoundRunner::watchSockets()
 void RoundRunner::pollOnce(bool canSendMore)
 {
     const std::size_t n = m_round.size();
-    // Wake up for incoming messages, and for room on a DEALER that still has parts to send.
+    // Wake up for incoming messages, and for room on a DEALER whose reducer is fed now.
     for (std::size_t k = 0; k < m_items.size(); ++k)
         if (m_owner[k] != n)
-            m_items[k].events = ZMQ_POLLIN | (m_sender.hasPartsFor(m_owner[k]) ? ZMQ_POLLOUT : 0);
+            m_items[k].events = ZMQ_POLLIN | (m_sender.feeds(m_owner[k]) ? ZMQ_POLLOUT : 0);
     zmq::poll(m_items.data(), m_items.size(),
               std::chrono::milliseconds(canSendMore ? 0 : m_reducer.resultsPending() ? 1 : 20));
     for (std::size_t k = 0; k < m_items.size(); ++k) {

@@ -163,15 +163,34 @@ bool PartSender::sendSome(int budget)
     }
     // A reducer that takes nothing (gone, or its downlink stalled) must not hold up the others.
     m_window.widenIfStalled(m_round.elapsed());
+    // Only a reducer fed now counts as room to send: a staggered sender's reducers not in turn
+    // always have room, and counting them had the round's loop poll without waiting (a core spun
+    // by each member for the whole of its parts).
     bool more = false, pending = false;
     for (std::size_t j = 0; j < n; ++j)
         if (m_dealers[j] && hasPartsFor(j)) {
             pending = true;
-            more = more || (m_dealers[j]->get(zmq::sockopt::events) & ZMQ_POLLOUT);
+            more = more || (feeds(j) && (m_dealers[j]->get(zmq::sockopt::events) & ZMQ_POLLOUT));
         }
     if (!pending && m_sentAt < 0)
         m_sentAt = m_round.elapsed();
     return more;
+}
+
+bool PartSender::feeds(std::size_t j) const
+{
+    if (!m_dealers[j] || !hasPartsFor(j))
+        return false;
+    const std::size_t n = m_round.size();
+    std::size_t rank = 0; // reducers with parts left ranked before j, in my order
+    for (std::size_t k = 1; k < n; ++k) {
+        const std::size_t r = (m_round.me + k) % n;
+        if (r == j)
+            break;
+        if (m_dealers[r] && hasPartsFor(r))
+            ++rank;
+    }
+    return m_window.admits(rank);
 }
 
 // One part to each reducer not in turn that has had none for a third of the sender timeout (the

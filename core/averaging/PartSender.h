@@ -161,6 +161,10 @@ class PartSender final {
     [[nodiscard]] zmq::socket_t *dealer(std::size_t j) const { return m_dealers[j].get(); }
     // Whether parts for reducer j remain to be sent.
     [[nodiscard]] bool hasPartsFor(std::size_t j) const;
+    // Whether reducer j is fed now: parts remain for it and it ranks within the staggered
+    // schedule's window (every reducer with parts left, when not staggered). Only these are worth
+    // waking up for when their DEALER has room: the others' empty queues always have room.
+    [[nodiscard]] bool feeds(std::size_t j) const;
 
     // Checks a RESULT [header, payload] that arrived on the DEALER to reducer j and copies its
     // average into the values. Throws ProtocolError, or dedloc::Error for a payload of the wrong
