@@ -45,7 +45,8 @@ options (default in brackets):
                      2D ms apart (round trip) on top of the links' queues [0]
   --curve            CurveZMQ on our members' links, as in the swarm (gloo unaffected)
   -h, --help         print this and exit
-environment, for experiments: DEDLOC_BENCH_PART_ELEMENTS our part size in floats [16384];
+environment, for experiments: DEDLOC_BENCH_PART_ELEMENTS our part size in floats [the codec's:
+  16384, 65536 in 8-bit];
   DEDLOC_BENCH_ALL_AT_ONCE (set) ours sends to every reducer and sender at once even on links
   slow enough for the staggered schedule (up to 50 Mbit/s up; see AllReduceOptions::staggered);
   DEDLOC_BENCH_NO_RTT (set) ours chooses its schedule and sizes its staggered send buffers as if

@@ -144,6 +144,27 @@ private Q_SLOTS:
             QCOMPARE(sender.feeds(3), !staggered);
             QCOMPARE(sender.feeds(0), !staggered);
         }
+        // Nobody listens: what a DEALER queues stays queued. Staggered, one part fills the queue
+        // of the reducer in turn (one message), and the loop must hear "nothing to send now",
+        // though the others' queues have room; all at once, the others can take more.
+        std::vector<GroupMember> deaf = s.members;
+        for (auto &m : deaf) { // a port bound and closed again: nothing listens there
+            zmq::socket_t closed(context, zmq::socket_type::router);
+            closed.set(zmq::sockopt::linger, 0);
+            closed.bind("tcp://127.0.0.1:*");
+            m.endpoint = closed.get(zmq::sockopt::last_endpoint);
+        }
+        for (const bool staggered : {true, false}) {
+            AllReduceOptions o;
+            o.partElements = 1000;
+            o.staggered = staggered;
+            o.uploadMbit = 10.0;
+            auto round = allreduce::layOutRound("group-1", deaf, 1, s.values[1], o);
+            round.start = std::chrono::steady_clock::now();
+            allreduce::PartSender sender(round, context, 0);
+            QCOMPARE(sender.sendSome(1), !staggered);
+            QVERIFY(!(sender.dealer(2)->get(zmq::sockopt::events) & ZMQ_POLLOUT) || !staggered);
+        }
     }
 
     // Member 2 delivers its PARTs to members 0 and 1 and is gone when the round starts: nothing

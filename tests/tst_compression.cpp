@@ -205,6 +205,15 @@ private Q_SLOTS:
         QCOMPARE(codes[4], std::int8_t{0});
         for (std::size_t i = 0; i < BlockwiseBlockElements; ++i)
             QCOMPARE(codes[i], static_cast<std::int8_t>(std::lround(v[i] * (127.0F / 127.0F))));
+        // A block of subnormal values, whose 127 / absmax overflows a float: still the nearest
+        // code, full scale at its absmax.
+        std::vector<float> tiny(100);
+        for (std::size_t i = 0; i < tiny.size(); ++i)
+            tiny[i] = std::ldexp(static_cast<float>(i) - 50.0F, -140); // up to 50 * 2^-140
+        const auto tinyBytes = encode(Compression::Blockwise8Bit, tiny);
+        const auto *tinyCodes = reinterpret_cast<const std::int8_t *>(tinyBytes.data() + 4);
+        for (std::size_t i = 0; i < tiny.size(); ++i)
+            QCOMPARE(tinyCodes[i], static_cast<std::int8_t>(std::lround((static_cast<double>(i) - 50.0) * 127.0 / 50.0)));
     }
 
     void blockwise8BitErrorIsBoundedPerBlock()

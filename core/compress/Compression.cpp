@@ -137,6 +137,26 @@ void encodeUniform(std::span<const float> v, std::uint8_t *out)
     }
 }
 
+// One block's codes, std::lround(x * 127 / absmax) (ties away from zero) without its call: |p| <= 127,
+// and p +- 1/2 is exact in double. Below an absmax of about 3.7e-37 the float quotient 127 / absmax
+// overflows: such a block is scaled in double (an infinite scale would make the conversion undefined).
+void blockwiseCodes(std::span<const float> block, float absmax, std::int8_t *codes)
+{
+    const float inv = absmax > 0.0F ? 127.0F / absmax : 0.0F;
+    if (std::isfinite(inv)) {
+        for (std::size_t i = 0; i < block.size(); ++i) {
+            const float p = block[i] * inv;
+            codes[i] = static_cast<std::int8_t>(static_cast<int>(static_cast<double>(p) + (p < 0.0F ? -0.5 : 0.5)));
+        }
+        return;
+    }
+    const double wide = 127.0 / static_cast<double>(absmax);
+    for (std::size_t i = 0; i < block.size(); ++i) {
+        const double p = static_cast<double>(block[i]) * wide;
+        codes[i] = static_cast<std::int8_t>(static_cast<int>(p + (p < 0.0 ? -0.5 : 0.5)));
+    }
+}
+
 void decodeUniform(const std::uint8_t *in, std::span<float> out)
 {
     float codebook[UniformBins];
@@ -342,12 +362,7 @@ void encodeInto(Compression codec, std::span<const float> values, std::span<std:
             for (std::size_t i = begin; i < end; ++i)
                 absmax = std::max(absmax, std::abs(values[i]));
             putF32(out.data() + 4 * b, absmax);
-            const float inv = absmax > 0.0F ? 127.0F / absmax : 0.0F;
-            // std::lround's result without its call: |p| <= 127, and p +- 1/2 is exact in double.
-            for (std::size_t i = begin; i < end; ++i) {
-                const float p = values[i] * inv;
-                codes[i] = static_cast<std::int8_t>(static_cast<int>(static_cast<double>(p) + (p < 0.0F ? -0.5 : 0.5)));
-            }
+            blockwiseCodes(values.subspan(begin, end - begin), absmax, codes + begin);
         }
         break;
     }
