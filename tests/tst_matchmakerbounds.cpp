@@ -225,6 +225,26 @@ private Q_SLOTS:
         QCOMPARE(f.strikes(), 0);
     }
 
+    // A leader banned while the follower waits for its BEGIN (its result of an earlier round
+    // failed the check meanwhile) is left at once: the follower looks on without it and never
+    // averages with it, although its deadline had time left.
+    void aLeaderBannedWhileItGathersIsLeft()
+    {
+        HeldFollower f(20.0);
+        QVERIFY(f.leader.declare(3, "s", unixNow() + 30.0));
+        std::atomic<bool> stop{false};
+        std::string why;
+        auto search = std::async(std::launch::async, [&] {
+            return f.follower->matchmaker->formGroup(3, "s", [] { return std::size_t(2); }, stop, &why);
+        });
+        QTRY_COMPARE_WITH_TIMEOUT(f.leader.joins.load(), 1, 5000);
+        QVERIFY(f.bans->ban(f.leader.identity.peerId(), "its result failed the check", unixNow()));
+        QVERIFY(search.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+        QVERIFY(!search.get());
+        QVERIFY2(QString::fromStdString(why).contains(QStringLiteral("banned while it gathered")), why.c_str());
+        QCOMPARE(f.leader.joins.load(), 1);
+    }
+
     // A leader that gathers longer than this peer waits (another --matchmaking-time: its accept
     // names a deadline past this peer's window) is given up on at the end of the window, and not
     // struck: it has not broken the deadline it named.

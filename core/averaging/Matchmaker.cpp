@@ -155,6 +155,12 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         if (left <= 0)
             break;
         auto next = client.receive(std::min(left, 0.2));
+        // Banned while it gathered (its result of an earlier round failed the check meanwhile):
+        // this peer leaves and looks for another leader; BEGIN or not, it averages nothing of it.
+        if (m_bans && m_bans->isBanned(leader.peerId, unixNow())) {
+            setWhy(why, "left leader " + leader.peerId.substr(0, 8) + ": banned while it gathered");
+            return std::nullopt;
+        }
         if (!next)
             continue;
         const auto t = next->header.at("t").get<std::string>();

@@ -33,7 +33,8 @@
 // before it for the first half of that, and looks on (the held peers then form their group
 // without that leader, which none of them asks again that epoch).
 // Client-mode peers never lead: they have no service socket and only ask. A peer this one has
-// banned (averaging/BanList.h: it sent invalid data) is neither asked nor accepted as a follower.
+// banned (averaging/BanList.h: it sent invalid data) is neither asked nor accepted as a follower,
+// and a follower leaves a leader banned while it waits for BEGIN (and looks on, as if refused).
 // Security: joins go over CURVE to the key that signed the leader's declaration; in a closed
 // run a candidate whose access token this peer has not verified is never asked (a peer without
 // a token cannot lead), and a refused handshake is reported as such.
