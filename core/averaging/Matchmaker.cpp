@@ -155,9 +155,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         if (left <= 0)
             break;
         auto next = client.receive(std::min(left, 0.2));
-        // Banned while it gathered (its result of an earlier round failed the check meanwhile):
-        // this peer leaves and looks for another leader; BEGIN or not, it averages nothing of it.
-        if (m_bans && m_bans->isBanned(leader.peerId, unixNow())) {
+        if (m_bans && m_bans->isBanned(leader.peerId, unixNow())) { // meanwhile: BEGIN or not, left
             setWhy(why, "left leader " + leader.peerId.substr(0, 8) + ": banned while it gathered");
             return std::nullopt;
         }
@@ -465,9 +463,8 @@ std::optional<FormedGroup> Matchmaker::formGroup(long epoch, const std::string &
     return std::nullopt;
 }
 
-// Asks `target` (ordered before this leader) to take this leader, keeping the gather open; only
-// once it accepts are the followers sent DISBAND naming it, so that a target that refuses, is
-// silent or already began costs them nothing.
+// Asks `target` (ordered before this leader) to take this leader, keeping the gather open; only once it
+// accepts are the followers sent DISBAND naming it: a target that refuses, is silent or began costs nothing.
 std::optional<FormedGroup> Matchmaker::mergeInto(const Declaration &target, long epoch, const std::string &schema,
                                                  const std::function<std::size_t()> &expectedPeers,
                                                  const std::atomic<bool> &stop, std::string *whyNot, Held *held)
@@ -486,9 +483,8 @@ std::optional<FormedGroup> Matchmaker::mergeInto(const Declaration &target, long
     return g;
 }
 
-// Whether a leader with `followers` forms its group now: at the target size, once every peer
-// expected at this epoch joined (our own count, or a follower's if larger: our view of the DHT
-// may miss peers), or at its deadline with at least the minimum size.
+// Whether a leader with `followers` forms its group now: at the target size, once every peer expected at
+// this epoch joined (our count, or a follower's if larger: our DHT view may miss peers), or when due; never below the minimum size.
 bool Matchmaker::readyToLead(const std::vector<JoinRequest> &followers,
                              const std::function<std::size_t()> &expectedPeers, bool due) const
 {
