@@ -93,7 +93,7 @@ private Q_SLOTS:
         QTest::newRow("not CBOR") << std::vector<std::string>{"\xff\xfe garbage"} << QString();
         QTest::newRow("truncated CBOR") << std::vector<std::string>{bytes(encodeServiceMessage("state?", {{"run", "r"}})).substr(0, 5)} << QString();
         QTest::newRow("oversized header") << std::vector<std::string>{std::string(MaxServiceHeaderBytes + 1, 'a')} << QString();
-        QTest::newRow("wrong version") << std::vector<std::string>{bytes(nlohmann::json::to_cbor({{"v", 9}, {"t", "state?"}}))} << QString();
+        QTest::newRow("wrong version") << std::vector<std::string>{bytes(nlohmann::json::to_cbor({{"v", ServiceProtocolVersion + 1}, {"t", "state?"}}))} << QString();
         QTest::newRow("unknown type") << std::vector<std::string>{bytes(nlohmann::json::to_cbor({{"v", ServiceProtocolVersion}, {"t", "hello"}}))} << QString();
         QTest::newRow("extra frame") << std::vector<std::string>{bytes(encodeServiceMessage("state?", {{"run", "r"}})), "x"} << QString();
         QTest::newRow("join missing fields") << std::vector<std::string>{bytes(encodeServiceMessage("join", {{"run", "r"}}))}

@@ -106,6 +106,44 @@ private Q_SLOTS:
         QVERIFY(fits[4].clip < 0.01);
     }
 
+    // Rows of an embedding that each of three senders saw alone: their parts have disjoint
+    // supports, and the one holding 48 of the 80 samples sent values 100x the others'. Pulling
+    // with its samples it would outpull the two others while far, drag the centre towards it at
+    // every step and leave them beyond FarRadii radii (ResultCheck.h) after the 200 steps. Its
+    // pull is 0.9 x the others' 32 samples: the centre settles (the fixed point holds) within
+    // 1.5 radii of the two.
+    void aHeavySenderCannotOutpullTheOthers()
+    {
+        std::mt19937 rng(5);
+        std::normal_distribution<float> d(0.0F, 1.0F);
+        std::vector<std::vector<float>> xs(3, std::vector<float>(3000, 0.0F));
+        for (std::size_t i = 0; i < 3; ++i)
+            for (std::size_t k = 1000 * i; k < 1000 * i + 100; ++k)
+                xs[i][k] = (i == 2 ? 100.0F : 1.0F) * d(rng);
+        const std::vector<double> ws{16.0, 16.0, 48.0};
+        QCOMPARE(pullWeight(48.0, 80.0), 0.9 * 32.0);
+        QCOMPARE(pullWeight(16.0, 80.0), 16.0);
+        std::vector<float> out(3000);
+        double tau = 0.0;
+        QCOMPARE(aggregateParts(Clip, pointers(xs), ws, out, nullptr, &tau), 80.0);
+        QVERIFY(tau > 0.0);
+        std::vector<double> residual(3000, 0.0);
+        for (std::size_t i = 0; i < 3; ++i) {
+            double n2 = 0.0;
+            for (std::size_t k = 0; k < 3000; ++k)
+                n2 += (xs[i][k] - out[k]) * (xs[i][k] - out[k]);
+            const double n = std::sqrt(n2), c = std::min(1.0, tau / n);
+            if (i < 2)
+                QVERIFY2(n < 1.5 * tau, (std::to_string(n / tau) + " radii").c_str());
+            for (std::size_t k = 0; k < 3000; ++k)
+                residual[k] += pullWeight(ws[i], 80.0) * c * (xs[i][k] - out[k]);
+        }
+        double r2 = 0.0;
+        for (double r : residual)
+            r2 += r * r;
+        QVERIFY2(std::sqrt(r2) < 1e-3 * tau * 80.0, std::to_string(std::sqrt(r2) / tau).c_str());
+    }
+
     // Weight-0 senders send no values (zeros): they neither pull the centre nor count. With one
     // weighted sender left the result is its values exactly, bit for bit (a state round's copy).
     void weightlessSendersAreLeftOut()

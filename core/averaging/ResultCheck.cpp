@@ -1,4 +1,5 @@
 #include "averaging/ResultCheck.h"
+#include "averaging/RobustAggregation.h"
 
 #include <sodium.h>
 
@@ -145,7 +146,7 @@ void SketchBuilder::addBlock(std::uint32_t block, std::span<const float> sent, s
     const double n = std::sqrt(n2);
     if (n > FarRadii * tau) // tau 0: the result is not this member's values
         m_sketch.far.push_back(block);
-    const double factor = counted * (n <= tau ? 1.0 : tau / n);
+    const double factor = pullWeight(counted, total) * (n <= tau ? 1.0 : tau / n);
     // Two bytes of ChaCha20 keystream an element: bit k is the sign of s_k there.
     std::array<unsigned char, crypto_stream_chacha20_ietf_NONCEBYTES> nonce{};
     std::memcpy(nonce.data(), &m_sketch.shard, 4); // little-endian hosts only (LittleEndian.h)

@@ -5,8 +5,9 @@
 // results").
 //
 // The fixed point. For one aggregation block b of reducer j's shard (PartReducer.h), with sender
-// i's part x_i as the reducer decoded it, its counted weight u_i, the block's radius tau and the
-// result v, CenteredClip (RobustAggregation.h) stops where
+// i's part x_i as the reducer decoded it, its pull weight u_i (pullWeight of its counted weight
+// and the block's total: RobustAggregation.h), the block's radius tau and the result v,
+// CenteredClip (RobustAggregation.h) stops where
 //     sum_i u_i c_i (x_i - v) = 0,     c_i = min(1, tau / ||x_i - v||),
 // up to its stopping step and the result codec's error. Each member knows its own x_i, the v it
 // received and (from the RESULT headers) tau, u_i and the block's total weight W; so it can

@@ -99,9 +99,13 @@ double centeredClip(double radius, const std::vector<const float *> &xs, const s
     const double tau = radius * median(sorted);
     sorted = spread;
     const double typicalSpread = median(sorted);
+    std::vector<double> pulls(xs.size());
+    double pulled = 0.0;
+    for (std::size_t i = 0; i < xs.size(); ++i)
+        pulled += pulls[i] = pullWeight(ws[i], total);
     std::vector<double> coef(xs.size());
     for (int t = 0; t < MaxIterations && tau > 0.0; ++t)
-        if (clipStep(xs, ws, total, tau, v, coef) <= StopFraction * tau)
+        if (clipStep(xs, pulls, pulled, tau, v, coef) <= StopFraction * tau)
             break;
     for (std::size_t i = 0; i < xs.size(); ++i) {
         fits[i].clip = tau > 0.0 ? clipFactor(distance(xs[i], v), tau) : (dist[i] > 0.0 ? 0.0 : 1.0);
@@ -114,6 +118,8 @@ double centeredClip(double radius, const std::vector<const float *> &xs, const s
 }
 
 } // namespace
+
+double pullWeight(double weight, double total) { return std::min(weight, HeavyShare * (total - weight)); }
 
 double aggregateParts(const AggregationSpec &spec, const std::vector<const float *> &xs, std::vector<double> ws,
                       std::span<float> out, std::vector<SenderFit> *fits, double *radius)

@@ -11,14 +11,23 @@
 // CenteredClip:  over the senders with w_i > 0 (weight-0 senders send no values: their zeros must
 //                not pull the centre), starting from the coordinate-wise median v_0,
 //                    tau     = radius * median_i ||x_i - v_0||
-//                    v_{t+1} = v_t + sum_i w_i c_i (x_i - v_t) / sum_i w_i,
-//                    c_i     = min(1, tau / ||x_i - v_t||)
+//                    v_{t+1} = v_t + sum_i p_i c_i (x_i - v_t) / sum_i p_i,
+//                    c_i     = min(1, tau / ||x_i - v_t||),
+//                    p_i     = min(w_i, HeavyShare * (W - w_i))   (pullWeight; W = sum_i w_i)
 //                until the step is below 1e-6 tau or after 200 iterations. A sender whose values are
 //                within tau of the centre counts fully, so with honest senders alone the result is
 //                close to the weighted mean; a sender far away moves the result by at most
-//                w_i tau / sum_j w_j. Starting from the median (not the mean, as BTARD does) lets
+//                p_i tau / sum_j p_j. Starting from the median (not the mean, as BTARD does) lets
 //                a few iterations suffice against values scaled by 1e3 or more. With one or two
 //                such senders there is no majority to defend: the weighted mean.
+//                BTARD weighs its senders alike. Weighted by samples, one sender holding more than
+//                the others together (a fast GPU beside two laptops) would outpull all of them
+//                while far: the centre drifts towards it by a share of tau at every step, never
+//                settles within the 200, and the others end far from the result (where the result
+//                check, ResultCheck.h, fails the honest reducer). Pulling with at most HeavyShare of
+//                the others' weight, no sender outweighs the rest: the others stay within about
+//                tau of the result, whatever one sender sends. The price: such a sender counts as
+//                HeavyShare x the others' weight in the average, not its own.
 //
 // Outliers: sender i is an outlier when ||x_i - v_0|| sqrt(w_i) exceeds OutlierRatio times the
 // median over senders of the same (a mean over w samples deviates by about 1/sqrt(w): a sender
@@ -35,6 +44,13 @@ namespace dedloc {
 
 // Normalised distance from the median above which a sender counts as an outlier (see above).
 inline constexpr double OutlierRatio = 16.0;
+// The most a sender pulls CenteredClip's centre with, as a share of the other senders' total
+// weight (see above). Below 1, so that the others always outpull it.
+inline constexpr double HeavyShare = 0.9;
+
+// p = min(weight, HeavyShare x (total - weight)): the weight a sender of `weight` samples pulls
+// CenteredClip's centre with in a block whose weighted senders hold `total` (see above).
+[[nodiscard]] double pullWeight(double weight, double total);
 
 // What CenteredClip saw of each sender (indices as in xs).
 struct SenderFit {

@@ -53,12 +53,13 @@ inline constexpr std::size_t MaxServiceHeaderBytes = 16 * 1024;
 inline constexpr std::size_t MaxGroupMembers = 256;
 // The denominator of the shard shares in BEGIN (2^20: one share is about a millionth of a vector).
 inline constexpr std::int64_t ShardShareTotal = std::int64_t{1} << 20;
-inline constexpr int ServiceProtocolVersion = 8; // 2: BEGIN carries the leader's shard shares; 3: parts of 16 Ki
+inline constexpr int ServiceProtocolVersion = 9; // 2: BEGIN carries the leader's shard shares; 3: parts of 16 Ki
                                                  // elements; 4: capped shares checked, keys on a ring of epochs;
                                                  // 5: results checked (RESULT "k" and "u", group records' "c");
                                                  // 6: sketches in check records of their own;
                                                  // 7: progress records in shards (ProgressShards.h);
-                                                 // 8: parts of 64 Ki elements in one-byte codecs
+                                                 // 8: parts of 64 Ki elements in one-byte codecs;
+                                                 // 9: CenteredClip's pull weights (pullWeight)
 
 // --- DHT payloads -------------------------------------------------------------------------
 
