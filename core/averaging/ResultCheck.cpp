@@ -146,7 +146,8 @@ void SketchBuilder::addBlock(std::uint32_t block, std::span<const float> sent, s
     const double n = std::sqrt(n2);
     if (n > FarRadii * tau) // tau 0: the result is not this member's values
         m_sketch.far.push_back(block);
-    const double factor = pullWeight(counted, total) * (n <= tau ? 1.0 : tau / n);
+    const double pull = pullWeight(counted, total);
+    const double factor = pull * (n <= tau ? 1.0 : tau / n);
     // Two bytes of ChaCha20 keystream an element: bit k is the sign of s_k there.
     std::array<unsigned char, crypto_stream_chacha20_ietf_NONCEBYTES> nonce{};
     std::memcpy(nonce.data(), &m_sketch.shard, 4); // little-endian hosts only (LittleEndian.h)
@@ -158,7 +159,7 @@ void SketchBuilder::addBlock(std::uint32_t block, std::span<const float> sent, s
         m_sketch.residual[k] += factor * acc[k];
     m_spread2 += factor * n * factor * n;
     m_sketch.weight += counted;
-    m_sketch.maxWeight = std::max(m_sketch.maxWeight, counted);
+    m_sketch.maxWeight = std::max(m_sketch.maxWeight, pull); // what bounds the spread: not the raw weight
     m_sketch.groupWeight += total;
     m_radius2 += tau * tau;
     m_distance2 += n2;

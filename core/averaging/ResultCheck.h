@@ -16,7 +16,7 @@
 //     q_ik = sum_b u_ib c_ib <x_ib - v_b, s_bk>
 // over the blocks of shard j in which it was counted; summed over the counted members, a true
 // result gives sum_i q_i = 0 (within the allowance below), a result moved by delta about
-// -W <delta, s_k>: some sqrt(K) W ||delta|| in all (while no member is clipped).
+// -P <delta, s_k>: some sqrt(K) P ||delta|| in all (P = sum_i u_i, while no member is clipped).
 //
 // The signs come from ChaCha20 keyed by the group's average digest (checkSeed): a reducer knows
 // them only once its result is fixed, and to pass the check a moved result would need all K
@@ -30,7 +30,7 @@
 //     slack + CenteredClip's stopping step x W x tau), the slack sum_b W_b ||e_b|| bounding the
 //     result codec's error e from the result received (resultErrorBound);
 //   - each entry keeps within what it says of itself: spread sqrt(sum_b (u_b c_b n_b)^2), n_b =
-//     ||x_b - v_b||, at most maxWeight x radius (c n <= tau), and ||q||^2 at most
+//     ||x_b - v_b||, at most maxWeight (max_b u_b) x radius (c n <= tau), and ||q||^2 at most
 //     ProjectionBound x spread^2 (an honest one's is about K spread^2: with K = 16, above 64 has a
 //     chance below 1e-7);
 //   - the radius it states, sqrt(sum_b tau_b^2), at most TauSlack x the manifest's radius x the

@@ -33,9 +33,9 @@ inline constexpr std::size_t CheckProjections = 16;
 struct ShardSketch {
     std::uint32_t shard = 0;                         // the reducer's member index
     std::array<double, CheckProjections> residual{}; // q_k (ResultCheck.h)
-    double spread = 0.0;      // sqrt(sum_b (u_b c_b n_b)^2)
-    double weight = 0.0;      // sum_b u_b
-    double maxWeight = 0.0;   // max_b u_b
+    double spread = 0.0;      // sqrt(sum_b (u_b c_b n_b)^2), u_b the pull weight (ResultCheck.h)
+    double weight = 0.0;      // sum_b w_b, the samples the reducer counted (u_b = pullWeight(w_b, W_b))
+    double maxWeight = 0.0;   // max_b u_b: the pull weights, which bound the spread
     double groupWeight = 0.0; // sum_b W_b, as the RESULT headers said
     double radius = 0.0;      // sqrt(sum_b tau_b^2), as the RESULT headers said
     double distance = 0.0;    // sqrt(sum_b n_b^2)
