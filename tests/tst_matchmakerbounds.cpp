@@ -65,6 +65,13 @@ struct HeldFollower {
     {
     }
     [[nodiscard]] int strikes() const { return bans->strikes(leader.identity.peerId(), unixNow()); }
+    // The follower's search for a group of (3, "s"), expecting 2 peers, on a thread of its own.
+    [[nodiscard]] std::future<std::optional<FormedGroup>> search(const std::atomic<bool> &stop, std::string *why)
+    {
+        return std::async(std::launch::async, [this, &stop, why] {
+            return follower->matchmaker->formGroup(3, "s", [] { return std::size_t(2); }, stop, why);
+        });
+    }
 
     FakeLeader leader;
     MatchmakingOptions options = fastOptions();
@@ -215,9 +222,7 @@ private Q_SLOTS:
         QVERIFY(f.leader.declare(3, "s", unixNow() + 30.0));
         std::atomic<bool> stop{false};
         std::string why;
-        auto search = std::async(std::launch::async, [&] {
-            return f.follower->matchmaker->formGroup(3, "s", [] { return std::size_t(2); }, stop, &why);
-        });
+        auto search = f.search(stop, &why);
         QTRY_COMPARE_WITH_TIMEOUT(f.leader.joins.load(), 1, 5000);
         stop = true;
         QVERIFY(!search.get());
@@ -234,9 +239,7 @@ private Q_SLOTS:
         QVERIFY(f.leader.declare(3, "s", unixNow() + 30.0));
         std::atomic<bool> stop{false};
         std::string why;
-        auto search = std::async(std::launch::async, [&] {
-            return f.follower->matchmaker->formGroup(3, "s", [] { return std::size_t(2); }, stop, &why);
-        });
+        auto search = f.search(stop, &why);
         QTRY_COMPARE_WITH_TIMEOUT(f.leader.joins.load(), 1, 5000);
         QVERIFY(f.bans->ban(f.leader.identity.peerId(), "its result failed the check", unixNow()));
         QVERIFY(search.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
