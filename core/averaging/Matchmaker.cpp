@@ -155,7 +155,7 @@ std::optional<FormedGroup> Matchmaker::follow(const Declaration &leader, long ep
         if (left <= 0)
             break;
         auto next = client.receive(std::min(left, 0.2));
-        if (m_bans && m_bans->isBanned(leader.peerId, unixNow())) { // meanwhile: BEGIN or not, left
+        if (m_bans && m_bans->isBanned(leader.peerId, unixNow())) { // banned meanwhile: left, BEGIN or not
             setWhy(why, "left leader " + leader.peerId.substr(0, 8) + ": banned while it gathered");
             return std::nullopt;
         }
@@ -484,7 +484,7 @@ std::optional<FormedGroup> Matchmaker::mergeInto(const Declaration &target, long
 }
 
 // Whether a leader with `followers` forms its group now: at the target size, once every peer expected at
-// this epoch joined (our count, or a follower's if larger: our DHT view may miss peers), or when due; never below the minimum size.
+// this epoch joined (our count, or a follower's if larger), or when due; never below the minimum size.
 bool Matchmaker::readyToLead(const std::vector<JoinRequest> &followers,
                              const std::function<std::size_t()> &expectedPeers, bool due) const
 {

@@ -10,9 +10,10 @@
 // CenteredClip (RobustAggregation.h) stops where
 //     sum_i u_i c_i (x_i - v) = 0,     c_i = min(1, tau / ||x_i - v||),
 // up to its stopping step and the result codec's error. Each member knows its own x_i, the v it
-// received and (from the RESULT headers) tau, u_i and the block's total weight W; so it can
-// compute its own term, but the sum needs everyone's. Projected on random sign vectors s_k
-// (k < CheckProjections, elements +-1) the terms are K numbers each, member i's sketch
+// received and (from the RESULT headers) tau, its counted weight and the block's total weight W,
+// hence u_i; so it can compute its own term, but the sum needs everyone's. Projected on random
+// sign vectors s_k (k < CheckProjections, elements +-1) the terms are K numbers each, member i's
+// sketch
 //     q_ik = sum_b u_ib c_ib <x_ib - v_b, s_bk>
 // over the blocks of shard j in which it was counted; summed over the counted members, a true
 // result gives sum_i q_i = 0 (within the allowance below), a result moved by delta about
